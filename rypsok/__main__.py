@@ -1,0 +1,3 @@
+from rypsok.cli import main
+
+raise SystemExit(main())

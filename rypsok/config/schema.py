@@ -1,0 +1,205 @@
+"""The configuration schema: one frozen attrs class per table, defaults from the limits table.
+
+Loading, range checks and messages live in `rypsok.config.load`; this module only says what
+a valid configuration holds. A `Config()` built with no arguments is the configuration of
+"no file at all" except for the engines, which `rypsok.config.load` fills with the two
+default engines when the file has no `[engines.*]` table.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from rypsok.core.model import Category, SafeSearch
+
+__all__ = [
+    "CacheConfig",
+    "CallerConfig",
+    "Config",
+    "EgressConfig",
+    "EngineConfig",
+    "FetchConfig",
+    "HttpAuthConfig",
+    "HttpConfig",
+    "LimitsConfig",
+    "LoggingConfig",
+    "PrivacyConfig",
+    "ResilienceConfig",
+    "ScrapingConfig",
+    "SearchConfig",
+    "ServiceConfig",
+    "StatusConfig",
+]
+
+
+@attrs.frozen(kw_only=True)
+class CallerConfig:
+    id: str
+    token_env: str | None = None
+    token_file: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class HttpAuthConfig:
+    callers: tuple[CallerConfig, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class HttpConfig:
+    bind: str = "127.0.0.1:8737"
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    legacy_revisions: bool = True
+    max_connections: int = 64  # LIM-H1
+    max_request_bytes: int = 65536  # LIM-H2
+    idle_timeout_s: int = 60  # LIM-H3
+    max_streams: int = 16  # LIM-H4
+    max_sessions: int = 256  # LIM-H6
+    request_timeout_s: int = 30  # LIM-H5
+    auth: HttpAuthConfig = attrs.field(factory=HttpAuthConfig)
+
+
+@attrs.frozen(kw_only=True)
+class ServiceConfig:
+    structured_content: bool = True
+    user_agent_contact: str = ""
+    shutdown_ms: int = 3000  # LIM-O1
+    http: HttpConfig = attrs.field(factory=HttpConfig)
+
+
+@attrs.frozen(kw_only=True)
+class SearchConfig:
+    languages: tuple[str, ...] = ("en",)
+    region: str = "US"
+    safe_search: SafeSearch = SafeSearch.MODERATE
+    max_results: int = 5  # LIM-S2
+    max_results_ceiling: int = 20  # LIM-S2
+    query_max_chars: int = 400  # LIM-S1
+    deadline_ms: int = 2500  # LIM-S4
+    engine_timeout_ms: int = 2000  # LIM-S5
+    connect_timeout_ms: int = 1000  # LIM-S12
+    reserve_ms: int = 200  # LIM-S6
+    engines_per_request: int = 8  # LIM-S8
+    results_per_engine: int = 10  # LIM-S3
+    snippet_max_chars: int = 300  # LIM-S9
+    title_max_chars: int = 150  # LIM-S10
+    drop_flagged_results: bool = False
+    engine_attribution: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class FetchConfig:
+    max_chars: int = 3000  # LIM-F1
+    max_chars_ceiling: int = 20000  # LIM-F2
+    max_bytes: int = 5242880  # LIM-F3
+    deadline_ms: int = 10000  # LIM-F4
+    connect_timeout_ms: int = 3000  # LIM-F6
+    max_redirects: int = 5  # LIM-F7
+    ports: tuple[int, ...] = (80, 443)  # LIM-F8
+    robots_txt: bool = True
+    follow_cross_host_redirects: bool = False
+    strict_mode: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class EgressConfig:
+    allow_http: bool = False
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    proxy: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class LimitsConfig:
+    outbound_in_flight: int = 32  # LIM-C1
+    per_engine_in_flight: int = 2  # LIM-C2
+    fetches_in_flight: int = 4  # LIM-C3
+    parsing_in_flight: int = 2  # LIM-C5
+    web_search_per_minute: int = 60  # LIM-C6
+    web_fetch_per_minute: int = 30  # LIM-C7
+    engine_status_per_minute: int = 30  # LIM-C8
+    strict_mode_urls: int = 10000  # LIM-F14
+    robots_cache_entries: int = 1000  # LIM-F15
+
+
+@attrs.frozen(kw_only=True)
+class ResilienceConfig:
+    failures_to_open: int = 3  # LIM-B1
+    first_cooldown_s: int = 60  # LIM-B2
+    max_cooldown_s: int = 900  # LIM-B3
+
+
+@attrs.frozen(kw_only=True)
+class PrivacyConfig:
+    secret_detection: str = "refuse"  # LIM-P1: off, warn, mask, refuse
+
+
+@attrs.frozen(kw_only=True)
+class LoggingConfig:
+    level: str = "info"  # LIM-P2: error, warn, info, debug
+    log_queries: bool = False  # LIM-P3
+
+
+@attrs.frozen(kw_only=True)
+class StatusConfig:
+    enabled: bool = True
+
+
+@attrs.frozen(kw_only=True)
+class CacheConfig:
+    enabled: bool = False  # LIM-K1
+    ttl_s: int = 300  # LIM-K2
+    max_entries: int = 1000  # LIM-K3
+    max_entry_bytes: int = 32768  # LIM-K4
+
+
+@attrs.frozen(kw_only=True)
+class ScrapingConfig:
+    enabled: bool = False  # LIM-G1
+
+
+@attrs.frozen(kw_only=True)
+class EngineConfig:
+    """One `[engines.<id>]` table. Secrets are references: the value is read by the registry."""
+
+    id: str
+    type: str  # wikipedia, brave, duckduckgo
+    categories: tuple[Category, ...]
+    enabled: bool = True
+    preference: int = 100
+    api_key_env: str | None = None
+    api_key_file: str | None = None
+    endpoint: str = "web"  # brave: web, news
+    base_url: str | None = None  # wikipedia: a private MediaWiki
+
+
+def default_engines() -> tuple[EngineConfig, ...]:
+    """The engines of a file without any `[engines.*]` table."""
+    return (
+        EngineConfig(
+            id="wikipedia", type="wikipedia", categories=(Category.GENERAL, Category.SCIENCE)
+        ),
+        EngineConfig(
+            id="brave",
+            type="brave",
+            categories=(Category.GENERAL, Category.NEWS),
+            api_key_env="BRAVE_API_KEY",
+        ),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class Config:
+    config_version: int = 1
+    service: ServiceConfig = attrs.field(factory=ServiceConfig)
+    search: SearchConfig = attrs.field(factory=SearchConfig)
+    fetch: FetchConfig = attrs.field(factory=FetchConfig)
+    egress: EgressConfig = attrs.field(factory=EgressConfig)
+    limits: LimitsConfig = attrs.field(factory=LimitsConfig)
+    resilience: ResilienceConfig = attrs.field(factory=ResilienceConfig)
+    privacy: PrivacyConfig = attrs.field(factory=PrivacyConfig)
+    logging: LoggingConfig = attrs.field(factory=LoggingConfig)
+    status: StatusConfig = attrs.field(factory=StatusConfig)
+    cache: CacheConfig = attrs.field(factory=CacheConfig)
+    scraping: ScrapingConfig = attrs.field(factory=ScrapingConfig)
+    engines: tuple[EngineConfig, ...] = attrs.field(factory=default_engines)
