@@ -19,6 +19,7 @@ __all__ = [
     "invalid_range",
     "invalid_type",
     "no_engine",
+    "no_engine_skipped",
     "rate_limited",
     "required",
 ]
@@ -95,6 +96,20 @@ def no_engine() -> ToolError:
         kind=ErrorKind.UNAVAILABLE,
         message="no enabled engine serves this category; choose another category",
         detail=ErrorDetail(reason=DetailReason.NO_ENGINE),
+    )
+
+
+def no_engine_skipped(retry_after_ms: int | None = None) -> ToolError:
+    # N = 0 because every engine of the category was skipped for this call (cooldown,
+    # its rate, or a parameter it cannot honor): the same reason, a message that says so.
+    return ToolError(
+        kind=ErrorKind.UNAVAILABLE,
+        message=(
+            "no engine of this category could be asked for this call (resting, rate used "
+            "up, or it cannot honor time_range, language or the query length); retry later "
+            "or change them"
+        ),
+        detail=ErrorDetail(reason=DetailReason.NO_ENGINE, retry_after_ms=retry_after_ms),
     )
 
 

@@ -1,0 +1,139 @@
+"""The command line (REQ-OPS-001): `serve`, `check`, `--version`; exit 0, 1 or 2.
+
+Nothing here writes to standard output except `--version`: the stdio transport owns stdout,
+and every diagnostic goes to standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, NoReturn
+
+from rypsok import __version__
+from rypsok.config.check import PREFIX, run_check, validate
+from rypsok.config.load import ConfigError
+from rypsok.core import telemetry
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from _typeshed import SupportsWrite
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_CONFIG = 1
+EXIT_USAGE = 2
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors raised instead of exiting, so that `main` returns 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(message)
+
+    def print_help(self, file: SupportsWrite[str] | None = None) -> None:
+        # Help is a diagnostic like every other word of the program: standard error.
+        super().print_help(sys.stderr if file is None else file)
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if message:
+            sys.stderr.write(message)
+        raise _Exit(status)
+
+
+class _Exit(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+def _parser() -> _Parser:
+    parser = _Parser(
+        prog="rypsok",
+        description="A headless meta-search service for AI agents (MCP over stdio or HTTP).",
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    commands = parser.add_subparsers(dest="command", metavar="{serve,check}", parser_class=_Parser)
+    serve = commands.add_parser("serve", help="serve MCP until end of input or SIGTERM")
+    serve.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (the default) or http (Streamable HTTP on service.http.bind)",
+    )
+    serve.add_argument("--config", metavar="PATH", help="the configuration file")
+    check = commands.add_parser("check", help="validate the configuration and print it")
+    check.add_argument("--config", metavar="PATH", help="the configuration file")
+    return parser
+
+
+def _err(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args_in = sys.argv[1:] if argv is None else argv
+    # An exception escaping from here on is one JSON line without its message, not a
+    # traceback that could quote a configuration value.
+    telemetry.install_excepthook()
+    parser = _parser()
+    try:
+        args = parser.parse_args(args_in)
+    except _Exit as exc:
+        return exc.status
+    except _UsageError as exc:
+        parser.print_usage(sys.stderr)
+        _err(f"rypsok: error: {exc}")
+        return EXIT_USAGE
+    if args.version:
+        if args.command is not None:
+            _err("rypsok: error: --version takes no command")
+            return EXIT_USAGE
+        sys.stdout.write(f"rypsok {__version__}\n")
+        sys.stdout.flush()
+        return EXIT_OK
+    env: Mapping[str, str] = os.environ
+    if args.command == "check":
+        report = run_check(args.config, env)
+        for line in report.lines:
+            _err(line)
+        return report.exit_code
+    if args.command == "serve":
+        return _serve(args.transport, args.config, env)
+    parser.print_usage(sys.stderr)
+    _err("rypsok: error: a command is required: serve or check")
+    return EXIT_USAGE
+
+
+def _serve(transport: str, path: str | None, env: Mapping[str, str]) -> int:
+    try:
+        validated = validate(path, env)
+    except ConfigError as exc:
+        _err(PREFIX + str(exc))
+        return EXIT_CONFIG
+    config = validated.config
+    telemetry.configure(level=config.logging.level, log_queries=config.logging.log_queries)
+    if transport == "http":
+        # The Streamable HTTP transport lands in a later release of this project.
+        telemetry.error(
+            "transport_unavailable",
+            transport="http",
+            note="serve --transport http is not available in this release; use stdio",
+        )
+        return EXIT_CONFIG
+    try:
+        from rypsok.mcp.stdio import run_stdio
+    except ImportError as exc:
+        telemetry.error(
+            "transport_unavailable", transport="stdio", **telemetry.exception_fields(exc)
+        )
+        return EXIT_CONFIG
+    return run_stdio(config, env)

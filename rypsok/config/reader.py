@@ -1,0 +1,191 @@
+"""Reading one table of the configuration: kinds, ranges and messages with their places.
+
+`Reader` knows where each value of the file is; `Table` reads the keys of one table through
+it. Every refusal is a ConfigError naming the key, what was expected and the kind of value
+found, never the value itself.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from rypsok.config.messages import ConfigError, Place, kind_of, with_place
+from rypsok.config.rules import RuleError
+from rypsok.config.toml import Path, Positions, format_path
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["PRINTABLE_KEY", "Reader", "Table"]
+
+# A key shown in a message: a plain word. Any other key is not repeated: it could be anything.
+PRINTABLE_KEY: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+T = TypeVar("T")
+
+
+class Reader:
+    """The places of the file's values, and the one way to refuse a value with its place."""
+
+    def __init__(self, positions: Positions) -> None:
+        self.positions = positions
+
+    def place(self, path: Path) -> Place | None:
+        exact = self.positions.get(path)
+        if exact is not None:
+            return exact
+        inside = [p for k, p in self.positions.items() if k[: len(path)] == path]
+        return min(inside, key=lambda p: (p.line, p.column)) if inside else None
+
+    def fail(self, path: Path, what: str, *, placed: bool = True) -> ConfigError:
+        where = self.place(path) if placed else None
+        return ConfigError(with_place(f"{format_path(path)}: {what}", where))
+
+    def integer(self, path: Path, value: object, lo: int, hi: int, why: str | None) -> int:
+        expected = f"expected an integer from {lo} to {hi}"
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(path, f"{expected}, found {kind_of(value)}")
+        if value < 0 and lo >= 0:
+            raise self.fail(path, f"{expected}, found a negative number")
+        if lo <= value <= hi:
+            return value
+        if why is not None:
+            raise self.fail(path, f"must be between {lo} and {hi} ({why})", placed=False)
+        found = f"a number below {lo}" if value < lo else f"a number above {hi}"
+        raise self.fail(path, f"{expected}, found {found}")
+
+    def table(self, data: object, path: Path) -> Table:
+        if not isinstance(data, dict):
+            raise self.fail(path, f"expected a table, found {kind_of(data)}")
+        return Table(self, path, data)
+
+
+class Table:
+    """One table of the file, read key by key; a missing key gives its default."""
+
+    def __init__(self, validator: Reader, path: Path, data: dict[str, Any]) -> None:
+        self.v = validator
+        self.path = path
+        self.data = data
+
+    def key(self, key: str | int) -> Path:
+        return (*self.path, key)
+
+    def known(self, *, keys: set[str], tables: set[str] | frozenset[str] = frozenset()) -> None:
+        for key, value in self.data.items():
+            if key in keys or key in tables:
+                continue
+            what = "unknown table" if isinstance(value, dict) else "unknown key"
+            if PRINTABLE_KEY.fullmatch(key):
+                raise self.v.fail(self.key(key), what)
+            parent = format_path(self.path) or "the top level"
+            # A key that is not a plain word is not repeated: it could be anything.
+            raise ConfigError(with_place(f"{parent}: an {what}", self.v.place(self.key(key))))
+
+    def sub(self, key: str) -> Table:
+        if key not in self.data:
+            return Table(self.v, self.key(key), {})
+        return self.v.table(self.data[key], self.key(key))
+
+    def default_fits(
+        self, key: str, default: int, lo: int, hi: int, set_key: str, message: str
+    ) -> None:
+        """When `key` is unset, its default must fit the range that `set_key` gives it; the
+        message is then about `set_key`, the key the author wrote."""
+        if key not in self.data and not lo <= default <= hi:
+            raise self.v.fail(self.key(set_key), message)
+
+    def get_int(self, key: str, default: int, lo: int, hi: int, why: str | None = None) -> int:
+        """An integer from `lo` to `hi`; `why` names the other keys a dependent range has."""
+        if key not in self.data:
+            return default
+        return self.v.integer(self.key(key), self.data[key], lo, hi, why)
+
+    def get_ints(self, key: str, default: list[int], lo: int, hi: int) -> list[int]:
+        if key not in self.data:
+            return default
+        items = self._array(key, f"expected an array of integers from {lo} to {hi}")
+        if not items:
+            raise self.v.fail(self.key(key), "expected at least one port, found an empty array")
+        out: list[int] = []
+        for index, item in enumerate(items):
+            path = (*self.path, key, index)
+            value = self.v.integer(path, item, lo, hi, None)
+            if value in out:
+                raise self.v.fail(path, "listed more than once")
+            out.append(value)
+        return out
+
+    def get_bool(self, key: str, default: bool) -> bool:
+        if key not in self.data:
+            return default
+        value = self.data[key]
+        if not isinstance(value, bool):
+            raise self.v.fail(
+                self.key(key), f"expected true or false (without quotes), found {kind_of(value)}"
+            )
+        return value
+
+    def get_choice(self, key: str, default: str, words: tuple[str, ...]) -> str:
+        if key not in self.data:
+            return default
+        value = self.data[key]
+        expected = f"expected one of {', '.join(words)}"
+        if not isinstance(value, str):
+            raise self.v.fail(self.key(key), f"{expected}, found {kind_of(value)}")
+        if value not in words:
+            raise self.v.fail(self.key(key), f"{expected}, found an unknown word")
+        return value
+
+    def get_text(
+        self, key: str, default: T, *, check: Callable[[str], None] | None = None
+    ) -> str | T:
+        if key not in self.data:
+            return default
+        value = self.data[key]
+        if not isinstance(value, str):
+            raise self.v.fail(self.key(key), f"expected text, found {kind_of(value)}")
+        if check is not None:
+            try:
+                check(value)
+            except RuleError as exc:
+                raise self.v.fail(self.key(key), str(exc)) from None
+        return value
+
+    def _array(self, key: str, expected: str) -> list[Any]:
+        value = self.data[key]
+        if not isinstance(value, list):
+            raise self.v.fail(self.key(key), f"{expected}, found {kind_of(value)}")
+        return value
+
+    def get_texts(
+        self,
+        key: str,
+        default: list[str],
+        *,
+        check: Callable[[str], None] | None = None,
+        non_empty: bool = False,
+        unique: bool = False,
+        words: str | None = None,
+    ) -> list[str]:
+        if key not in self.data:
+            return default
+        expected = f"expected an array of {'texts' if words is None else 'words: ' + words}"
+        items = self._array(key, expected)
+        if non_empty and not items:
+            raise self.v.fail(self.key(key), f"{expected}, at least one, found an empty array")
+        out: list[str] = []
+        for index, item in enumerate(items):
+            path = (*self.path, key, index)
+            if not isinstance(item, str):
+                raise self.v.fail(path, f"expected text, found {kind_of(item)}")
+            if check is not None:
+                try:
+                    check(item)
+                except RuleError as exc:
+                    raise self.v.fail(path, str(exc)) from None
+            if unique and item in out:
+                raise self.v.fail(path, "listed more than once")
+            out.append(item)
+        return out

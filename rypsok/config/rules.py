@@ -1,0 +1,271 @@
+"""The forms of the configuration's values that are more than a type: identifiers, names of
+environment variables, egress rules, the listener's bind, hosts and origins.
+
+Each parser raises `RuleError` with a sentence that never repeats the text it was given;
+the caller adds the key.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Final
+from urllib.parse import urlsplit
+
+import attrs
+
+__all__ = [
+    "Bind",
+    "EgressRule",
+    "RuleError",
+    "is_env_name",
+    "is_identifier",
+    "is_loopback_host",
+    "parse_bind",
+    "parse_egress_rule",
+    "parse_host_name",
+    "validate_allowed_host",
+    "validate_base_url",
+    "validate_origin",
+    "validate_proxy",
+]
+
+_IDENTIFIER: Final = re.compile(r"[a-z][a-z0-9_]*")
+_ENV_NAME: Final = re.compile(r"[A-Z_][A-Z0-9_]*")
+_LABEL: Final = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?")
+_MAX_NAME: Final = 253
+
+
+class RuleError(ValueError):
+    """A value of the right kind in the wrong form; the message never holds the value."""
+
+
+def is_identifier(text: str) -> bool:
+    """Engine and caller ids: lowercase letters, digits and underscores, from a letter."""
+    return len(text) <= 64 and _IDENTIFIER.fullmatch(text) is not None
+
+
+def is_env_name(text: str) -> bool:
+    """Upper-case letters, digits and underscores: the name of a variable, not a secret."""
+    return len(text) <= 128 and _ENV_NAME.fullmatch(text) is not None
+
+
+def parse_host_name(text: str, *, what: str = "a host name") -> str:
+    """A DNS name, lower-cased; a trailing dot, a leading dot or an empty label refused."""
+    if text.endswith("."):
+        raise RuleError(f"{what} must not end with a dot")
+    if text.startswith("."):
+        raise RuleError(f"{what} must not start with a dot")
+    if not text:
+        raise RuleError(f"{what} must not be empty")
+    if ".." in text:
+        raise RuleError(f"{what} must not have an empty label")
+    name = text.lower()
+    if not name.isascii():
+        try:
+            name = name.encode("idna").decode("ascii")
+        except UnicodeError:
+            raise RuleError(f"{what} is not a valid name") from None
+    if len(name) > _MAX_NAME or not all(_LABEL.fullmatch(label) for label in name.split(".")):
+        raise RuleError(f"{what} is not a valid name")
+    return name
+
+
+@attrs.frozen(kw_only=True)
+class EgressRule:
+    """One `egress.allow` or `egress.deny` rule: exactly one of its fields is set."""
+
+    network: ipaddress.IPv4Network | ipaddress.IPv6Network | None = None
+    host: str | None = None  # an exact name
+    suffix: str | None = None  # `*.corp.example` matches below corp.example, not itself
+
+    @property
+    def is_network(self) -> bool:
+        return self.network is not None
+
+
+def parse_egress_rule(text: str) -> EgressRule:
+    """A network in CIDR notation, an address, a host name or `*.` and a name."""
+    if "://" in text or text.lower().startswith(("http:", "https:")):
+        raise RuleError("a rule names a network, an address or a host, never a scheme")
+    if "/" in text:
+        try:
+            return EgressRule(network=ipaddress.ip_network(text, strict=True))
+        except ValueError:
+            raise RuleError(
+                "a network is an address, a slash and a prefix length, with no bits set "
+                "after the prefix"
+            ) from None
+    try:
+        address = ipaddress.ip_address(text.removeprefix("[").removesuffix("]"))
+    except ValueError:
+        pass
+    else:
+        return EgressRule(network=ipaddress.ip_network(address))
+    if ":" in text:
+        raise RuleError("a rule names a network, an address or a host, never a port")
+    if text.startswith("*."):
+        return EgressRule(suffix=parse_host_name(text[2:], what="a host pattern"))
+    if "*" in text:
+        raise RuleError("a host pattern has * only as its whole first label (*.example)")
+    return EgressRule(host=parse_host_name(text, what="a host pattern"))
+
+
+@attrs.frozen(kw_only=True)
+class Bind:
+    host: ipaddress.IPv4Address | ipaddress.IPv6Address
+    port: int
+
+    @property
+    def is_loopback(self) -> bool:
+        return _unmapped(self.host).is_loopback
+
+    @property
+    def is_unspecified(self) -> bool:
+        return _unmapped(self.host).is_unspecified
+
+    def __str__(self) -> str:
+        if self.host.version == 6:
+            return f"[{self.host}]:{self.port}"
+        return f"{self.host}:{self.port}"
+
+
+def _unmapped(
+    address: ipaddress.IPv4Address | ipaddress.IPv6Address,
+) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+_BIND_FORM: Final = "expected an address and a port (127.0.0.1:8737 or [::1]:8737)"
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not text.isascii() or len(text) > 5:
+        raise RuleError(_BIND_FORM)
+    port = int(text)
+    if not 1 <= port <= 65535:
+        raise RuleError("the port must be between 1 and 65535")
+    return port
+
+
+def parse_bind(text: str) -> Bind:
+    """`address:port` or `[v6 address]:port`; `localhost` stands for 127.0.0.1."""
+    if text.startswith("["):
+        close = text.find("]")
+        if close < 0 or text[close + 1 : close + 2] != ":":
+            raise RuleError(_BIND_FORM)
+        host_text, port_text = text[1:close], text[close + 2 :]
+        try:
+            host: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.IPv6Address(host_text)
+        except ValueError:
+            raise RuleError(_BIND_FORM) from None
+        return Bind(host=host, port=_port(port_text))
+    host_text, sep, port_text = text.rpartition(":")
+    if not sep or ":" in host_text:
+        raise RuleError(_BIND_FORM)
+    if host_text.lower() == "localhost":
+        host_text = "127.0.0.1"
+    try:
+        host = ipaddress.IPv4Address(host_text)
+    except ValueError:
+        raise RuleError(_BIND_FORM) from None
+    return Bind(host=host, port=_port(port_text))
+
+
+def is_loopback_host(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return _unmapped(ipaddress.ip_address(host.strip("[]"))).is_loopback
+    except ValueError:
+        return False
+
+
+def validate_allowed_host(text: str) -> None:
+    """A Host value: a name or an address, with an optional port."""
+    host, port = text, ""
+    if text.startswith("["):
+        close = text.find("]")
+        if close < 0:
+            raise RuleError("expected a host name or host:port")
+        host, rest = text[1:close], text[close + 1 :]
+        if rest and not rest.startswith(":"):
+            raise RuleError("expected a host name or host:port")
+        port = rest[1:]
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise RuleError("expected a host name or host:port") from None
+    else:
+        if text.count(":") == 1:
+            host, _, port = text.partition(":")
+        elif ":" in text:
+            raise RuleError("expected a host name or host:port")
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            parse_host_name(host)
+    if port or text.endswith(":"):
+        try:
+            _port(port)
+        except RuleError:
+            raise RuleError(
+                "expected a host name or host:port, with a port from 1 to 65535"
+            ) from None
+
+
+def validate_origin(text: str) -> None:
+    """`null`, or a scheme, a host and an optional port (`:*` for any), nothing more."""
+    if text == "null":
+        return
+    scheme, sep, rest = text.partition("://")
+    if not sep or not re.fullmatch(r"[a-z][a-z0-9+.-]*", scheme) or not rest:
+        raise RuleError("expected an origin with a scheme (https://host.example) or null")
+    if any(c in rest for c in "/?#@"):
+        raise RuleError("an origin is a scheme, a host and a port, without a path")
+    wildcard = rest.endswith(":*")
+    validate_allowed_host(rest[:-2] if wildcard else rest)
+
+
+def _split_url(text: str, what: str) -> tuple[str, str]:
+    try:
+        parts = urlsplit(text)
+        host = parts.hostname
+        parts.port  # noqa: B018 (raises on a port that is not a number)
+    except ValueError:
+        raise RuleError(f"expected {what}") from None
+    if not parts.scheme or host is None or not parts.netloc:
+        raise RuleError(f"expected {what}")
+    if parts.username is not None or parts.password is not None:
+        raise RuleError("the URL must not carry a user or a password")
+    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in text):
+        raise RuleError(f"expected {what}")
+    return parts.scheme.lower(), host
+
+
+def validate_base_url(text: str) -> None:
+    """An absolute https URL; plain http only to a loopback host."""
+    scheme, host = _split_url(text, "an absolute URL (https://wiki.example/w/api.php)")
+    if scheme == "https":
+        return
+    if scheme == "http":
+        if is_loopback_host(host):
+            return
+        raise RuleError("plain http is admitted only to a loopback host; use https")
+    raise RuleError("expected an https URL")
+
+
+def validate_proxy(text: str) -> None:
+    """An http or https proxy URL (credentials in it are allowed: it is never printed)."""
+    try:
+        parts = urlsplit(text)
+        host = parts.hostname
+        parts.port  # noqa: B018
+    except ValueError:
+        raise RuleError("expected a proxy URL (http://proxy.example:3128)") from None
+    if parts.scheme.lower() not in ("http", "https") or not host:
+        raise RuleError("expected a proxy URL with the scheme http or https")
+    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in text):
+        raise RuleError("expected a proxy URL (http://proxy.example:3128)")

@@ -1,0 +1,433 @@
+"""The content boundary: cleaning of external text and the instruction-like check.
+
+Every title and snippet passes one of two cleaners, chosen by where the text came from
+(external design §9): `clean_markup_text` for raw provider text that still carries markup and
+entities (the JSON engines), `clean_decoded_text` for text a parser already decoded (a fetched
+page's title, a scraping driver's results), so that ``std::vec::Vec<T> - Rust`` survives.
+
+Both run, in this order (REQ-CTX-004): markup removal and entity decoding (raw text only),
+whitespace collapsing, removal of invisible characters (REQ-SEC-015), NFC normalization, and
+the bound (REQ-CTX-006, LIM-U1). The pipeline calls them on every title and snippet, so the
+common case (no invisible character, nothing to normalize) costs a few regex scans and
+nothing per character in Python.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+
+import attrs
+
+__all__ = [
+    "INVISIBLE_RANGES",
+    "Cleaned",
+    "clean_decoded_text",
+    "clean_markup_text",
+    "looks_like_instruction",
+    "remove_invisible",
+]
+
+ZWNJ = "\u200c"
+ZWJ = "\u200d"
+
+
+@attrs.frozen(kw_only=True)
+class Cleaned:
+    """A cleaned string and what cleaning it did.
+
+    `removed` counts the invisible characters taken out (the characters_removed notice);
+    `truncated` says the bound cut the text (title_truncated / snippet_truncated);
+    `instruction_like` says the text reads like an instruction to an agent (REQ-SEC-003).
+    """
+
+    text: str
+    removed: int
+    truncated: bool
+    instruction_like: bool
+
+
+# --- character classes --------------------------------------------------------------------
+
+# Unicode White_Space. Defined explicitly because Python's str.isspace also counts the
+# information separators U+001C..U+001F, which are control characters to remove and count.
+_WHITESPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+
+# Everything removed as invisible (before the joiner and variation-selector rules keep some):
+# control characters that are not whitespace, format characters (Cf: soft hyphen, zero-width
+# characters, bidi marks, embeddings, overrides and isolates, byte order mark, tags, ...), the
+# rest of Default_Ignorable_Code_Point (combining grapheme joiner, Hangul fillers, Khmer
+# inherent vowels, Mongolian selectors, variation selectors), surrogates and noncharacters.
+INVISIBLE_RANGES: tuple[tuple[int, int], ...] = (
+    (0x0000, 0x0008),
+    (0x000E, 0x001F),
+    (0x007F, 0x0084),
+    (0x0086, 0x009F),
+    (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
+    (0x0600, 0x0605),
+    (0x061C, 0x061C),
+    (0x06DD, 0x06DD),
+    (0x070F, 0x070F),
+    (0x0890, 0x0891),
+    (0x08E2, 0x08E2),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x206F),
+    (0x3164, 0x3164),
+    (0xD800, 0xDFFF),
+    (0xFDD0, 0xFDEF),
+    (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x1343F),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+    # The two noncharacters at the end of every plane.
+    *((plane + 0xFFFE, plane + 0xFFFF) for plane in range(0, 0x110000, 0x10000)),
+)
+
+
+def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
+    parts = []
+    for low, high in ranges:
+        if low == high:
+            parts.append(re.escape(chr(low)))
+        else:
+            parts.append(f"{re.escape(chr(low))}-{re.escape(chr(high))}")
+    return "[" + "".join(parts) + "]"
+
+
+_INVISIBLE_CLASS = _char_class(INVISIBLE_RANGES)
+_INVISIBLE_RUN = re.compile(_INVISIBLE_CLASS + "+")
+# Scanning with the whole class is slow (each astral range is tested one by one), so the
+# common case scans the Basic Multilingual Plane part and looks at the astral part only when
+# the text has an astral character at all.
+_INVISIBLE_BMP = re.compile(_char_class(tuple(r for r in INVISIBLE_RANGES if r[1] <= 0xFFFF)))
+_INVISIBLE_ASTRAL = re.compile(_char_class(tuple(r for r in INVISIBLE_RANGES if r[0] > 0xFFFF)))
+_ANY_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_ASCII_INVISIBLE = re.compile("[\x00-\x08\x0e-\x1f\x7f]")
+# The information separators: Python's str.split counts them as whitespace, Unicode does not.
+_SEPARATORS = re.compile("[\x1c-\x1f]")
+_WS_RUN = re.compile(f"[{_WHITESPACE}]+")
+
+
+def _has_invisible(text: str) -> bool:
+    if text.isascii():
+        return _ASCII_INVISIBLE.search(text) is not None
+    if _INVISIBLE_BMP.search(text) is not None:
+        return True
+    return _ANY_ASTRAL.search(text) is not None and _INVISIBLE_ASTRAL.search(text) is not None
+
+
+# Scripts whose orthography uses ZWNJ (REQ-SEC-015): Arabic script, and the Indic (Brahmic)
+# scripts. Both neighbours of a kept ZWNJ belong to the same one of these two groups.
+_ARABIC = re.compile(
+    "[\u0600-\u06ff\u0750-\u077f\u0870-\u089f\u08a0-\u08ff\ufb50-\ufdff\ufe70-\ufefe"
+    "\U00010e60-\U00010e7f\U0001ec70-\U0001ecbf\U0001ee00-\U0001eeff]"
+)
+_INDIC = re.compile(
+    "[\u0900-\u0dff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff\u1a20-\u1aaf\u1b00-\u1bbf"
+    "\u1c00-\u1c4f\u1cd0-\u1cff\ua800-\ua82f\ua880-\ua8ff\ua980-\ua9df\uaa00-\uaa5f"
+    "\uaa60-\uaaff\uabc0-\uabff\U00011000-\U00011dff]"
+)
+
+# Extended_Pictographic (UTS #51), which a ZWJ must join on both sides in an emoji sequence.
+_PICTOGRAPHIC = re.compile(
+    "[\u00a9\u00ae\u203c\u2049\u2122\u2139\u2194-\u2199\u21a9\u21aa\u231a\u231b\u2328"
+    "\u2388\u23cf\u23e9-\u23f3\u23f8-\u23fa\u24c2\u25aa\u25ab\u25b6\u25c0\u25fb-\u25fe"
+    "\u2600-\u2605\u2607-\u2612\u2614-\u2685\u2690-\u2705\u2708-\u2712\u2714\u2716"
+    "\u271d\u2721\u2728\u2733\u2734\u2744\u2747\u274c\u274e\u2753-\u2755\u2757"
+    "\u2763-\u2767\u2795-\u2797\u27a1\u27b0\u27bf\u2934\u2935\u2b05-\u2b07\u2b1b\u2b1c"
+    "\u2b50\u2b55\u3030\u303d\u3297\u3299"
+    "\U0001f000-\U0001f0ff\U0001f10d-\U0001f10f\U0001f12f\U0001f16c-\U0001f171"
+    "\U0001f17e\U0001f17f\U0001f18e\U0001f191-\U0001f19a\U0001f1ad-\U0001f1e5"
+    "\U0001f201-\U0001f20f\U0001f21a\U0001f22f\U0001f232-\U0001f23a\U0001f23c-\U0001f23f"
+    "\U0001f249-\U0001f3fa\U0001f400-\U0001f53d\U0001f546-\U0001f64f\U0001f680-\U0001f6ff"
+    "\U0001f774-\U0001f77f\U0001f7d5-\U0001f7ff\U0001f80c-\U0001f80f\U0001f848-\U0001f84f"
+    "\U0001f85a-\U0001f85f\U0001f888-\U0001f88f\U0001f8ae-\U0001f8ff\U0001f90c-\U0001f93a"
+    "\U0001f93c-\U0001f945\U0001f947-\U0001faff\U0001fc00-\U0001fffd]"
+)
+# Emoji modifiers (skin tones) end an emoji before a ZWJ too: 👩🏽‍💻.
+_EMOJI_MODIFIER = re.compile("[\U0001f3fb-\U0001f3ff]")
+
+_CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff]")
+_MONGOLIAN = re.compile("[\u1800-\u18af]")
+_MONGOLIAN_SELECTORS = frozenset("\u180b\u180c\u180d\u180f")
+_STANDARD_SELECTORS = frozenset(chr(c) for c in range(0xFE00, 0xFE10))
+_JOINERS = frozenset((ZWNJ, ZWJ))
+
+
+def _is_virama(ch: str) -> bool:
+    # Canonical combining class 9 is the virama class of every Brahmic script.
+    return unicodedata.combining(ch) == 9 and _INDIC.match(ch) is not None
+
+
+def _keeps_selector(selector: str, base: str) -> bool:
+    """A variation selector stays only directly after a character it can vary."""
+    if base.isspace():
+        return False
+    if selector in _STANDARD_SELECTORS:
+        return True
+    if selector in _MONGOLIAN_SELECTORS:
+        return _MONGOLIAN.match(base) is not None
+    # VS17..VS256 (U+E0100..U+E01EF) are ideographic variation selectors.
+    if "\U000e0100" <= selector <= "\U000e01ef":
+        return _CJK.match(base) is not None
+    return False
+
+
+def _keeps_zwnj(before: str, after: str) -> bool:
+    if _ARABIC.match(before) and _ARABIC.match(after):
+        return True
+    return bool(_INDIC.match(before) and _INDIC.match(after))
+
+
+def _keeps_zwj(before: str, after: str) -> bool:
+    # An Indic conjunct: next to a virama, between two characters of an Indic script.
+    if (_is_virama(before) or _is_virama(after)) and _INDIC.match(before) and _INDIC.match(after):
+        return True
+    # Between two emoji: 👨‍👩‍👧, 🏳️‍🌈 (the selector was kept before), 👩🏽‍💻.
+    emoji_before = _PICTOGRAPHIC.match(before) or _EMOJI_MODIFIER.match(before)
+    return bool(emoji_before and _PICTOGRAPHIC.match(after))
+
+
+def _kept_part(run: str, before: str | None, after: str | None) -> str:
+    """What survives of one maximal run of invisible characters between two visible ones.
+
+    At most one variation selector (the first character of the run, directly after its base)
+    and at most one joiner (never at the start or the end of the text) are kept.
+    """
+    kept = ""
+    if before is not None and _keeps_selector(run[0], before):
+        kept = run[0]
+    if before is None or after is None or before.isspace() or after.isspace():
+        return kept
+    has_zwj = ZWJ in run
+    has_zwnj = ZWNJ in run
+    if has_zwj and _keeps_zwj(before, after):
+        return kept + ZWJ
+    if has_zwnj and _keeps_zwnj(before, after):
+        return kept + ZWNJ
+    return kept
+
+
+def remove_invisible(text: str) -> tuple[str, int]:
+    """Remove invisible and control characters (REQ-SEC-015); return the text and the count.
+
+    Whitespace is not touched here (the cleaners collapse it). The joiners ZWNJ and ZWJ and the
+    variation selectors are kept only where they carry writing; everything else in the
+    invisible set is removed and counted, one per scalar value.
+    """
+    if not _has_invisible(text):
+        return text, 0
+    removed = 0
+
+    def replace(match: re.Match[str]) -> str:
+        nonlocal removed
+        start, end = match.span()
+        run = match.group()
+        before = text[start - 1] if start > 0 else None
+        after = text[end] if end < len(text) else None
+        kept = _kept_part(run, before, after) if (set(run) & _KEEPABLE) else ""
+        removed += len(run) - len(kept)
+        return kept
+
+    out = _INVISIBLE_RUN.sub(replace, text)
+    return out, removed
+
+
+_KEEPABLE = (
+    _JOINERS
+    | _STANDARD_SELECTORS
+    | _MONGOLIAN_SELECTORS
+    | frozenset(chr(c) for c in range(0xE0100, 0xE01F0))
+)
+
+
+# --- markup -----------------------------------------------------------------------------
+
+# Elements whose content is not text a reader sees.
+_HIDDEN_ELEMENT = re.compile(
+    r"<(script|style|template|noscript)(?=[\s/>])(?:[^>\"']|\"[^\"]*\"|'[^']*')*>"
+    r".*?(?:</\1\s*>|\Z)",
+    re.IGNORECASE | re.DOTALL,
+)
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+_DECLARATION = re.compile(r"<![A-Za-z\[][^<>]*>|<\?[^<>]*>")
+# A start or end tag: a name, then attributes where quoted values may hold any character.
+# Each alternative begins with a different character, so matching is linear.
+_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)(?=[\s/>])((?:[^<>\"']|\"[^\"]*\"|'[^']*')*)>")
+
+# Tags that break a line in a rendered page: replaced by a space, so that words on either side
+# stay apart. Every other HTML element disappears without a trace ("<b>Rust</b>acean").
+# fmt: off
+_BLOCK_ELEMENTS = frozenset((
+    "address", "article", "aside", "blockquote", "br", "caption", "dd", "details", "dialog",
+    "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3",
+    "h4", "h5", "h6", "header", "hgroup", "hr", "li", "main", "menu", "nav", "ol", "option",
+    "p", "pre", "section", "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr",
+    "ul", "legend",
+))
+# fmt: on
+# fmt: off
+_INLINE_ELEMENTS = frozenset((
+    "a", "abbr", "acronym", "area", "audio", "b", "base", "basefont", "bdi", "bdo", "big",
+    "blink", "body", "button", "canvas", "center", "cite", "code", "col", "colgroup", "data",
+    "datalist", "del", "dfn", "dir", "em", "embed", "font", "frame", "frameset", "head", "html",
+    "i", "iframe", "img", "input", "ins", "kbd", "label", "link", "map", "mark", "marquee",
+    "meta", "meter", "nobr", "noframes", "object", "optgroup", "output", "param", "picture",
+    "progress", "q", "rp", "rt", "ruby", "s", "samp", "search", "select", "slot", "small",
+    "source", "span", "strike", "strong", "sub", "sup", "svg", "math", "textarea", "time",
+    "title", "track", "tt", "u", "var", "video", "wbr",
+))
+# fmt: on
+
+
+def _replace_tag(match: re.Match[str]) -> str:
+    name = match.group(2).lower()
+    if name in _BLOCK_ELEMENTS:
+        return " "
+    if name in _INLINE_ELEMENTS:
+        return ""
+    # Not an HTML element: text such as "Vec<T>" or "a <b" that happens to use angle brackets.
+    return match.group()
+
+
+def _remove_markup(raw: str) -> str:
+    if "<" not in raw:
+        return raw
+    text = _HIDDEN_ELEMENT.sub(" ", raw)
+    text = _COMMENT.sub("", text)
+    text = _DECLARATION.sub("", text)
+    return _TAG.sub(_replace_tag, text)
+
+
+# --- instruction-like patterns -------------------------------------------------------------
+
+# The documented list (book/content-boundary.md). The text is lower-cased first (after the
+# invisible characters are removed and compatibility forms such as fullwidth letters are
+# folded), so the patterns are written in lower case. Words are separated by any whitespace,
+# newlines included.
+_INSTRUCTION_PHRASES = re.compile(
+    r"""
+    \b(?:ignore|disregard|forget|override|skip)\s+(?:all\s+|any\s+|the\s+|your\s+|of\s+)*
+        (?:previous|prior|above|earlier|preceding|former|foregoing|original)\s+
+        (?:instructions?|prompts?|directions?|rules|guidelines|messages?|context|commands?)\b
+    | \b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:your|the\s+system'?s?)\s+
+        (?:instructions|rules|guidelines|system\s+prompt)\b
+    | \bdisregard\s+all\s+prior\b
+    | \byou\s+are\s+now\s+(?:in\s+)?(?:an?\s+)?
+        (?:dan|developer\s+mode|god\s+mode|jailbroken|unrestricted|unfiltered|uncensored
+          |evil|different\s+(?:ai|assistant|model)|(?:ai|assistant|chatbot|language\s+model)\b)
+    | \bfrom\s+now\s+on,?\s+you\s+(?:are|will|must|shall)\b
+    | \b(?:reveal|print|show|output|repeat|leak|disclose)\s+(?:me\s+)?(?:your|the)\s+
+        (?:system\s+prompt|hidden\s+prompt|initial\s+instructions|instructions)\b
+    | \b(?:new|updated|revised|real|actual)\s+(?:system\s+)?(?:prompt|instructions)\s*:
+    | \bsystem\s+prompt\s*:
+    | \b(?:do\s+not|don'?t|never)\s+(?:tell|inform|alert|reveal\s+(?:this\s+)?to)\s+the\s+user\b
+    | \bwithout\s+(?:telling|informing|alerting)\s+the\s+user\b
+    | \b(?:note|message|instructions?|attention)\s+(?:to|for)\s+(?:the\s+|all\s+|any\s+)?
+        (?:ai|llm|assistant|agent|ai\s+agent|ai\s+assistant|language\s+model|chatbot)s?\s*[:,!]
+    | <\|\s*(?:im_start|im_end|im_sep|system|user|assistant|endoftext|eot_id
+              |start_header_id|end_header_id|begin_of_text)\s*\|>
+    | \[/?inst\] | <</?sys>> | <(?:start|end)_of_turn>
+    | </?(?:system|assistant|user)(?:_prompt|_message)?>
+    | \#{2,}\s*(?:instruction|system|response)s?\b
+    """,
+    re.VERBOSE,
+)
+# Every phrase above contains one of these; one scan for them (a literal-led alternation is
+# several times faster than the phrases) decides whether the phrases are tried at all.
+_INSTRUCTION_ANCHORS = re.compile(
+    r"ignore|disregard|forget|override|skip|you\s+are\s+now|from\s+now|prompt|instruction"
+    r"|the\s+user|note\s|message\s|attention\s|<\||\[/?inst\]|<</?sys>>|_of_turn>"
+    r"|system|assistant|user>|##"
+)
+# A role label at the start of a line (or of the text): "assistant: sure, here is ...".
+_ROLE_AT_LINE_START = re.compile(r"^[ \t]*(?:system|assistant|human|ai)[ \t]*:", re.MULTILINE)
+
+
+def looks_like_instruction(text: str) -> bool:
+    """True when the text carries a pattern from the documented instruction-like list.
+
+    It only looks: the text is never changed (REQ-SEC-003); the notice, and the optional drop,
+    are the pipeline's decision.
+    """
+    view, _ = remove_invisible(text)
+    return _instruction_like_visible(view)
+
+
+def _instruction_like_visible(view: str) -> bool:
+    if not view.isascii():
+        view = unicodedata.normalize("NFKC", view)
+    view = view.lower()
+    if _ROLE_AT_LINE_START.search(view) is not None:
+        return True
+    return (
+        _INSTRUCTION_ANCHORS.search(view) is not None
+        and _INSTRUCTION_PHRASES.search(view) is not None
+    )
+
+
+# --- the cleaners ---------------------------------------------------------------------------
+
+
+def _collapse(text: str) -> str:
+    if _SEPARATORS.search(text) is None:
+        # str.split without an argument splits on exactly the Unicode White_Space characters
+        # once U+001C..U+001F are absent, and does it in C.
+        return " ".join(text.split())
+    return _WS_RUN.sub(" ", text).strip(" ")
+
+
+def _bound(text: str, max_chars: int) -> tuple[str, bool]:
+    """Cut to max_chars scalar values (a Python str indexes scalar values: no split is
+    possible inside one); never end on a space or a joiner."""
+    if len(text) <= max_chars:
+        return text, False
+    # A kept joiner always has visible neighbours, so a joiner and a space never sit side by
+    # side: one strip of both leaves an end that cleaning would not change again.
+    return text[:max_chars].rstrip(" \u200c\u200d"), True
+
+
+def _finish(decoded: str, max_chars: int) -> Cleaned:
+    if max_chars < 0:
+        raise ValueError("max_chars must not be negative")
+    # The removal runs before the collapse here although REQ-CTX-004 lists it after: the two
+    # commute (the removal treats every whitespace character alike and never removes one),
+    # and this way the instruction check sees the text's line starts without a second pass.
+    text, removed = remove_invisible(decoded)
+    instruction_like = _instruction_like_visible(text)
+    text = _collapse(text)
+    if not text.isascii() and not unicodedata.is_normalized("NFC", text):
+        text = unicodedata.normalize("NFC", text)
+    text, truncated = _bound(text, max_chars)
+    return Cleaned(
+        text=text, removed=removed, truncated=truncated, instruction_like=instruction_like
+    )
+
+
+def clean_markup_text(raw: str, max_chars: int) -> Cleaned:
+    """Clean raw provider text: markup removed, entities decoded, then as `clean_decoded_text`.
+
+    Only HTML elements count as tags, so "a < b" and "Vec<T>" survive. Entities are decoded
+    once: "&amp;lt;" becomes "&lt;", as the provider meant.
+    """
+    decoded = _remove_markup(raw)
+    if "&" in decoded:
+        decoded = html.unescape(decoded)
+    return _finish(decoded, max_chars)
+
+
+def clean_decoded_text(text: str, max_chars: int) -> Cleaned:
+    """Clean text a parser already decoded: whitespace, invisible characters, NFC, bound."""
+    return _finish(text, max_chars)

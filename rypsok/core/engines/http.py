@@ -1,0 +1,369 @@
+"""The engines' outbound HTTP client (REQ-SEC-017, REQ-SEC-010, REQ-SEC-011, REQ-SEC-013).
+
+One `EngineHttp` serves every engine of the process. A driver names its origin once, at
+construction, as an `EngineOrigin`; every request is built from that origin, so a request
+can only go to the engine's own host, and a credential header given with it can only reach
+that origin (redirects are never followed). Environment proxy variables are ignored; the
+operator's `[egress] proxy` is the only proxy. The body is read as a stream of raw bytes and
+decompressed here, under the driver's bound, so that a small compressed answer cannot expand
+past the bound in memory (a gzip bomb stops at the bound plus one step).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import time
+import zlib
+from typing import TYPE_CHECKING, Final
+
+import attrs
+import httpx
+import trio
+
+import rypsok
+from rypsok.config.rules import is_loopback_host as _config_is_loopback
+from rypsok.core.engines.base import EngineFailure
+from rypsok.core.model import Reason
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Mapping, Sequence
+
+    from rypsok.config.schema import Config
+
+__all__ = [
+    "PROJECT_URL",
+    "EngineHttp",
+    "EngineOrigin",
+    "EngineResponse",
+    "is_loopback_host",
+    "parse_retry_after",
+    "user_agent",
+]
+
+PROJECT_URL: Final = "https://github.com/nabbisen/rypsok"
+
+# What the decompressor may produce in one step beyond what is still allowed; keeps the
+# overshoot of a bomb to one small buffer rather than one decompressed network chunk.
+_STEP_BYTES: Final = 65536
+_ABANDON_S: Final = 0.5
+
+
+def user_agent(contact: str) -> str:
+    """`rypsok/<version> (+<project URL>; <contact>)`, or without `; <contact>` when empty.
+
+    REQ-CMP-004: one stable form for every request. With no contact configured the project
+    URL is the only way to reach anyone, so it is sent alone rather than with an empty slot.
+    """
+    contact = contact.strip()
+    if any(not (0x20 <= ord(c) <= 0x7E) for c in contact):
+        raise ValueError("service.user_agent_contact must be printable ASCII on one line")
+    if contact:
+        return f"rypsok/{rypsok.__version__} (+{PROJECT_URL}; {contact})"
+    return f"rypsok/{rypsok.__version__} (+{PROJECT_URL})"
+
+
+def is_loopback_host(host: str) -> bool:
+    """`localhost` or a loopback address literal: the configuration's own rule, reused so
+    that what the loader admits for `base_url` and what this client admits are one rule."""
+    return _config_is_loopback(host.rstrip("."))
+
+
+@attrs.frozen(kw_only=True)
+class EngineOrigin:
+    """The one origin an engine talks to: https, or plain http on a loopback host only."""
+
+    scheme: str
+    host: str
+    port: int | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.scheme == "http":
+            if not is_loopback_host(self.host):
+                raise ValueError("plain http is admitted for an engine on a loopback host only")
+        elif self.scheme != "https":
+            raise ValueError("an engine origin is https")
+        if not self.host:
+            raise ValueError("an engine origin needs a host")
+
+    @classmethod
+    def parse(cls, url: str) -> EngineOrigin:
+        parsed = httpx.URL(url)
+        return cls(scheme=parsed.scheme, host=parsed.host, port=parsed.port)
+
+    def url(self, path: str) -> httpx.URL:
+        if not path.startswith("/"):
+            raise ValueError("an engine path is absolute")
+        return httpx.URL(scheme=self.scheme, host=self.host, port=self.port, path=path)
+
+
+@attrs.frozen(kw_only=True)
+class EngineResponse:
+    """A status, its headers, and for a 2xx the decompressed body (empty otherwise)."""
+
+    status: int
+    headers: httpx.Headers
+    body: bytes
+
+
+class _Bounded:
+    """Decompresses one content coding step by step, never holding more than the bound."""
+
+    def __init__(self, coding: str, bound: int) -> None:
+        self._bound = bound
+        self._count = 0
+        self._parts: list[bytes] = []
+        self._coding = coding
+        self._raw_deflate_tried = False
+        self._z: zlib._Decompress | None
+        if coding in ("", "identity"):
+            self._z = None
+        elif coding in ("gzip", "x-gzip"):
+            self._z = zlib.decompressobj(wbits=31)
+        elif coding == "deflate":
+            self._z = zlib.decompressobj(wbits=15)
+        else:
+            raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
+
+    def _take(self, data: bytes) -> None:
+        self._count += len(data)
+        if self._count > self._bound:
+            # Over the driver's bound: the answer is not the shape the driver reads.
+            raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
+        if data:
+            self._parts.append(data)
+
+    def feed(self, chunk: bytes) -> None:
+        if self._z is None:
+            self._take(chunk)
+            return
+        data = chunk
+        while data:
+            room = self._bound - self._count + 1
+            try:
+                out = self._z.decompress(data, min(room, _STEP_BYTES))
+            except zlib.error:
+                if self._coding == "deflate" and not self._raw_deflate_tried and not self._count:
+                    # Servers send "deflate" both zlib-wrapped and raw; try raw once.
+                    self._raw_deflate_tried = True
+                    self._z = zlib.decompressobj(wbits=-15)
+                    continue
+                raise EngineFailure(failure_class=Reason.PARSE_FAILURE) from None
+            self._raw_deflate_tried = True
+            self._take(out)
+            if self._z.eof:
+                return  # trailing bytes after the stream's end are ignored
+            data = self._z.unconsumed_tail
+
+    def finish(self) -> bytes:
+        if self._z is not None:
+            try:
+                self._take(self._z.flush())
+            except zlib.error:
+                raise EngineFailure(failure_class=Reason.PARSE_FAILURE) from None
+            if not self._z.eof:
+                raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
+        return b"".join(self._parts)
+
+
+class EngineHttp:
+    """The outbound client of every engine driver.
+
+    `transport` is for tests and the conformance harness only: when it is set, every request
+    goes through it (and the configured proxy is not used); production never sets it.
+    `total_timeout_ms` (LIM-S5) bounds one request even when the caller set no deadline; the
+    caller's own cancel scope, when earlier, wins and its cancellation passes through.
+    """
+
+    def __init__(
+        self,
+        *,
+        contact: str = "",
+        connect_timeout_ms: int = 1000,
+        total_timeout_ms: int = 2000,
+        outbound_in_flight: int = 32,
+        proxy: str = "",
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.user_agent: Final = user_agent(contact)
+        self._connect_s = connect_timeout_ms / 1000
+        self._total_s = total_timeout_ms / 1000
+        self._outbound_max = outbound_in_flight
+        self._outbound = trio.Semaphore(outbound_in_flight)  # LIM-C1
+        if transport is not None:
+            self._client = httpx.AsyncClient(
+                transport=transport, trust_env=False, follow_redirects=False
+            )
+        else:
+            try:
+                self._client = httpx.AsyncClient(
+                    proxy=proxy or None, trust_env=False, follow_redirects=False
+                )
+            except (ValueError, TypeError, httpx.InvalidURL):
+                # The proxy URL may carry credentials: never repeat it.
+                raise ValueError("egress.proxy is not a usable proxy URL") from None
+
+    @classmethod
+    def from_config(
+        cls, config: Config, *, transport: httpx.AsyncBaseTransport | None = None
+    ) -> EngineHttp:
+        return cls(
+            contact=config.service.user_agent_contact,
+            connect_timeout_ms=config.search.connect_timeout_ms,
+            total_timeout_ms=config.search.engine_timeout_ms,
+            outbound_in_flight=config.limits.outbound_in_flight,
+            proxy=config.egress.proxy,
+            transport=transport,
+        )
+
+    @property
+    def in_flight(self) -> int:
+        """Outbound requests holding a permit now (for tests and statistics)."""
+        return self._outbound_max - self._outbound.value
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def __aenter__(self) -> EngineHttp:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def get(
+        self,
+        origin: EngineOrigin,
+        path: str,
+        *,
+        params: Sequence[tuple[str, str]],
+        headers: Mapping[str, str],
+        max_bytes: int,
+    ) -> EngineResponse:
+        """One GET to `origin`; raises EngineFailure(timeout | request_failure | parse_failure).
+
+        A 3xx is returned as it is (the driver classifies it) and is never followed.
+        """
+        url = origin.url(path).copy_merge_params(list(params))
+        # rypsok's own headers last: a driver cannot change the User-Agent (REQ-CMP-004)
+        # nor ask for a coding this client does not decode under the bound.
+        request_headers = {
+            **headers,
+            "User-Agent": self.user_agent,
+            "Accept-Encoding": "gzip, deflate",
+        }
+        with trio.move_on_after(self._total_s):
+            try:
+                async with self._outbound:
+                    return await self._exchange(url, request_headers, max_bytes)
+            except httpx.TimeoutException:
+                raise EngineFailure(failure_class=Reason.TIMEOUT) from None
+            except httpx.HTTPError:
+                # Connection refused, reset, TLS, protocol errors: the provider was not heard.
+                raise EngineFailure(failure_class=Reason.REQUEST_FAILURE) from None
+        # Only our own scope ends the block without a return: the total (LIM-S5) ran out.
+        raise EngineFailure(failure_class=Reason.TIMEOUT)
+
+    def _timeout(self) -> httpx.Timeout:
+        # httpx needs numbers; the read timeout is the time left of the total (REQ-SEC-011).
+        left = trio.current_effective_deadline() - trio.current_time()
+        if math.isinf(left):
+            left = self._total_s
+        left = max(left, 0.001)
+        return httpx.Timeout(connect=min(self._connect_s, left), read=left, write=left, pool=left)
+
+    async def _exchange(
+        self, url: httpx.URL, headers: dict[str, str], max_bytes: int
+    ) -> EngineResponse:
+        request = self._client.build_request("GET", url, headers=headers, timeout=self._timeout())
+        response = await self._client.send(request, stream=True, follow_redirects=False)
+        try:
+            if not 200 <= response.status_code < 300:
+                return EngineResponse(
+                    status=response.status_code, headers=response.headers, body=b""
+                )
+            if response.is_stream_consumed:
+                # An injected transport (httpx.MockTransport, the conformance harness) may
+                # hand back a response it already read and decoded: bound what it holds.
+                content = response.content
+                if len(content) > max_bytes:
+                    raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
+                return EngineResponse(
+                    status=response.status_code, headers=response.headers, body=content
+                )
+            declared = response.headers.get("content-length")
+            coding = response.headers.get("content-encoding", "").strip().lower()
+            # A declared length above the bound ends the read early; below it, it is not
+            # trusted: the count of bytes received decides (REQ-SEC-010).
+            if (
+                not coding
+                and declared is not None
+                and declared.isdigit()
+                and int(declared) > max_bytes
+            ):
+                raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
+            body = _Bounded(coding, max_bytes)
+            chunks = response.aiter_raw()
+            try:
+                async for chunk in chunks:
+                    body.feed(chunk)
+            except BaseException:
+                await _abandon(response, chunks)
+                raise
+            return EngineResponse(
+                status=response.status_code, headers=response.headers, body=body.finish()
+            )
+        finally:
+            await response.aclose()
+
+
+async def _abandon(response: httpx.Response, chunks: AsyncIterator[bytes]) -> None:
+    """Stop a body read half-way: close the connection, then let the stream end.
+
+    httpx reads a body through a chain of async generators; leaving it suspended would
+    leave each one to the garbage collector. Once the connection is closed the next step
+    of the chain fails at once, which finishes every generator of it. Shielded and short,
+    so that a cancelled read still cleans up and never waits on the network.
+    """
+    with trio.CancelScope(shield=True):
+        with trio.move_on_after(_ABANDON_S):
+            await response.aclose()
+            try:
+                async for _ in chunks:
+                    pass
+            except httpx.HTTPError:
+                pass
+
+
+# A provider's wait is honoured up to LIM-B3's maximum by the circuit; a day is far above
+# any maximum and keeps an absurd value from becoming an absurd float.
+_MAX_WAIT_S: Final = 86400.0
+
+
+def parse_retry_after(headers: httpx.Headers, *, now_unix: float | None = None) -> float | None:
+    """Seconds from a Retry-After header: delta-seconds or an HTTP-date; None if absent or bad.
+
+    An HTTP-date is measured against the response's own Date header when it has one (both
+    clocks are the provider's), otherwise against this host's clock.
+    """
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return min(float(int(value)), _MAX_WAIT_S)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    reference = now_unix if now_unix is not None else time.time()
+    date = headers.get("date")
+    if date is not None:
+        try:
+            served = email.utils.parsedate_to_datetime(date)
+            if served.tzinfo is not None:
+                reference = served.timestamp()
+        except (TypeError, ValueError, IndexError):
+            pass
+    return min(max(when.timestamp() - reference, 0.0), _MAX_WAIT_S)

@@ -1,0 +1,125 @@
+"""An engine's admission limiter: its rate with a burst (LIM-C9) and its concurrency (LIM-C2).
+
+The rate is a token bucket written as its equivalent virtual schedule (GCRA): each admitted
+call moves the engine's "theoretical arrival time" one interval (60 / rate_per_minute s)
+later, and a call may start once that time is at most (burst − 1) intervals ahead of now.
+All of it is kept as `Fraction`s of the float clock, so no rounding lets a call in early.
+A call whose turn would come after its deadline is refused at once and takes no turn: it is
+not made, and the pipeline reports the engine skipped with reason rate_limited.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import asynccontextmanager
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+import attrs
+import trio
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from rypsok.core.engines.base import AdmissionRecord
+
+__all__ = ["EngineLimiter", "LimiterStatistics", "query_within_limits"]
+
+
+@attrs.frozen(kw_only=True)
+class LimiterStatistics:
+    rate_per_minute: int
+    burst: int
+    concurrency: int
+    in_flight: int
+    admitted: int
+    refused: int
+
+
+def _not_before(t: Fraction) -> float:
+    # The nearest float may lie just below the exact time; never wake before it.
+    f = float(t)
+    return f if Fraction(f) >= t else math.nextafter(f, math.inf)
+
+
+class EngineLimiter:
+    """Rate and concurrency of one engine, shared by every call of the process."""
+
+    def __init__(self, record: AdmissionRecord, *, per_engine_in_flight: int) -> None:
+        if record.rate_per_minute < 1 or record.burst < 1:
+            raise ValueError("an engine's rate and burst are at least 1")
+        self._rate = record.rate_per_minute
+        self._burst = record.burst
+        self._interval = record.interval_s
+        self._tolerance = self._interval * (record.burst - 1)
+        self._tat: Fraction | None = None  # None: the bucket is full
+        self._concurrency = max(1, min(record.concurrency, per_engine_in_flight))  # LIM-C2
+        self._slots = trio.Semaphore(self._concurrency)
+        self._admitted = 0
+        self._refused = 0
+
+    @property
+    def concurrency(self) -> int:
+        return self._concurrency
+
+    def next_turn(self, now: float) -> float:
+        """When a call asked now would be admitted (now itself when a turn is free)."""
+        return _not_before(self._turn(Fraction(now)))
+
+    def _turn(self, now: Fraction) -> Fraction:
+        if self._tat is None:
+            return now
+        return max(now, self._tat - self._tolerance)
+
+    async def admit(self, deadline: float) -> bool:
+        """Wait for the engine's turn; False at once when the turn would come after `deadline`.
+
+        A refused call takes no turn. A call cancelled while it waits gives its turn back
+        when no later call has taken one behind it, so cancellation never costs capacity
+        that a later call could have used, and never lets two calls share one turn.
+        """
+        now = Fraction(trio.current_time())
+        turn = self._turn(now)
+        if not math.isinf(deadline) and turn > Fraction(deadline):
+            self._refused += 1
+            return False
+        previous = self._tat
+        mine = max(now, previous if previous is not None else now) + self._interval
+        self._tat = mine
+        self._admitted += 1
+        if turn > now:
+            try:
+                await trio.sleep_until(_not_before(turn))
+            except trio.Cancelled:
+                if self._tat == mine:
+                    self._tat = previous
+                    self._admitted -= 1
+                raise
+        return True
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold one of the engine's in-flight places (LIM-C2) for the length of a request."""
+        async with self._slots:
+            yield
+
+    def statistics(self) -> LimiterStatistics:
+        return LimiterStatistics(
+            rate_per_minute=self._rate,
+            burst=self._burst,
+            concurrency=self._concurrency,
+            in_flight=self._concurrency - self._slots.value,
+            admitted=self._admitted,
+            refused=self._refused,
+        )
+
+
+def query_within_limits(record: AdmissionRecord, query: str) -> bool:
+    """The record's query length (characters, and words where it has a word limit).
+
+    Characters are code points; words are runs of non-whitespace. The pipeline skips an
+    engine with query_too_long when this is False (REQ-ENG-010).
+    """
+    if len(query) > record.max_query_chars:
+        return False
+    return record.max_query_words is None or len(query.split()) <= record.max_query_words

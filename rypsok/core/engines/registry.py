@@ -1,0 +1,193 @@
+"""The registry: configured engines resolved to drivers (REQ-ENG-003, REQ-ENG-004, REQ-OPS-003).
+
+An engine whose key cannot be read is inactive (disabled_reason no_credential), not an
+error: the process starts with the engines it can use and says which it cannot. The key is
+read once, at startup, by `rypsok.config.secrets.engine_credential`, the function `check`
+uses too, so that `check` and `serve` say the same of every engine. No message or log line
+carries the key; the log names the variable only when it looks like a variable name.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Final
+
+import attrs
+
+from rypsok.config.secrets import engine_credential
+from rypsok.core.engines.brave import BraveEngine
+from rypsok.core.engines.circuit import Circuit
+from rypsok.core.engines.latency import LatencyWindow
+from rypsok.core.engines.limiter import EngineLimiter
+from rypsok.core.engines.wikipedia import WikipediaEngine
+from rypsok.core.model import Category, DisabledReason, EngineState, EngineStatus
+from rypsok.core.telemetry import log
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from rypsok.config.schema import Config, EngineConfig
+    from rypsok.core.engines.base import Engine
+    from rypsok.core.engines.http import EngineHttp
+
+__all__ = [
+    "DRIVER_TYPES",
+    "RegisteredEngine",
+    "Registry",
+    "RegistryError",
+    "build_registry",
+    "status_entries",
+]
+
+# The types this release has a driver for; duckduckgo is a known type (its admission record
+# exists) whose driver does not ship yet.
+DRIVER_TYPES: Final = ("wikipedia", "brave")
+_KNOWN_WITHOUT_DRIVER: Final = ("duckduckgo",)
+_VARIABLE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
+
+
+class RegistryError(ValueError):
+    """A configured engine that no driver can serve; the message names keys, not values."""
+
+
+@attrs.frozen(kw_only=True)
+class RegisteredEngine:
+    """One `[engines.<id>]` table as the process uses it.
+
+    `engine`, `circuit`, `limiter` and `latency` are set for an active engine and None for
+    one that is disabled or inactive.
+    """
+
+    id: str
+    config: EngineConfig
+    engine: Engine | None
+    disabled_reason: DisabledReason | None
+    credential_state: str
+    circuit: Circuit | None = None
+    limiter: EngineLimiter | None = None
+    latency: LatencyWindow | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.engine is not None
+
+
+@attrs.frozen(kw_only=True)
+class Registry:
+    entries: tuple[RegisteredEngine, ...]  # in configuration order
+
+    def active(self) -> tuple[RegisteredEngine, ...]:
+        return tuple(e for e in self.entries if e.engine is not None)
+
+    def get(self, engine_id: str) -> RegisteredEngine | None:
+        return next((e for e in self.entries if e.id == engine_id), None)
+
+    def served_categories(self) -> tuple[Category, ...]:
+        """The categories of the active engines, in the order of the Category enumeration."""
+        served = {c for e in self.active() for c in e.config.categories}
+        return tuple(c for c in Category if c in served)
+
+
+def _inactive_fields(cfg: EngineConfig) -> dict[str, object]:
+    fields: dict[str, object] = {"engine": cfg.id, "reason": str(DisabledReason.NO_CREDENTIAL)}
+    if cfg.api_key_env is not None and _VARIABLE.match(cfg.api_key_env):
+        fields["variable"] = cfg.api_key_env
+    if cfg.api_key_file is not None:
+        fields["source"] = "api_key_file"
+    return fields
+
+
+def build_registry(config: Config, env: Mapping[str, str], *, http: EngineHttp) -> Registry:
+    """Resolve every configured engine; raises RegistryError for a type without a driver."""
+    entries = []
+    for cfg in config.engines:
+        if cfg.type not in DRIVER_TYPES + _KNOWN_WITHOUT_DRIVER:
+            raise RegistryError(f"engines.{cfg.id}.type: no driver of that type")
+        if cfg.type == "duckduckgo" and not config.scraping.enabled:
+            raise RegistryError(f"engines.{cfg.id}: a scraping driver needs [scraping] enabled")
+        if not cfg.enabled:
+            entries.append(
+                RegisteredEngine(
+                    id=cfg.id,
+                    config=cfg,
+                    engine=None,
+                    disabled_reason=DisabledReason.DISABLED,
+                    credential_state="disabled by configuration; no credential read",
+                )
+            )
+            continue
+        engine: Engine
+        if cfg.type in _KNOWN_WITHOUT_DRIVER:
+            log("warn", "engine_inactive", engine=cfg.id, reason="driver_not_in_release")
+            entries.append(
+                RegisteredEngine(
+                    id=cfg.id,
+                    config=cfg,
+                    engine=None,
+                    disabled_reason=DisabledReason.DISABLED,
+                    credential_state="inactive: the duckduckgo driver is not in this release",
+                )
+            )
+            continue
+        credential = engine_credential(cfg, env)
+        state = credential.state
+        if credential.needed and credential.secret is None:
+            log("warn", "engine_inactive", **_inactive_fields(cfg))
+            entries.append(
+                RegisteredEngine(
+                    id=cfg.id,
+                    config=cfg,
+                    engine=None,
+                    disabled_reason=DisabledReason.NO_CREDENTIAL,
+                    credential_state=state,
+                )
+            )
+            continue
+        if cfg.type == "brave":
+            assert credential.secret is not None
+            engine = BraveEngine(cfg.id, http, credential.secret, cfg.endpoint)
+        else:
+            engine = WikipediaEngine(cfg.id, http, cfg.base_url)
+        entries.append(
+            RegisteredEngine(
+                id=cfg.id,
+                config=cfg,
+                engine=engine,
+                disabled_reason=None,
+                credential_state=state,
+                circuit=Circuit.from_config(cfg.id, config.resilience),
+                limiter=EngineLimiter(
+                    engine.record, per_engine_in_flight=config.limits.per_engine_in_flight
+                ),
+                latency=LatencyWindow(),
+            )
+        )
+    return Registry(entries=tuple(entries))
+
+
+def status_entries(registry: Registry, now: float | None = None) -> tuple[EngineStatus, ...]:
+    """engine_status's list: identifier order; a reason only for a disabled engine.
+
+    `now` is accepted for the callers' convenience and not needed: an open circuit stays
+    open until the first call after its cooldown, so the state does not depend on the time.
+    """
+    out = []
+    for entry in sorted(registry.entries, key=lambda e: e.id):
+        if entry.engine is None or entry.circuit is None:
+            out.append(
+                EngineStatus(
+                    id=entry.id,
+                    state=EngineState.DISABLED,
+                    latency_ms=None,
+                    reason=entry.disabled_reason or DisabledReason.DISABLED,
+                )
+            )
+            continue
+        out.append(
+            EngineStatus(
+                id=entry.id,
+                state=entry.circuit.state(),
+                latency_ms=entry.latency.median_ms() if entry.latency is not None else None,
+            )
+        )
+    return tuple(out)

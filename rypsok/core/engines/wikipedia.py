@@ -1,0 +1,208 @@
+"""The Wikipedia driver: MediaWiki's Action API, list=search (book, chapter 19, "Wikipedia").
+
+Without `base_url` the engine asks `https://<lang>.wikipedia.org/w/api.php`, the language
+edition chosen by the primary subtag of the call's language, and returns article URLs of the
+form `https://<lang>.wikipedia.org/wiki/<Title_with_underscores>`.
+
+With `base_url` the engine asks one private MediaWiki. `base_url` is the wiki's script path
+(`$wgScriptPath`, where api.php and index.php live: `https://wiki.example.org/w`), or the
+api.php URL itself (`https://wiki.example.org/w/api.php`), the two forms Special:Version
+shows. Result URLs are `<script path>/index.php?title=<Title>`, which every MediaWiki
+answers whatever its article path; a mirror has one language, so the call's language does
+not change the host.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import date
+from typing import Any, Final
+from urllib.parse import quote
+
+import httpx
+
+from rypsok.core.engines.base import (
+    AdmissionRecord,
+    EngineAnswer,
+    EngineFailure,
+    EngineQuery,
+    RawResult,
+)
+from rypsok.core.engines.http import EngineHttp, EngineOrigin, EngineResponse, parse_retry_after
+from rypsok.core.engines.limiter import query_within_limits
+from rypsok.core.model import Reason
+
+__all__ = ["WIKIPEDIA_RECORD", "WikipediaEngine", "article_path"]
+
+WIKIPEDIA_RECORD: Final = AdmissionRecord(
+    rate_per_minute=100,
+    burst=10,
+    concurrency=1,
+    max_query_chars=250,
+    max_query_words=None,
+    languages_all=True,
+    time_ranges=frozenset(),
+    cacheable=True,
+    attribution_required=False,
+    response_max_bytes=1024 * 1024,
+    needs_credential=False,
+    scrapes=False,
+)
+
+# RFC 3986 lets a path segment hold unreserved characters, the sub-delimiters, ":" and "@"
+# as they are; "/" stays too, as in MediaWiki's own links to subpages. Everything else
+# (space is already "_") is percent-encoded from UTF-8: "%", "?", "#", quotes, brackets,
+# controls and every non-ASCII character.
+_PATH_SAFE: Final = "-._~!$&'()*+,;=:@/"
+# In a query value "&", "=", "+" and "#" would change its meaning: they are encoded too.
+_QUERY_SAFE: Final = "-._~!$'()*,;:@/"
+
+_LANGUAGE: Final = re.compile(r"[a-z]{2,8}\Z")
+_TIMESTAMP: Final = re.compile(r"(\d{4})-(\d{2})-(\d{2})T")
+
+
+def article_path(title: str) -> str:
+    """`/wiki/<Title_with_underscores>`, percent-encoded (see _PATH_SAFE)."""
+    return "/wiki/" + quote(title.replace(" ", "_"), safe=_PATH_SAFE)
+
+
+def _language_host(language: str) -> str | None:
+    primary = language.split("-", 1)[0].lower()
+    if _LANGUAGE.match(primary) is None:
+        return None
+    return f"{primary}.wikipedia.org"
+
+
+def _revision_date(value: object) -> str | None:
+    if not isinstance(value, str):
+        return None
+    m = _TIMESTAMP.match(value)
+    if m is None:
+        return None
+    try:
+        return date(int(m[1]), int(m[2]), int(m[3])).isoformat()
+    except ValueError:
+        return None
+
+
+class WikipediaEngine:
+    """A Wikipedia language edition chosen per call, or one MediaWiki at `base_url`."""
+
+    def __init__(self, engine_id: str, http: EngineHttp, base_url: str | None = None) -> None:
+        self._id = engine_id
+        self._http = http
+        self._mirror: tuple[EngineOrigin, str] | None = None
+        if base_url is not None:
+            self._mirror = _mirror(base_url)
+
+    @property
+    def id(self) -> str:
+        return self._id
+
+    @property
+    def record(self) -> AdmissionRecord:
+        return WIKIPEDIA_RECORD
+
+    def __repr__(self) -> str:
+        return f"WikipediaEngine(id={self._id!r})"
+
+    async def search(self, query: EngineQuery) -> EngineAnswer:
+        if not query_within_limits(WIKIPEDIA_RECORD, query.query):
+            # The pipeline skips such a query first; this keeps the driver honest alone.
+            raise EngineFailure(failure_class=Reason.REQUEST_FAILURE)
+        if self._mirror is not None:
+            origin, script = self._mirror
+            api = f"{script}/api.php"
+        else:
+            host = _language_host(query.language)
+            if host is None:
+                raise EngineFailure(failure_class=Reason.REQUEST_FAILURE)
+            origin, script, api = EngineOrigin(scheme="https", host=host), "", "/w/api.php"
+        params = [
+            ("action", "query"),
+            ("list", "search"),
+            ("srsearch", query.query),
+            ("srlimit", str(query.count)),
+            ("srprop", "snippet|timestamp"),
+            ("format", "json"),
+            # Version 2 writes UTF-8 instead of \u escapes (up to three times smaller for
+            # non-Latin scripts, under the same byte bound) with the same list=search shape.
+            ("formatversion", "2"),
+        ]
+        response = await self._http.get(
+            origin,
+            api,
+            params=params,
+            headers={"Accept": "application/json"},
+            max_bytes=WIKIPEDIA_RECORD.response_max_bytes,
+        )
+        _classify_status(response)
+        return EngineAnswer(results=self._parse(response.body, origin, script))
+
+    def _result_url(self, origin: EngineOrigin, script: str, title: str) -> str:
+        if self._mirror is None:
+            path = article_path(title)
+            return str(origin.url("/")).rstrip("/") + path
+        value = quote(title.replace(" ", "_"), safe=_QUERY_SAFE)
+        return str(origin.url(f"{script}/index.php")) + "?title=" + value
+
+    def _parse(self, body: bytes, origin: EngineOrigin, script: str) -> tuple[RawResult, ...]:
+        try:
+            document: Any = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            raise EngineFailure(failure_class=Reason.PARSE_FAILURE) from None
+        if not isinstance(document, dict):
+            raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
+        if "error" in document:
+            # The API refused the request (too long a query, a bad parameter): no provider
+            # text leaves the driver, only the class.
+            raise EngineFailure(failure_class=Reason.REQUEST_FAILURE)
+        listing = document.get("query")
+        found = listing.get("search") if isinstance(listing, dict) else None
+        if not isinstance(found, list):
+            raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
+        results = []
+        for item in found:
+            if not isinstance(item, dict):
+                raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
+            title = item.get("title")
+            snippet = item.get("snippet", "")
+            if not isinstance(title, str) or not title or not isinstance(snippet, str):
+                raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
+            results.append(
+                RawResult(
+                    title=title,
+                    url=self._result_url(origin, script, title),
+                    snippet=snippet,
+                    date=_revision_date(item.get("timestamp")),
+                )
+            )
+        return tuple(results)
+
+
+def _classify_status(response: EngineResponse) -> None:
+    status = response.status
+    if 200 <= status < 300:
+        return
+    if status == 429:
+        raise EngineFailure(
+            failure_class=Reason.RATE_LIMITED, retry_after_s=parse_retry_after(response.headers)
+        )
+    if status == 403:
+        raise EngineFailure(failure_class=Reason.BLOCKED)
+    raise EngineFailure(failure_class=Reason.REQUEST_FAILURE)
+
+
+def _mirror(base_url: str) -> tuple[EngineOrigin, str]:
+    try:
+        url = httpx.URL(base_url)
+    except httpx.InvalidURL:
+        raise ValueError("engines base_url is not an absolute URL") from None
+    if not url.is_absolute_url or url.userinfo or url.query or url.fragment:
+        raise ValueError("engines base_url is an absolute URL without credentials or query")
+    origin = EngineOrigin(scheme=url.scheme, host=url.host, port=url.port)
+    path = url.path.rstrip("/")
+    if path.endswith("/api.php") or path == "api.php":
+        path = path[: -len("api.php")].rstrip("/")
+    return origin, path

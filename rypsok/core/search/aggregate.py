@@ -1,0 +1,168 @@
+"""The fan-out: every selected engine asked at once, under one absolute deadline.
+
+One nursery per call (REQ-AGG-001). The nursery sits in a cancel scope whose deadline is
+absolute, set once from the start of the call; each engine is a child task with its own
+LIM-S5 scope, opened when its request starts (REQ-AGG-002). A child never raises into the
+nursery: a driver's EngineFailure, any other exception or a malformed answer ends that
+engine's part only (REQ-AGG-007); only trio.Cancelled passes. The nursery closes when the
+last child ends, which is early completion (REQ-AGG-009). Nothing is retried (REQ-AGG-008)
+and nothing outlives the call (REQ-AGG-006).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import trio
+
+from rypsok.core import telemetry
+from rypsok.core.engines.base import EngineAnswer, EngineFailure, EngineQuery, RawResult
+from rypsok.core.model import FAILURE_CLASSES, Reason
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from rypsok.core.search.ports import EngineSlot
+
+__all__ = ["EngineOutcome", "run_engines"]
+
+
+@attrs.frozen(kw_only=True)
+class EngineOutcome:
+    """How one selected engine ended: exactly one of results, failure or skip."""
+
+    slot: EngineSlot
+    results: tuple[RawResult, ...] | None = None
+    failure: Reason | None = None  # a failure class (REQ-ENG-006)
+    skipped: Reason | None = None  # rate_limited: the limiter could not admit in time
+    retry_after_s: float | None = None
+
+    @property
+    def answered(self) -> bool:
+        return self.results is not None
+
+
+def _well_formed(answer: object) -> tuple[RawResult, ...] | None:
+    if not isinstance(answer, EngineAnswer) or not isinstance(answer.results, tuple):
+        return None
+    for item in answer.results:
+        if not isinstance(item, RawResult):
+            return None
+        if not (
+            isinstance(item.title, str)
+            and isinstance(item.url, str)
+            and isinstance(item.snippet, str)
+            and (item.date is None or isinstance(item.date, str))
+        ):
+            return None
+    return answer.results
+
+
+class _Child:
+    """One engine's part of the call; its outcome stays None until the engine ends."""
+
+    def __init__(self, slot: EngineSlot, ticket: Any) -> None:
+        self.slot = slot
+        self.ticket = ticket
+        self.outcome: EngineOutcome | None = None
+        self.requested = False
+
+    async def run(self, query: EngineQuery, deadline: float, timeout_s: float) -> None:
+        slot = self.slot
+        try:
+            if not await slot.limiter.admit(deadline):
+                self.outcome = EngineOutcome(slot=slot, skipped=Reason.RATE_LIMITED)
+                return
+            async with slot.limiter.slot():
+                await self._request(query, timeout_s)
+        finally:
+            self._settle(deadline)
+
+    def _settle(self, deadline: float) -> None:
+        """Give the engine an outcome if it has none; runs however the child ends."""
+        slot = self.slot
+        now = trio.current_time()
+        if self.outcome is not None:
+            if self.outcome.skipped is not None:
+                slot.circuit.released(self.ticket)  # a probe never sent is handed back
+            return
+        if now < deadline:
+            # The caller cancelled the call: not the engine's failure. A probe it
+            # carried is handed back; the call itself ends with trio.Cancelled.
+            slot.circuit.released(self.ticket)
+            return
+        if self.requested:
+            self._fail(now, Reason.TIMEOUT, None)
+            return
+        # Cut while waiting for an in-flight place: no request was made, so the circuit
+        # is not charged, but the engine did not answer in time.
+        slot.circuit.released(self.ticket)
+        telemetry.info("engine_failed", engine=slot.id, **{"class": str(Reason.TIMEOUT)})
+        self.outcome = EngineOutcome(slot=slot, failure=Reason.TIMEOUT)
+
+    async def _request(self, query: EngineQuery, timeout_s: float) -> None:
+        slot = self.slot
+        self.requested = True
+        started = trio.current_time()
+        answer: object = None
+        failure: Reason | None = None
+        retry_after: float | None = None
+        with trio.move_on_at(started + timeout_s) as scope:
+            try:
+                answer = await slot.engine.search(query)
+            except EngineFailure as exc:
+                known = exc.failure_class in FAILURE_CLASSES
+                failure = exc.failure_class if known else Reason.REQUEST_FAILURE
+                retry_after = exc.retry_after_s
+            except Exception as exc:
+                # A driver bug ends this engine's part only; the log names the type,
+                # never the message, which may hold provider text.
+                failure = Reason.REQUEST_FAILURE
+                telemetry.log_exception("engine_exception", exc, level="warn", engine=slot.id)
+        now = trio.current_time()
+        if scope.cancelled_caught:
+            failure = Reason.TIMEOUT
+        results = _well_formed(answer) if failure is None else None
+        if failure is None and results is None:
+            failure = Reason.PARSE_FAILURE
+        if failure is not Reason.TIMEOUT:
+            # A completed request: the provider answered, with results or a failure.
+            slot.latency.record(now - started)
+        if failure is None and results is not None:
+            slot.circuit.succeeded(self.ticket, now)
+            self.outcome = EngineOutcome(slot=slot, results=results)
+            return
+        assert failure is not None
+        self._fail(now, failure, retry_after)
+
+    def _fail(self, now: float, failure: Reason, retry_after: float | None) -> None:
+        self.slot.circuit.failed(self.ticket, failure, now, retry_after)
+        telemetry.info("engine_failed", engine=self.slot.id, **{"class": str(failure)})
+        self.outcome = EngineOutcome(slot=self.slot, failure=failure, retry_after_s=retry_after)
+
+
+async def run_engines(
+    asked: Sequence[tuple[EngineSlot, Any]],
+    query: EngineQuery,
+    *,
+    deadline: float,
+    timeout_s: float,
+) -> tuple[list[EngineOutcome], bool]:
+    """Ask every engine with its circuit ticket; returns the outcomes in the order of
+    `asked` and whether the
+    deadline cut at least one engine.
+
+    `deadline` is absolute (trio.current_time() scale). The caller's cancellation passes
+    through as trio.Cancelled, with every engine request aborted and no task left.
+    """
+    children = [_Child(slot, ticket) for slot, ticket in asked]
+    with trio.CancelScope(deadline=deadline) as scope:
+        async with trio.open_nursery() as nursery:
+            for child in children:
+                nursery.start_soon(child.run, query, deadline, timeout_s)
+    outcomes = [child.outcome for child in children]
+    # Every child settles in its `finally`; only the caller's cancellation leaves one
+    # without an outcome, and that never reaches this line.
+    assert all(o is not None for o in outcomes)
+    return [o for o in outcomes if o is not None], scope.cancelled_caught

@@ -1,0 +1,275 @@
+"""The search pipeline: validate → privacy → select → run → normalize → merge → rank →
+clean → cut → outcome (external design §5 to §7).
+
+Everything after the fan-out is synchronous and depends only on the engines' answers taken
+in selection order, never on their arrival order (REQ-ARCH-004).
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+import attrs
+import trio
+
+from rypsok.core import boundary, errors, telemetry
+from rypsok.core.engines.base import EngineQuery
+from rypsok.core.model import (
+    Category,
+    Notice,
+    NoticeCode,
+    Outcome,
+    Reason,
+    SearchRequest,
+    SearchResponse,
+    SearchResult,
+)
+from rypsok.core.search.aggregate import EngineOutcome, run_engines
+from rypsok.core.search.rank import MergedResult, Observation, merge_and_rank
+from rypsok.core.search.select import (
+    ValidRequest,
+    check_privacy,
+    select_engines,
+    selection_order,
+    validate,
+)
+from rypsok.core.search.urls import normalize_url
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from rypsok.config.schema import Config
+    from rypsok.core.search.ports import EngineSlot
+
+__all__ = ["CALL_MARGIN_S", "SearchRun", "run_search"]
+
+CALL_MARGIN_S = Fraction(3, 10)  # LIM-S7 = LIM-S4 + 300 ms
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
+
+
+@attrs.frozen(kw_only=True)
+class SearchRun:
+    """A finished search: the response and the URLs it returned (for strict mode)."""
+
+    response: SearchResponse
+    urls: tuple[str, ...]
+
+
+def _valid_date(value: str | None) -> str | None:
+    if value is None or _DATE.match(value) is None:
+        return None
+    try:
+        datetime.date.fromisoformat(value)
+    except ValueError:
+        return None
+    return value
+
+
+def _observations(
+    outcomes: Sequence[EngineOutcome], per_engine: int
+) -> tuple[list[Observation], int, int]:
+    """Normalize every answer, in selection order; counts of url_invalid and url_too_long."""
+    observations: list[Observation] = []
+    invalid = too_long = 0
+    for position, outcome in enumerate(outcomes):
+        if outcome.results is None:
+            continue
+        for rank, raw in enumerate(outcome.results[:per_engine], start=1):
+            normalized = normalize_url(raw.url)
+            if normalized is Reason.URL_INVALID:
+                invalid += 1
+                continue
+            if normalized is Reason.URL_TOO_LONG:
+                too_long += 1
+                continue
+            assert not isinstance(normalized, Reason)
+            observations.append(
+                Observation(
+                    engine=outcome.slot.id,
+                    preference=position,
+                    rank=rank,
+                    url=normalized.url,
+                    key=normalized.key,
+                    https=normalized.https,
+                    title=raw.title,
+                    snippet=raw.snippet,
+                    date=_valid_date(raw.date),
+                    decoded=raw.decoded,
+                )
+            )
+    return observations, invalid, too_long
+
+
+@attrs.define
+class _Cleaning:
+    titles_cut: int = 0
+    snippets_cut: int = 0
+    removed: int = 0
+    flagged_kept: int = 0
+    flagged_dropped: int = 0
+
+
+def _clean_and_cut(
+    ranked: Sequence[MergedResult],
+    config: Config,
+    attribution: Callable[[MergedResult], bool],
+    max_results: int,
+) -> tuple[list[SearchResult], _Cleaning]:
+    """The content boundary on each result in rank order until `max_results` are kept.
+
+    Counts describe what the caller receives: a result below the cut is never cleaned,
+    so its truncations are not reported.
+    """
+    search = config.search
+    stats = _Cleaning()
+    results: list[SearchResult] = []
+    for merged in ranked:
+        if len(results) >= max_results:
+            break
+        clean = boundary.clean_decoded_text if merged.decoded else boundary.clean_markup_text
+        title = clean(merged.title, search.title_max_chars)
+        snippet = clean(merged.snippet, search.snippet_max_chars)
+        flagged = title.instruction_like or snippet.instruction_like
+        if flagged and search.drop_flagged_results:
+            stats.flagged_dropped += 1
+            continue
+        stats.titles_cut += int(title.truncated)
+        stats.snippets_cut += int(snippet.truncated)
+        stats.removed += title.removed + snippet.removed
+        stats.flagged_kept += int(flagged)
+        results.append(
+            SearchResult(
+                title=title.text,
+                url=merged.url,
+                snippet=snippet.text,
+                date=merged.date,
+                engines=merged.engines if attribution(merged) else None,
+            )
+        )
+    return results, stats
+
+
+def _count_notice(code: NoticeCode, count: int, reason: Reason | None = None) -> list[Notice]:
+    return [Notice(code=code, reason=reason, count=count)] if count else []
+
+
+def _min_retry_ms(outcomes: Sequence[EngineOutcome]) -> int | None:
+    waits = [o.retry_after_s for o in outcomes if o.retry_after_s is not None]
+    if not waits:
+        return None
+    return max(1, round(min(waits) * 1000))
+
+
+async def run_search(
+    request: SearchRequest,
+    *,
+    config: Config,
+    slots: Sequence[EngineSlot],
+    served: Sequence[Category],
+    start: float,
+) -> SearchRun:
+    """One web_search call; raises ToolError, or trio.Cancelled when the caller cancels.
+
+    `start` is the call's start on the Trio clock: the deadlines are measured from it.
+    """
+    search = config.search
+    valid = validate(request, config, served)
+    verdict = check_privacy(valid, config.privacy.secret_detection)
+    valid, privacy_notices = verdict.request, verdict.notices
+    if not verdict.carries_secret:
+        # Only in the operator's explicit debug mode (LIM-P3), and never a secret (I6).
+        telemetry.log_query("search_query", valid.query)
+
+    selection = select_engines(
+        slots, valid, now=trio.current_time(), limit=search.engines_per_request
+    )
+    if not selection.asked:
+        if selection.skipped:
+            raise errors.no_engine_skipped()
+        raise errors.no_engine()
+
+    # Engines are cut at LIM-S4 − LIM-S6, so that normalization, ranking and cleaning run
+    # inside the reserve and the call returns within LIM-S4 (REQ-AGG-003).
+    fanout_deadline = start + (search.deadline_ms - search.reserve_ms) / 1000
+    outcomes, _cut = await run_engines(
+        selection.asked,
+        _engine_query(valid, config),
+        deadline=fanout_deadline,
+        timeout_s=search.engine_timeout_ms / 1000,
+    )
+    return _respond(valid, config, selection.skipped, outcomes, privacy_notices)
+
+
+def _engine_query(valid: ValidRequest, config: Config) -> EngineQuery:
+    return EngineQuery(
+        query=valid.query,
+        category=valid.category,
+        language=valid.language,
+        region=config.search.region,
+        safe_search=config.search.safe_search,
+        time_range=valid.time_range,
+        count=config.search.results_per_engine,
+    )
+
+
+def _respond(
+    valid: ValidRequest,
+    config: Config,
+    selection_skips: Sequence[tuple[EngineSlot, Reason]],
+    outcomes: Sequence[EngineOutcome],
+    privacy_notices: Sequence[Notice],
+) -> SearchRun:
+    answered = [o for o in outcomes if o.answered]
+    failed = [o for o in outcomes if o.failure is not None]
+    skips = list(selection_skips) + [(o.slot, o.skipped) for o in outcomes if o.skipped]
+    position = {id(slot): i for i, slot in enumerate(selection_order(s for s, _ in skips))}
+    skips.sort(key=lambda pair: position[id(pair[0])])
+
+    if not answered:
+        if not failed:
+            # Every asked engine was held back by its rate: nobody was queried (N = 0).
+            raise errors.no_engine_skipped()
+        if all(o.failure is Reason.TIMEOUT for o in failed):
+            raise errors.deadline_search()
+        raise errors.all_failed(_min_retry_ms(failed))
+
+    observations, invalid, too_long = _observations(outcomes, config.search.results_per_engine)
+    ranked = merge_and_rank(observations)
+    requires = {o.slot.id for o in outcomes if o.slot.record.attribution_required}
+
+    def attribution(merged: MergedResult) -> bool:
+        return config.search.engine_attribution or any(e in requires for e in merged.engines)
+
+    results, stats = _clean_and_cut(ranked, config, attribution, valid.max_results)
+
+    notices: list[Notice] = list(privacy_notices)
+    notices += [
+        Notice(code=NoticeCode.ENGINE_SKIPPED, engine=slot.id, reason=reason)
+        for slot, reason in skips
+    ]
+    notices += [
+        Notice(code=NoticeCode.ENGINE_UNAVAILABLE, engine=o.slot.id, reason=o.failure)
+        for o in failed
+    ]
+    notices += _count_notice(NoticeCode.RESULTS_DROPPED, invalid, Reason.URL_INVALID)
+    notices += _count_notice(NoticeCode.RESULTS_DROPPED, too_long, Reason.URL_TOO_LONG)
+    notices += _count_notice(NoticeCode.TITLE_TRUNCATED, stats.titles_cut)
+    notices += _count_notice(NoticeCode.SNIPPET_TRUNCATED, stats.snippets_cut)
+    notices += _count_notice(NoticeCode.CHARACTERS_REMOVED, stats.removed)
+    notices += _count_notice(NoticeCode.INSTRUCTION_LIKE_CONTENT, stats.flagged_kept)
+    notices += _count_notice(
+        NoticeCode.RESULTS_DROPPED, stats.flagged_dropped, Reason.INSTRUCTION_LIKE_CONTENT
+    )
+
+    if not results:
+        outcome = Outcome.EMPTY
+    elif failed:
+        outcome = Outcome.PARTIAL
+    else:
+        outcome = Outcome.OK
+    response = SearchResponse(outcome=outcome, notices=tuple(notices), results=tuple(results))
+    return SearchRun(response=response, urls=tuple(r.url for r in results))

@@ -1,0 +1,74 @@
+"""What the search pipeline needs from the engines' state, as small protocols.
+
+The registry's circuit, limiter and latency window satisfy them as they are; tests hand in
+fakes. Keeping the pipeline on these few methods
+keeps it readable alone and lets the engine state change without touching the aggregator.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
+    from rypsok.core.engines.base import AdmissionRecord, Engine
+    from rypsok.core.model import Reason
+
+__all__ = ["CircuitPort", "EngineSlot", "LatencyPort", "LimiterPort", "TicketPort"]
+
+
+class TicketPort(Protocol):
+    """The circuit's permission for one call (`rypsok.core.engines.circuit.CircuitTicket`)."""
+
+    @property
+    def probe(self) -> bool: ...
+
+
+class CircuitPort(Protocol):
+    def admit(self, now: float) -> Any:
+        """A ticket for a call now (closed, or this call is the probe after a cooldown),
+        or None when the engine rests (open during its cooldown, or a probe in flight)."""
+        ...
+
+    def succeeded(self, ticket: Any, now: float) -> None: ...
+
+    def failed(
+        self, ticket: Any, failure_class: Reason, now: float, retry_after_s: float | None = None
+    ) -> None: ...
+
+    def released(self, ticket: Any) -> None:
+        """The call ended without an outcome (skipped after all, or cancelled)."""
+        ...
+
+
+class LimiterPort(Protocol):
+    async def admit(self, deadline: float) -> bool:
+        """Wait for the provider's rate (LIM-C9) until `deadline`; False when it cannot
+        admit the request before it."""
+        ...
+
+    def slot(self) -> AbstractAsyncContextManager[None]:
+        """Hold one of the engine's in-flight places (LIM-C2 and the record's cap)."""
+        ...
+
+
+class LatencyPort(Protocol):
+    def record(self, seconds: float) -> None: ...
+
+
+@attrs.frozen(kw_only=True)
+class EngineSlot:
+    """One active engine as the pipeline sees it; `preference` is its selection rank."""
+
+    id: str
+    engine: Engine
+    record: AdmissionRecord
+    preference: int  # configured preference; ties keep configuration order
+    order: int  # position in the configuration, the tie-breaker of preference
+    categories: frozenset[str]
+    circuit: CircuitPort
+    limiter: LimiterPort
+    latency: LatencyPort

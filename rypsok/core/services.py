@@ -1,0 +1,295 @@
+"""The application services: one entry point per tool, independent of any transport.
+
+`Rypsok` is the facade a host embeds (REQ-ARCH-007) and the MCP layer calls. A call ends
+with a response, with a `ToolError` (the error object to return), or with `trio.Cancelled`
+when the caller cancelled it: the caller's own Trio cancellation is the cancellation.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+import attrs
+import trio
+
+from rypsok.core import errors, telemetry
+from rypsok.core.engines.circuit import Circuit
+from rypsok.core.engines.http import EngineHttp
+from rypsok.core.engines.latency import LatencyWindow
+from rypsok.core.engines.limiter import EngineLimiter
+from rypsok.core.engines.registry import (
+    RegisteredEngine,
+    Registry,
+    build_registry,
+    status_entries,
+)
+from rypsok.core.model import (
+    Category,
+    DetailReason,
+    DisabledReason,
+    ErrorKind,
+    SearchRequest,
+    SearchResponse,
+    StatusResponse,
+    ToolError,
+)
+from rypsok.core.ratelimit import ToolRateLimiter
+from rypsok.core.search.pipeline import CALL_MARGIN_S, run_search
+from rypsok.core.search.ports import EngineSlot
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from types import TracebackType
+
+    import httpx
+
+    from rypsok.config.schema import Config
+    from rypsok.core.engines.base import Engine
+
+__all__ = ["ReturnedUrls", "Rypsok"]
+
+WEB_SEARCH = "web_search"
+_REFUSAL_KINDS = frozenset({ErrorKind.INVALID_REQUEST, ErrorKind.DENIED})
+ENGINE_STATUS = "engine_status"
+
+
+class ReturnedUrls:
+    """The URLs web_search returned in this process, for strict mode (REQ-SEC-021).
+
+    Bounded by LIM-F14: when full, the URL returned longest ago is forgotten first; a URL
+    returned again moves to the young end.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            raise ValueError("the strict-mode set holds at least one URL")
+        self._capacity = capacity
+        self._urls: OrderedDict[str, None] = OrderedDict()
+
+    def add(self, urls: Sequence[str]) -> None:
+        for url in urls:
+            self._urls[url] = None
+            self._urls.move_to_end(url)
+        while len(self._urls) > self._capacity:
+            self._urls.popitem(last=False)
+
+    def __contains__(self, url: object) -> bool:
+        return url in self._urls
+
+    def __len__(self) -> int:
+        return len(self._urls)
+
+
+def _substitute(registry: Registry, engines: Sequence[Engine], config: Config) -> Registry:
+    """The registry with the given drivers in place of those it built.
+
+    The engine's own state still applies: each substituted engine gets a fresh circuit,
+    a limiter built from the substitute's admission record and a latency window. The
+    operator's switch wins: an engine disabled in configuration stays disabled.
+    """
+    given = {engine.id: engine for engine in engines}
+    known = {entry.id for entry in registry.entries}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise ValueError(f"{len(unknown)} given engine(s) have no [engines.<id>] table")
+    entries: list[RegisteredEngine] = []
+    for entry in registry.entries:
+        engine = given.get(entry.id)
+        if engine is None or entry.disabled_reason is DisabledReason.DISABLED:
+            entries.append(entry)
+            continue
+        entries.append(
+            attrs.evolve(
+                entry,
+                engine=engine,
+                disabled_reason=None,
+                credential_state="driver given by the embedding program",
+                circuit=Circuit.from_config(entry.id, config.resilience),
+                limiter=EngineLimiter(
+                    engine.record, per_engine_in_flight=config.limits.per_engine_in_flight
+                ),
+                latency=LatencyWindow(),
+            )
+        )
+    return Registry(entries=tuple(entries))
+
+
+def _slots(registry: Registry) -> tuple[EngineSlot, ...]:
+    slots = []
+    for order, entry in enumerate(registry.entries):
+        if (
+            entry.engine is None
+            or entry.circuit is None
+            or entry.limiter is None
+            or entry.latency is None
+        ):
+            continue
+        slots.append(
+            EngineSlot(
+                id=entry.id,
+                engine=entry.engine,
+                record=entry.engine.record,
+                preference=entry.config.preference,
+                order=order,
+                categories=frozenset(str(c) for c in entry.config.categories),
+                circuit=entry.circuit,
+                limiter=entry.limiter,
+                latency=entry.latency,
+            )
+        )
+    return tuple(slots)
+
+
+def _ms_since(start: float) -> int:
+    return max(0, round((trio.current_time() - start) * 1000))
+
+
+class Rypsok:
+    """The rypsok core: search and status (fetch joins in M3), usable from any Trio program.
+
+    `env` is where engine keys are read (the process environment when None);
+    `engine_transport` routes every engine request through an httpx transport (tests, the
+    conformance harness); `engines` replaces the drivers the registry would build, while
+    the registry's rules, circuits and limiters still apply.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        env: Mapping[str, str] | None = None,
+        engine_transport: httpx.AsyncBaseTransport | None = None,
+        engines: Sequence[Engine] | None = None,
+    ) -> None:
+        self._config = config
+        self._http = EngineHttp.from_config(config, transport=engine_transport)
+        registry = build_registry(config, os.environ if env is None else env, http=self._http)
+        if engines is not None:
+            registry = _substitute(registry, engines, config)
+        self._registry = registry
+        self._slots = _slots(registry)
+        self._served = registry.served_categories()
+        self._search_limit = ToolRateLimiter(config.limits.web_search_per_minute)
+        self._status_limit = ToolRateLimiter(config.limits.engine_status_per_minute)
+        self._returned = ReturnedUrls(config.limits.strict_mode_urls)
+
+    @property
+    def config(self) -> Config:
+        return self._config
+
+    @property
+    def registry(self) -> Registry:
+        return self._registry
+
+    @property
+    def served_categories(self) -> tuple[Category, ...]:
+        """Categories an active engine serves, in vocabulary order (the schema's enum)."""
+        return self._served
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        return self._config.search.languages
+
+    def was_returned(self, url: str) -> bool:
+        """Whether web_search returned `url` in this process (strict mode, LIM-F14)."""
+        return url in self._returned
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Rypsok:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def search(self, request: SearchRequest) -> SearchResponse:
+        return await self.search_as(telemetry.LOCAL_CALLER, request)
+
+    async def search_as(self, caller: str, request: SearchRequest) -> SearchResponse:
+        """One web_search call of `caller`, whose rate limit (LIM-C6) it counts against."""
+        start = trio.current_time()
+        with telemetry.call_scope(caller):
+            try:
+                self._admit(self._search_limit, WEB_SEARCH, caller, start)
+                search = self._config.search
+                hard_stop = start + search.deadline_ms / 1000 + float(CALL_MARGIN_S)
+                with trio.move_on_at(hard_stop) as scope:
+                    run = await run_search(
+                        request,
+                        config=self._config,
+                        slots=self._slots,
+                        served=self._served,
+                        start=start,
+                    )
+                if scope.cancelled_caught:
+                    # LIM-S7 reached: nothing the call holds may outlive it.
+                    raise errors.deadline_search()
+            except ToolError as exc:
+                self._log_error(WEB_SEARCH, exc, start)
+                raise
+            except trio.Cancelled:
+                telemetry.info(
+                    "call", tool=WEB_SEARCH, outcome="cancelled", latency_ms=_ms_since(start)
+                )
+                raise
+            self._returned.add(run.urls)
+            telemetry.info(
+                "call",
+                tool=WEB_SEARCH,
+                outcome=str(run.response.outcome),
+                results=len(run.response.results),
+                latency_ms=_ms_since(start),
+            )
+            return run.response
+
+    async def status(self) -> StatusResponse:
+        return await self.status_as(telemetry.LOCAL_CALLER)
+
+    async def status_as(self, caller: str) -> StatusResponse:
+        """One engine_status call of `caller` (LIM-C8); nothing leaves the host."""
+        start = trio.current_time()
+        with telemetry.call_scope(caller):
+            try:
+                self._admit(self._status_limit, ENGINE_STATUS, caller, start)
+            except ToolError as exc:
+                self._log_error(ENGINE_STATUS, exc, start)
+                raise
+            response = StatusResponse(engines=status_entries(self._registry, start))
+            telemetry.info(
+                "call",
+                tool=ENGINE_STATUS,
+                outcome=str(response.outcome),
+                latency_ms=_ms_since(start),
+            )
+            return response
+
+    def _admit(self, limiter: ToolRateLimiter, tool: str, caller: str, now: float) -> None:
+        wait_ms = limiter.check(caller, now)
+        if wait_ms is not None:
+            raise errors.rate_limited(tool, wait_ms)
+
+    def _log_error(self, tool: str, exc: ToolError, start: float) -> None:
+        reason = exc.detail.reason
+        fields: dict[str, object] = {
+            "tool": tool,
+            "error": str(exc.kind),
+            "latency_ms": _ms_since(start),
+        }
+        if reason is not None:
+            fields["reason"] = str(reason)
+        if exc.detail.parameter is not None:
+            fields["parameter"] = exc.detail.parameter
+        if reason is DetailReason.RATE_LIMITED or exc.kind in _REFUSAL_KINDS:
+            # A refusal of the call itself (REQ-OBS-007): counted per tool and reason.
+            counted = str(reason) if reason is not None else str(exc.kind)
+            telemetry.COUNTERS.refused(tool, counted)
+            telemetry.info("refused", tool=tool, reason=counted)
+        telemetry.info("call", **fields)

@@ -1,0 +1,59 @@
+"""Telemetry: JSON log lines on stderr, the per-call context, secrets, refusal counters.
+
+Every name other modules use is re-exported here; the implementation lives in the private
+modules beside this one.
+"""
+
+from ._context import (
+    LOCAL_CALLER,
+    CallContext,
+    call_scope,
+    current_call,
+    current_caller,
+    current_request_id,
+    new_request_id,
+)
+from ._counters import COUNTERS, Counters, CountersSnapshot, run_counters_reporter
+from ._hooks import install_excepthook
+from ._log import (
+    LEVELS,
+    configure,
+    debug,
+    error,
+    exception_fields,
+    info,
+    is_enabled,
+    log,
+    log_exception,
+    log_query,
+    warn,
+)
+from ._secret import REDACTED, Secret
+
+__all__ = [
+    "COUNTERS",
+    "LEVELS",
+    "LOCAL_CALLER",
+    "REDACTED",
+    "CallContext",
+    "Counters",
+    "CountersSnapshot",
+    "Secret",
+    "call_scope",
+    "configure",
+    "current_call",
+    "current_caller",
+    "current_request_id",
+    "debug",
+    "error",
+    "exception_fields",
+    "info",
+    "install_excepthook",
+    "is_enabled",
+    "log",
+    "log_exception",
+    "log_query",
+    "new_request_id",
+    "run_counters_reporter",
+    "warn",
+]

@@ -1,0 +1,225 @@
+"""JSON log lines on standard error: one object per line, written whole.
+
+Nothing here writes to stdout, which belongs to the stdio transport. A value that cannot be
+serialised is replaced by its type name, never by its text: the text of an arbitrary object
+(an exception, a response, a page) can carry external content or a secret.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Final, TextIO
+
+import attrs
+
+from ._context import current_call
+from ._secret import REDACTED, Secret
+
+__all__ = [
+    "LEVELS",
+    "configure",
+    "debug",
+    "error",
+    "exception_fields",
+    "info",
+    "is_enabled",
+    "log",
+    "log_exception",
+    "log_query",
+    "warn",
+]
+
+# Most severe first; a configured level lets through itself and everything above it.
+LEVELS: Final = ("error", "warn", "info", "debug")
+_RANK: Final = {name: rank for rank, name in enumerate(LEVELS)}
+
+# Fields the logger writes itself; an event field of the same name is renamed, not lost.
+_RESERVED: Final = frozenset({"timestamp", "level", "event", "request_id", "caller"})
+_MAX_INNER: Final = 8
+
+
+@attrs.frozen(kw_only=True)
+class _Settings:
+    rank: int
+    log_queries: bool
+    stream: TextIO | None
+
+
+_settings = _Settings(rank=_RANK["info"], log_queries=False, stream=None)
+_write_lock = threading.Lock()
+
+
+def configure(level: str = "info", log_queries: bool = False, stream: TextIO | None = None) -> None:
+    """Set the level (LIM-P2) and the debug query switch (LIM-P3); `stream` None is stderr.
+
+    Turning the query switch on is announced at once with a warning, so that an operator
+    who left it on sees it at every start (REQ-PRIV-004).
+    """
+    global _settings
+    if level not in _RANK:
+        raise ValueError(f"log level must be one of {', '.join(LEVELS)}")
+    _settings = _Settings(rank=_RANK[level], log_queries=bool(log_queries), stream=stream)
+    if log_queries:
+        log(
+            "warn",
+            "log_queries_enabled",
+            effective=level == "debug",
+            note="query text is written to the log at level debug; turn it off after diagnosis",
+        )
+
+
+def is_enabled(level: str) -> bool:
+    return _rank(level) <= _settings.rank
+
+
+def log(level: str, event: str, /, **fields: object) -> None:
+    """Write one event if `level` passes the configured level; never raises for a value."""
+    settings = _settings
+    if _rank(level) > settings.rank:
+        return
+    _emit(settings, level, event, fields, ())
+
+
+def error(event: str, /, **fields: object) -> None:
+    log("error", event, **fields)
+
+
+def warn(event: str, /, **fields: object) -> None:
+    log("warn", event, **fields)
+
+
+def info(event: str, /, **fields: object) -> None:
+    log("info", event, **fields)
+
+
+def debug(event: str, /, **fields: object) -> None:
+    log("debug", event, **fields)
+
+
+def log_query(event: str, query: str, /, **fields: object) -> None:
+    """A debug event with the query text, written only in the operator's debug mode."""
+    settings = _settings
+    if settings.rank < _RANK["debug"] or not settings.log_queries:
+        return
+    _emit(settings, "debug", event, fields, (("query", query),))
+
+
+def log_exception(
+    event: str, exc: BaseException, /, *, level: str = "error", **fields: object
+) -> None:
+    """One event naming the exception's type; its message and traceback are never written."""
+    settings = _settings
+    if _rank(level) > settings.rank:
+        return
+    _emit(settings, level, event, fields, tuple(exception_fields(exc).items()))
+
+
+def exception_fields(exc: BaseException) -> dict[str, object]:
+    """`exception` (the type) and, for a group, `inner` (its leaves' types, bounded)."""
+    result: dict[str, object] = {"exception": _type_name(type(exc))}
+    if isinstance(exc, BaseExceptionGroup):
+        inner: list[str] = []
+        _leaf_types(exc, inner)
+        result["inner"] = inner
+    return result
+
+
+def _leaf_types(group: BaseExceptionGroup[BaseException], into: list[str]) -> None:
+    for member in group.exceptions:
+        if len(into) >= _MAX_INNER:
+            return
+        if isinstance(member, BaseExceptionGroup):
+            _leaf_types(member, into)
+        else:
+            name = _type_name(type(member))
+            if name not in into:
+                into.append(name)
+
+
+def _type_name(cls: type[BaseException]) -> str:
+    module = getattr(cls, "__module__", "")
+    name = getattr(cls, "__qualname__", cls.__name__)
+    return name if module in ("builtins", "") else f"{module}.{name}"
+
+
+def _rank(level: str) -> int:
+    try:
+        return _RANK[level]
+    except KeyError:
+        raise ValueError(f"log level must be one of {', '.join(LEVELS)}") from None
+
+
+def _emit(
+    settings: _Settings,
+    level: str,
+    event: str,
+    fields: dict[str, object],
+    own: tuple[tuple[str, object], ...],
+) -> None:
+    record: dict[str, object] = {"timestamp": _timestamp(), "level": level, "event": event}
+    context = current_call()
+    if context is not None:
+        record["request_id"] = context.request_id
+        record["caller"] = context.caller
+    reserved = _RESERVED.union(name for name, _ in own)
+    for name, value in fields.items():
+        record[f"field_{name}" if name in reserved else name] = value
+    record.update(own)
+    line = _encode(record) + "\n"
+    stream = settings.stream if settings.stream is not None else sys.stderr
+    with _write_lock:
+        try:
+            stream.write(line)
+            stream.flush()
+        except (OSError, ValueError):
+            # A closed or broken stderr cannot be reported anywhere; the call goes on.
+            pass
+
+
+def _timestamp() -> str:
+    now = time.time_ns()
+    seconds, nanos = divmod(now, 1_000_000_000)
+    moment = datetime.fromtimestamp(seconds, UTC)
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{nanos // 1_000_000:03d}Z"
+
+
+def _encode(record: dict[str, object]) -> str:
+    # Broad on purpose: a hostile or broken object (a mapping whose items() raises, a cycle,
+    # a NaN, an int too long to print) must cost its field, not the line nor the call.
+    try:
+        return _dumps(record)
+    except Exception:
+        pass
+    safe: dict[str, object] = {}
+    for name, value in record.items():
+        try:
+            _dumps(value)
+        except Exception:
+            value = f"<unserialisable {type(value).__name__}>"
+        safe[name] = value
+    return _dumps(safe)
+
+
+def _dumps(value: object) -> str:
+    # ASCII only, so that no encoding of stderr can fail on a line; no NaN, which is not JSON.
+    return json.dumps(value, default=_default, allow_nan=False, ensure_ascii=True)
+
+
+def _default(value: object) -> object:
+    if isinstance(value, Secret):
+        return REDACTED
+    if isinstance(value, enum.Enum):
+        inner = value.value
+        if isinstance(inner, str | int | float | bool) or inner is None:
+            return inner
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    if isinstance(value, BaseException):
+        return {"exception": _type_name(type(value))}
+    # Never str() or repr(): either can carry external text.
+    return f"<{type(value).__name__}>"

@@ -1,0 +1,74 @@
+"""What every transport does with a tool call: run it on the service and render its outcome.
+
+The service is the core's `Rypsok` facade; this module only needs the part of it named by
+`ToolService`, so tests can hand in a fake.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from rypsok import __version__
+from rypsok.core import telemetry
+from rypsok.core.model import SearchRequest, SearchResponse, StatusResponse, ToolError
+from rypsok.mcp.protocol import Call, Dispatcher, build_toolset
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from rypsok.config.schema import Config
+
+__all__ = ["ToolService", "execute", "make_dispatcher"]
+
+
+class ToolService(Protocol):
+    async def search_as(self, caller: str, request: SearchRequest) -> SearchResponse: ...
+
+    async def status_as(self, caller: str) -> StatusResponse: ...
+
+
+def _values(source: object) -> Iterable[str]:
+    # The facade exposes these as attributes or as methods; accept either.
+    value = source() if callable(source) else source
+    return [str(v) for v in value]  # type: ignore[union-attr]
+
+
+def make_dispatcher(service: Any, config: Config) -> Dispatcher:
+    """The protocol state for one process (stdio) or session, from the service's view of the
+    configuration: the categories it serves and the languages it offers."""
+    categories = _values(service.served_categories)
+    languages_source: object = getattr(service, "languages", config.search.languages)
+    toolset = build_toolset(
+        served_categories=categories,
+        languages=_values(languages_source),
+        status_enabled=config.status.enabled,
+        max_results_default=config.search.max_results,
+        max_results_ceiling=config.search.max_results_ceiling,
+        query_max_chars=config.search.query_max_chars,
+    )
+    return Dispatcher(
+        toolset,
+        legacy_enabled=config.service.http.legacy_revisions,
+        structured_content=config.service.structured_content,
+        server_version=__version__,
+    )
+
+
+async def execute(
+    service: ToolService, dispatcher: Dispatcher, call: Call, caller: str
+) -> dict[str, Any]:
+    """The reply to a call. Cancellation passes through: a cancelled call has no reply."""
+    body: dict[str, Any]
+    try:
+        if isinstance(call.request, SearchRequest):
+            body = (await service.search_as(caller, call.request)).to_json()
+        else:
+            body = (await service.status_as(caller)).to_json()
+    except ToolError as error:
+        return dispatcher.render_error(call.request_id, call.revision, error)
+    except Exception as exc:
+        # A defect inside the call: logged (type and place only), answered without detail,
+        # and the process serves on.
+        telemetry.log_exception("call_failed", exc, tool=call.tool)
+        return dispatcher.render_crash(call)
+    return dispatcher.render_response(call, body)

@@ -1,0 +1,314 @@
+"""MCP over stdio: the Trio adapter around the sans-I/O protocol layer.
+
+One JSON-RPC message per line in each direction. Every request runs as its own task under
+the server's nursery, in its own cancel scope (so `notifications/cancelled` can abort it);
+answers are written whole, one per line, under a lock. End of input or SIGTERM starts the
+shutdown: calls in flight get what is left of `service.shutdown_ms` (less a margin for the
+process to exit), then are aborted without an answer.
+
+Standard output carries protocol messages only. While serving, file descriptor 1 points at
+standard error and messages go to a private duplicate of the original standard output, so a
+stray write from any library lands in the log instead of corrupting the stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from rypsok.core import telemetry
+from rypsok.mcp.calls import ToolService, execute, make_dispatcher
+from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Reply, jsonrpc
+from rypsok.mcp.protocol.framing import MAX_LINE_BYTES, LineSplitter
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    import httpx
+
+    from rypsok.config.schema import Config
+    from rypsok.core.engines.base import Engine
+
+__all__ = ["run_stdio", "serve_stdio"]
+
+LOCAL_CALLER = "local"  # the caller of every call over stdio
+_READ_CHUNK = 65536
+_EXIT_MARGIN_MS = 300  # kept for closing the service and the interpreter's exit
+
+
+def _grace_s(shutdown_ms: int) -> float:
+    return max(shutdown_ms - _EXIT_MARGIN_MS, 0) / 1000
+
+
+class _Connection:
+    def __init__(
+        self,
+        service: ToolService,
+        dispatcher: Dispatcher,
+        stdout: trio.abc.SendStream,
+        nursery: trio.Nursery,
+        write_timeout_s: float,
+        stop: trio.Event,
+    ) -> None:
+        self._service = service
+        self._dispatcher = dispatcher
+        self._stdout = stdout
+        self._nursery = nursery
+        self._write_lock = trio.Lock()
+        self._write_timeout_s = write_timeout_s
+        self._stop = stop
+        self._broken = False
+        self._in_flight: dict[jsonrpc.RequestId, trio.CancelScope] = {}
+        self._cancelled: set[jsonrpc.RequestId] = set()
+        self._jobs = 0  # calls and batches running; shutdown waits for them, within bounds
+        self.idle = trio.Event()
+        self.idle.set()
+
+    def _job_started(self) -> None:
+        if self._jobs == 0:
+            self.idle = trio.Event()
+        self._jobs += 1
+
+    def _job_done(self) -> None:
+        self._jobs -= 1
+        if self._jobs == 0:
+            self.idle.set()
+
+    async def write(self, payload: dict[str, Any] | list[dict[str, Any]]) -> None:
+        data = jsonrpc.encode(payload)
+        # Shielded: a line is written whole or the stream is ruined; bounded, so a host that
+        # stopped reading cannot hold the shutdown forever.
+        with trio.CancelScope(shield=True), trio.move_on_after(self._write_timeout_s):
+            async with self._write_lock:
+                if self._broken:
+                    return
+                try:
+                    await self._stdout.send_all(data)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    # The host stopped reading: nobody is left to answer, so shut down.
+                    self._broken = True
+                    telemetry.warn("stdio_output_closed")
+                    self._stop.set()
+
+    def line(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        message = jsonrpc.parse(line)
+        if isinstance(message, jsonrpc.Batch) and self._dispatcher.batches_allowed():
+            self._start(self._batch(message))
+            return
+        action = self._dispatcher.handle(message)
+        if isinstance(action, Reply):
+            self._start(self.write(action.payload))
+        elif isinstance(action, Cancel):
+            self._cancel(action.request_id)
+        elif isinstance(action, Call):
+            self._call(action)
+
+    def _start(self, coro: Any) -> None:
+        async def run() -> None:
+            await coro
+
+        self._nursery.start_soon(run)
+
+    def _cancel(self, request_id: jsonrpc.RequestId) -> None:
+        scope = self._in_flight.get(request_id)
+        if scope is not None:
+            telemetry.debug("call_cancelled")
+            self._cancelled.add(request_id)
+            scope.cancel()
+
+    def _call(self, call: Call) -> None:
+        if call.request_id in self._in_flight:
+            self._start(
+                self.write(
+                    jsonrpc.error_response(
+                        call.request_id, jsonrpc.INVALID_REQUEST, "Invalid Request: id in use"
+                    )
+                )
+            )
+            return
+        scope = trio.CancelScope()
+        self._in_flight[call.request_id] = scope
+        self._job_started()
+        self._nursery.start_soon(self._run_call, call, scope)
+
+    async def _run_call(self, call: Call, scope: trio.CancelScope) -> None:
+        start = trio.current_time()
+        try:
+            payload = None
+            with scope:
+                payload = await execute(self._service, self._dispatcher, call, LOCAL_CALLER)
+            if payload is not None and call.request_id not in self._cancelled:
+                await self.write(payload)
+                telemetry.debug(
+                    "stdio_call_answered",
+                    tool=call.tool,
+                    revision=call.revision,
+                    duration_ms=round((trio.current_time() - start) * 1000),
+                )
+        finally:
+            del self._in_flight[call.request_id]
+            self._cancelled.discard(call.request_id)
+            self._job_done()
+
+    async def _batch(self, batch: jsonrpc.Batch) -> None:
+        """A JSON-RPC batch of a revision that has them: one array of answers, in order."""
+        answers: list[dict[str, Any] | None] = [None] * len(batch.items)
+
+        async def run(index: int, call: Call) -> None:
+            with trio.CancelScope() as scope:
+                self._in_flight.setdefault(call.request_id, scope)
+                try:
+                    answers[index] = await execute(
+                        self._service, self._dispatcher, call, LOCAL_CALLER
+                    )
+                finally:
+                    if self._in_flight.get(call.request_id) is scope:
+                        del self._in_flight[call.request_id]
+                    self._cancelled.discard(call.request_id)
+
+        try:
+            async with trio.open_nursery() as nursery:
+                for index, item in enumerate(batch.items):
+                    action = self._dispatcher.handle_batch_item(item)
+                    if isinstance(action, Reply):
+                        answers[index] = action.payload
+                    elif isinstance(action, Cancel):
+                        self._cancel(action.request_id)
+                    elif isinstance(action, Call):
+                        nursery.start_soon(run, index, action)
+            replies = [a for a in answers if a is not None]
+            if replies:
+                await self.write(replies)
+        finally:
+            self._job_done()
+
+    def abort_all(self) -> None:
+        for request_id, scope in list(self._in_flight.items()):
+            self._cancelled.add(request_id)
+            scope.cancel()
+
+
+async def _read_until_eof(
+    stdin: trio.abc.ReceiveStream, connection: _Connection, max_line_bytes: int
+) -> None:
+    splitter = LineSplitter(max_line_bytes)
+    while True:
+        data = await stdin.receive_some(_READ_CHUNK)
+        if not data:
+            break
+        dropped = splitter.dropped
+        for line in splitter.feed(data):
+            connection.line(line)
+        if splitter.dropped != dropped:
+            telemetry.warn("stdio_line_too_long", limit_bytes=max_line_bytes)
+    last = splitter.finish()
+    if last is not None:
+        connection.line(last)
+
+
+async def serve_stdio(
+    rypsok: Any,
+    config: Config,
+    *,
+    stdin: trio.abc.ReceiveStream,
+    stdout: trio.abc.SendStream,
+    stop: trio.Event | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
+) -> None:
+    """Serve MCP on the two streams until end of input or `stop`, then shut down."""
+    dispatcher = make_dispatcher(rypsok, config)
+    shutdown_ms = config.service.shutdown_ms
+    stop = stop if stop is not None else trio.Event()
+    async with trio.open_nursery() as nursery:
+        connection = _Connection(rypsok, dispatcher, stdout, nursery, shutdown_ms / 1000, stop)
+        await nursery.start(telemetry.run_counters_reporter)
+
+        reading = trio.CancelScope()
+
+        async def reader() -> None:
+            with reading:
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    await _read_until_eof(stdin, connection, max_line_bytes)
+                telemetry.info("stdio_end_of_input")
+                stop.set()
+
+        nursery.start_soon(reader)
+        await stop.wait()
+        # No new work once shutting down: lines after SIGTERM are not read.
+        reading.cancel()
+        telemetry.info("shutdown_started", in_flight=len(connection._in_flight))
+        with trio.move_on_after(_grace_s(shutdown_ms)):
+            await connection.idle.wait()
+        connection.abort_all()
+        # What is still running (the reader, the counters, writes) ends with the nursery;
+        # writes already started finish under their own bound.
+        nursery.cancel_scope.cancel()
+
+
+async def _serve_process(
+    config: Config,
+    env: Mapping[str, str],
+    engine_transport: httpx.AsyncBaseTransport | None,
+    engines: Sequence[Engine] | None,
+    term_early: list[bool],
+) -> None:
+    from rypsok.core.services import Rypsok
+
+    out_fd = os.dup(1)
+    os.dup2(2, 1)  # from here a stray write to fd 1 goes to the log stream
+    in_fd = os.dup(0)
+    stop = trio.Event()
+    with trio.open_signal_receiver(signal.SIGTERM) as signals:
+        if term_early[0]:
+            stop.set()
+        stdin = trio.lowlevel.FdStream(in_fd)
+        stdout = trio.lowlevel.FdStream(out_fd)
+        async with trio.open_nursery() as nursery:
+
+            async def watch_signals() -> None:
+                async for _ in signals:
+                    telemetry.info("sigterm_received")
+                    stop.set()
+
+            nursery.start_soon(watch_signals)
+            async with Rypsok(
+                config, env=env, engine_transport=engine_transport, engines=engines
+            ) as rypsok:
+                telemetry.info("serving", transport="stdio")
+                await serve_stdio(rypsok, config, stdin=stdin, stdout=stdout, stop=stop)
+            nursery.cancel_scope.cancel()
+        await stdout.aclose()
+        await stdin.aclose()
+
+
+def run_stdio(
+    config: Config,
+    env: Mapping[str, str],
+    *,
+    engine_transport: httpx.AsyncBaseTransport | None = None,
+    engines: Sequence[Engine] | None = None,
+) -> int:
+    """`rypsok serve --transport stdio`: serve until end of input or SIGTERM; exit code 0.
+
+    `engine_transport` routes the engines' requests elsewhere and `engines` replaces their
+    drivers (the conformance harness and the stdio bench use local fixtures); the command
+    line sets neither.
+    """
+    # SIGTERM before the event loop listens must still mean a graceful stop.
+    term_early = [False]
+
+    def early(signum: int, frame: object) -> None:
+        term_early[0] = True
+
+    previous = signal.signal(signal.SIGTERM, early)
+    try:
+        trio.run(_serve_process, config, env, engine_transport, engines, term_early)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 0

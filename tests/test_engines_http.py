@@ -1,0 +1,302 @@
+"""EngineHttp: the engine profile of the egress rules, over real loopback sockets."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+
+import httpx
+import pytest
+import trio
+from servers import Reply, RoutingTransport, serve_http
+
+import rypsok
+from rypsok.core.engines.base import EngineFailure
+from rypsok.core.engines.http import (
+    EngineHttp,
+    EngineOrigin,
+    parse_retry_after,
+    user_agent,
+)
+from rypsok.core.model import Reason
+
+MIB = 1024 * 1024
+
+
+def _origin(url: str) -> EngineOrigin:
+    return EngineOrigin.parse(url)
+
+
+async def test_req_cmp_004_user_agent_names_version_project_and_contact() -> None:
+    async with serve_http({"/x": Reply(body=b"{}")}) as server:
+        async with EngineHttp(contact="ops@example.org") as http:
+            await http.get(_origin(server.url), "/x", params=[], headers={}, max_bytes=MIB)
+        async with EngineHttp(contact="") as http:
+            await http.get(_origin(server.url), "/x", params=[], headers={}, max_bytes=MIB)
+    version = rypsok.__version__
+    assert server.requests[0].header("user-agent") == (
+        f"rypsok/{version} (+https://github.com/nabbisen/rypsok; ops@example.org)"
+    )
+    assert server.requests[1].header("user-agent") == (
+        f"rypsok/{version} (+https://github.com/nabbisen/rypsok)"
+    )
+
+
+def test_req_cmp_004_a_contact_that_would_break_the_header_is_refused() -> None:
+    with pytest.raises(ValueError, match="user_agent_contact"):
+        user_agent("ops@example.org\r\nX-Injected: 1")
+
+
+def test_req_sec_017_plain_http_only_on_a_loopback_host() -> None:
+    assert EngineOrigin.parse("http://127.0.0.1:8080").scheme == "http"
+    assert EngineOrigin.parse("http://[::1]:8080").host == "::1"
+    assert EngineOrigin.parse("http://localhost").host == "localhost"
+    for url in ("http://wiki.example.org", "http://10.0.0.1", "ftp://127.0.0.1"):
+        with pytest.raises(ValueError, match="engine"):
+            EngineOrigin.parse(url)
+
+
+async def test_req_sec_017_a_redirect_is_not_followed_and_the_credential_stays_home() -> None:
+    async with serve_http({"/elsewhere": Reply(body=b"{}")}) as other:
+        redirect = Reply(status=302, headers=(("Location", f"{other.url}/elsewhere"),))
+        async with serve_http({"/search": redirect}) as engine:
+            transport = RoutingTransport({"https://api.example.test": engine.url})
+            async with EngineHttp(transport=transport) as http:
+                response = await http.get(
+                    EngineOrigin(scheme="https", host="api.example.test"),
+                    "/search",
+                    params=[("q", "x")],
+                    headers={"X-Subscription-Token": "token-123"},
+                    max_bytes=MIB,
+                )
+    assert response.status == 302
+    assert other.requests == []
+    assert transport.seen_origins == ["https://api.example.test"]
+    assert engine.requests[0].header("x-subscription-token") == "token-123"
+    assert engine.requests[0].header("host") == "api.example.test"
+
+
+async def test_req_test_015_environment_proxy_variables_are_ignored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with serve_http(default=Reply(body=b"{}")) as proxy:
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
+            monkeypatch.setenv(name, proxy.url)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        async with serve_http({"/w/api.php": Reply(body=b"{}")}) as wiki:
+            # No injected transport: the production client, with the environment above.
+            async with EngineHttp() as http:
+                response = await http.get(
+                    _origin(wiki.url), "/w/api.php", params=[], headers={}, max_bytes=MIB
+                )
+            # The same environment does reach a client that trusts it: the test can fail.
+            async with httpx.AsyncClient(trust_env=True) as trusting:
+                await trusting.get(f"{wiki.url}/w/api.php")
+    assert response.status == 200
+    assert len(wiki.requests) == 1
+    assert len(proxy.requests) == 1
+    assert proxy.requests[0].target.startswith("http://127.0.0.1")
+
+
+async def test_req_res_008_the_configured_proxy_carries_engine_requests() -> None:
+    async with (
+        serve_http(default=Reply(body=b'{"via":"proxy"}')) as proxy,
+        serve_http({"/w/api.php": Reply(body=b"{}")}) as wiki,
+        EngineHttp(proxy=proxy.url) as http,
+    ):
+        response = await http.get(
+            _origin(wiki.url), "/w/api.php", params=[("a", "1")], headers={}, max_bytes=MIB
+        )
+    assert response.body == b'{"via":"proxy"}'
+    assert wiki.requests == []
+    assert proxy.requests[0].target == f"{wiki.url}/w/api.php?a=1"
+
+
+def test_req_res_008_a_bad_proxy_is_refused_without_repeating_it() -> None:
+    with pytest.raises(ValueError, match=r"egress\.proxy") as caught:
+        EngineHttp(proxy="gopher://user:secret@proxy")
+    assert "secret" not in str(caught.value)
+
+
+async def test_req_sec_013_a_gzip_bomb_stops_at_the_bound() -> None:
+    bomb = gzip.compress(b"\0" * (64 * MIB), compresslevel=9)
+    assert len(bomb) < MIB // 8
+    reply = Reply(headers=(("Content-Encoding", "gzip"),), body=bomb, chunks=4)
+    async with serve_http({"/x": reply}) as server, EngineHttp() as http:
+        with pytest.raises(EngineFailure) as caught:
+            await http.get(_origin(server.url), "/x", params=[], headers={}, max_bytes=MIB)
+    assert caught.value.failure_class is Reason.PARSE_FAILURE
+
+
+async def test_req_sec_013_compressed_bodies_are_counted_after_decompression() -> None:
+    payload = b'{"k":"' + b"a" * (MIB - 16) + b'"}'
+    assert len(payload) <= MIB
+    raw_deflate = zlib.compressobj(wbits=-15)
+    deflated = raw_deflate.compress(payload) + raw_deflate.flush()
+    routes = {
+        "/gzip": Reply(headers=(("Content-Encoding", "gzip"),), body=gzip.compress(payload)),
+        "/zlib": Reply(headers=(("Content-Encoding", "deflate"),), body=zlib.compress(payload)),
+        "/raw": Reply(headers=(("Content-Encoding", "deflate"),), body=deflated),
+        "/over": Reply(
+            headers=(("Content-Encoding", "gzip"),),
+            body=gzip.compress(payload + b"xxxxxxxxxxxxxxxxx"),
+        ),
+    }
+    async with serve_http(routes) as server, EngineHttp() as http:
+        for path in ("/gzip", "/zlib", "/raw"):
+            response = await http.get(
+                _origin(server.url), path, params=[], headers={}, max_bytes=MIB
+            )
+            assert response.body == payload
+        with pytest.raises(EngineFailure):
+            await http.get(_origin(server.url), "/over", params=[], headers={}, max_bytes=MIB)
+    assert server.requests[0].header("accept-encoding") == "gzip, deflate"
+
+
+async def test_req_sec_010_an_identity_body_is_bounded_while_streaming() -> None:
+    big = b"x" * (MIB + 1)
+    routes = {
+        "/declared": Reply(body=big),
+        "/undeclared": Reply(body=big, content_length=False, chunks=16),
+        "/lying": Reply(body=big, headers=(("Content-Length", "10"),), chunks=16),
+        "/exact": Reply(body=big[:MIB]),
+    }
+    async with serve_http(routes) as server, EngineHttp() as http:
+        for path in ("/declared", "/undeclared"):
+            with pytest.raises(EngineFailure) as caught:
+                await http.get(_origin(server.url), path, params=[], headers={}, max_bytes=MIB)
+            assert caught.value.failure_class is Reason.PARSE_FAILURE
+        exact = await http.get(_origin(server.url), "/exact", params=[], headers={}, max_bytes=MIB)
+    assert len(exact.body) == MIB
+
+
+async def test_req_sec_013_a_corrupt_or_unasked_coding_is_a_parse_failure() -> None:
+    routes = {
+        "/corrupt": Reply(headers=(("Content-Encoding", "gzip"),), body=b"\x1f\x8bnot gzip"),
+        "/truncated": Reply(
+            headers=(("Content-Encoding", "gzip"),), body=gzip.compress(b"{}" * 1000)[:-12]
+        ),
+        "/br": Reply(headers=(("Content-Encoding", "br"),), body=b"\x0b\x02\x80{}\x03"),
+    }
+    async with serve_http(routes) as server, EngineHttp() as http:
+        for path in routes:
+            with pytest.raises(EngineFailure) as caught:
+                await http.get(_origin(server.url), path, params=[], headers={}, max_bytes=MIB)
+            assert caught.value.failure_class is Reason.PARSE_FAILURE, path
+
+
+async def test_req_sec_011_a_slow_engine_is_a_timeout_at_the_total() -> None:
+    async with (
+        serve_http({"/slow": Reply(body=b"{}", delay_s=5)}) as server,
+        EngineHttp(total_timeout_ms=150) as http,
+    ):
+        start = trio.current_time()
+        with pytest.raises(EngineFailure) as caught:
+            await http.get(_origin(server.url), "/slow", params=[], headers={}, max_bytes=MIB)
+        elapsed = trio.current_time() - start
+    assert caught.value.failure_class is Reason.TIMEOUT
+    assert elapsed < 2
+
+
+async def test_req_sec_011_the_callers_deadline_cancels_and_is_not_a_failure() -> None:
+    async with (
+        serve_http({"/slow": Reply(body=b"{}", delay_s=5)}) as server,
+        EngineHttp(total_timeout_ms=5000) as http,
+    ):
+        with trio.move_on_after(0.1) as scope:
+            await http.get(_origin(server.url), "/slow", params=[], headers={}, max_bytes=MIB)
+    assert scope.cancelled_caught
+
+
+async def test_req_eng_006_a_refused_connection_is_a_request_failure() -> None:
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    await listeners[0].aclose()  # nothing listens on the port any more
+    async with EngineHttp() as http:
+        with pytest.raises(EngineFailure) as caught:
+            await http.get(
+                _origin(f"http://127.0.0.1:{port}"), "/", params=[], headers={}, max_bytes=MIB
+            )
+    assert caught.value.failure_class is Reason.REQUEST_FAILURE
+
+
+@pytest.mark.parametrize("cap", [1, 2])
+async def test_req_sec_012_outbound_requests_in_flight_are_capped(cap: int) -> None:
+    async with (
+        serve_http({"/x": Reply(body=b"{}", delay_s=0.05)}) as server,
+        EngineHttp(outbound_in_flight=cap) as http,
+        trio.open_nursery() as nursery,
+    ):
+        for _ in range(4):
+            nursery.start_soon(
+                lambda: http.get(_origin(server.url), "/x", params=[], headers={}, max_bytes=MIB)
+            )
+    assert len(server.requests) == 4
+    assert server.max_active == cap
+
+
+def test_req_res_002_retry_after_in_seconds_and_as_a_date() -> None:
+    assert parse_retry_after(httpx.Headers({"Retry-After": "30"})) == 30
+    assert parse_retry_after(httpx.Headers({"Retry-After": "  7 "})) == 7
+    dated = httpx.Headers(
+        {"Retry-After": "Wed, 02 Dec 2026 10:01:30 GMT", "Date": "Wed, 02 Dec 2026 10:00:00 GMT"}
+    )
+    assert parse_retry_after(dated) == 90
+    past = httpx.Headers(
+        {"Retry-After": "Wed, 02 Dec 2026 09:00:00 GMT", "Date": "Wed, 02 Dec 2026 10:00:00 GMT"}
+    )
+    assert parse_retry_after(past) == 0
+    assert parse_retry_after(httpx.Headers({"Retry-After": "soon"})) is None
+    assert parse_retry_after(httpx.Headers({"Retry-After": "-5"})) is None
+    assert parse_retry_after(httpx.Headers({})) is None
+    assert parse_retry_after(httpx.Headers({"Retry-After": "9" * 40})) == 86400
+
+
+class _RecordingTransport(httpx.AsyncBaseTransport):
+    """Answers every request itself and keeps the timeouts httpx was given for it."""
+
+    def __init__(self) -> None:
+        self.timeouts: list[dict[str, float]] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.timeouts.append(dict(request.extensions["timeout"]))
+        # Already read, as httpx.MockTransport answers: EngineHttp bounds it all the same.
+        return httpx.Response(200, content=b"{}" if len(self.timeouts) < 3 else b"x" * (MIB + 1))
+
+
+async def test_req_sec_011_connect_timeout_and_read_timeout_is_the_time_left() -> None:
+    transport = _RecordingTransport()
+    origin = EngineOrigin(scheme="https", host="en.wikipedia.org")
+    async with EngineHttp(
+        transport=transport, connect_timeout_ms=300, total_timeout_ms=2000
+    ) as http:
+        await http.get(origin, "/w/api.php", params=[], headers={}, max_bytes=MIB)
+        with trio.move_on_after(0.2):  # the caller's deadline, nearer than the total
+            await http.get(origin, "/w/api.php", params=[], headers={}, max_bytes=MIB)
+        with pytest.raises(EngineFailure):
+            await http.get(origin, "/w/api.php", params=[], headers={}, max_bytes=MIB)
+    first, second, _ = transport.timeouts
+    assert first["connect"] == pytest.approx(0.3)
+    assert 1.9 < first["read"] <= 2.0
+    assert first["pool"] == first["read"]
+    assert first["write"] == first["read"]
+    assert second["read"] <= 0.2
+    assert second["connect"] <= 0.2
+
+
+async def test_req_cmp_004_a_driver_cannot_replace_the_user_agent() -> None:
+    async with serve_http({"/x": Reply(body=b"{}")}) as server, EngineHttp() as http:
+        await http.get(
+            _origin(server.url),
+            "/x",
+            params=[],
+            headers={"User-Agent": "Mozilla/5.0", "Accept-Encoding": "br"},
+            max_bytes=MIB,
+        )
+    assert server.requests[0].header("user-agent") == user_agent("")
+    assert server.requests[0].header("accept-encoding") == "gzip, deflate"
+
+
+def test_req_sec_017_an_ipv4_mapped_loopback_is_loopback() -> None:
+    assert EngineOrigin.parse("http://[::ffff:127.0.0.1]:8080").scheme == "http"

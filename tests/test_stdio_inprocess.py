@@ -1,0 +1,318 @@
+"""The stdio adapter in process: memory streams, a fake service, Trio's mock clock."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import trio
+import trio.testing
+from mcp_helpers import modern
+
+from rypsok.config.schema import Config, ServiceConfig
+from rypsok.core.model import (
+    EngineState,
+    EngineStatus,
+    Outcome,
+    SearchRequest,
+    SearchResponse,
+    SearchResult,
+    StatusResponse,
+)
+from rypsok.mcp.stdio import serve_stdio
+
+
+class FakeService:
+    """Answers at once, or hangs on the query "hang", or crashes on the query "crash"."""
+
+    served_categories = ("general", "science")
+    languages = ("en",)
+
+    def __init__(self) -> None:
+        self.cancelled_at: list[float] = []
+        self.started = trio.Event()
+        self.callers: list[str] = []
+
+    async def search_as(self, caller: str, request: SearchRequest) -> SearchResponse:
+        self.callers.append(caller)
+        if request.query == "hang":
+            self.started.set()
+            try:
+                await trio.sleep_forever()
+            finally:
+                self.cancelled_at.append(trio.current_time())
+        if request.query == "crash":
+            raise RuntimeError("boom")
+        if request.query.startswith("sleep"):
+            await trio.sleep(float(request.query.split()[1]))
+        return SearchResponse(
+            outcome=Outcome.OK,
+            results=(SearchResult(title=request.query, url="https://example.org/", snippet="s"),),
+        )
+
+    async def status_as(self, caller: str) -> StatusResponse:
+        return StatusResponse(engines=(EngineStatus(id="wikipedia", state=EngineState.CLOSED),))
+
+
+def search(request_id: int | str, query: str) -> dict[str, Any]:
+    return modern(
+        "tools/call", request_id=request_id, name="web_search", arguments={"query": query}
+    )
+
+
+class Harness:
+    def __init__(self, service: FakeService, config: Config, **kwargs: Any) -> None:
+        self.service = service
+        self.config = config
+        self.in_send, self.in_recv = trio.testing.memory_stream_one_way_pair()
+        self.out_send, self.out_recv = trio.testing.memory_stream_one_way_pair()
+        self.kwargs = kwargs
+        self.buffer = b""
+        self.done = trio.Event()
+        self.finished_at: float | None = None
+
+    async def run(self) -> None:
+        await serve_stdio(
+            self.service, self.config, stdin=self.in_recv, stdout=self.out_send, **self.kwargs
+        )
+        self.finished_at = trio.current_time()
+        self.done.set()
+
+    async def send(self, *messages: dict[str, Any] | bytes) -> None:
+        for m in messages:
+            data = m if isinstance(m, bytes) else json.dumps(m).encode() + b"\n"
+            await self.in_send.send_all(data)
+
+    async def lines(self, count: int) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        while len(out) < count:
+            while b"\n" not in self.buffer:
+                self.buffer += await self.out_recv.receive_some(65536)
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            out.append(json.loads(line))
+        return out
+
+    async def rest(self) -> bytes:
+        """Everything written until the server finished."""
+        await self.done.wait()
+        while True:
+            with trio.move_on_after(0.01) as scope:
+                data = await self.out_recv.receive_some(65536)
+            if scope.cancelled_caught or not data:
+                break
+            self.buffer += data
+        return self.buffer
+
+
+def config(**service: Any) -> Config:
+    return Config(service=ServiceConfig(**service))
+
+
+async def test_req_mcp_002_each_line_gets_one_answer_line() -> None:
+    h = Harness(FakeService(), config())
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(h.run)
+        await h.send(modern("server/discover", request_id=1), search(2, "rust"))
+        answers = await h.lines(2)
+        await h.in_send.aclose()
+    assert sorted(a["id"] for a in answers) == [1, 2]
+    by_id = {a["id"]: a for a in answers}
+    assert by_id[2]["result"]["structuredContent"]["results"][0]["title"] == "rust"
+    assert h.service.callers == ["local"]
+    assert await h.rest() == b""
+
+
+async def test_req_mcp_002_calls_run_concurrently(autojump_clock: Any) -> None:
+    h = Harness(FakeService(), config())
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(h.run)
+        await h.send(search(1, "sleep 1"), search(2, "fast"))
+        answers = await h.lines(2)
+        await h.in_send.aclose()
+    assert [a["id"] for a in answers] == [2, 1]
+
+
+async def test_req_mcp_002_answers_never_interleave(autojump_clock: Any) -> None:
+    h = Harness(FakeService(), config())
+    big = "x" * 200
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(h.run)
+        await h.send(*(search(i, f"{big}{i}") for i in range(50)))
+        answers = await h.lines(50)
+        await h.in_send.aclose()
+    assert sorted(a["id"] for a in answers) == list(range(50))
+    for a in answers:
+        assert a["result"]["structuredContent"]["results"][0]["title"] == f"{big}{a['id']}"
+
+
+async def test_req_mcp_007_cancelled_call_sends_nothing_and_the_next_call_works(
+    autojump_clock: Any,
+) -> None:
+    service = FakeService()
+    h = Harness(service, config())
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(h.run)
+        await h.send(search(1, "hang"))
+        await service.started.wait()
+        cancelled = trio.current_time()
+        await h.send(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+        )
+        await h.send(search(2, "after"))
+        (answer,) = await h.lines(1)
+        await h.in_send.aclose()
+    assert answer["id"] == 2
+    assert service.cancelled_at
+    assert service.cancelled_at[0] - cancelled < 0.5
+    assert await h.rest() == b""
+
+
+async def test_req_ops_002_end_of_input_lets_a_quick_call_finish(autojump_clock: Any) -> None:
+    h = Harness(FakeService(), config(shutdown_ms=3000))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(h.run)
+        await h.send(search(1, "sleep 2"))
+        await h.in_send.aclose()
+        (answer,) = await h.lines(1)
+    assert answer["id"] == 1
+
+
+async def test_req_ops_002_end_of_input_aborts_a_hanging_call_within_shutdown_ms(
+    autojump_clock: Any,
+) -> None:
+    service = FakeService()
+    h = Harness(service, config(shutdown_ms=1000))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(h.run)
+        await h.send(search(1, "hang"))
+        await service.started.wait()
+        eof = trio.current_time()
+        await h.in_send.aclose()
+    assert h.finished_at is not None
+    assert h.finished_at - eof < 1.0
+    assert service.cancelled_at
+    assert await h.rest() == b""
+
+
+async def test_req_ops_002_stop_before_the_first_message_ends_serving(autojump_clock: Any) -> None:
+    stop = trio.Event()
+    stop.set()
+    h = Harness(FakeService(), config(), stop=stop)
+    with trio.fail_after(1):
+        await h.run()
+    assert await h.rest() == b""
+
+
+async def test_req_ops_002_stop_with_a_call_in_flight_aborts_it(autojump_clock: Any) -> None:
+    stop = trio.Event()
+    service = FakeService()
+    h = Harness(service, config(shutdown_ms=500), stop=stop)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(h.run)
+        await h.send(search(1, "hang"))
+        await service.started.wait()
+        at = trio.current_time()
+        stop.set()
+    assert h.finished_at is not None
+    assert h.finished_at - at < 0.5
+
+
+async def test_req_mcp_002_lim_o3_overlong_line_is_dropped_and_reading_goes_on() -> None:
+    h = Harness(FakeService(), config(), max_line_bytes=1024)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(h.run)
+        long_request = json.dumps(search(1, "y" * 2000)).encode() + b"\n"
+        # Sent in pieces, as a pipe delivers it.
+        for start in range(0, len(long_request), 300):
+            await h.in_send.send_all(long_request[start : start + 300])
+        await h.send(search(2, "short"))
+        (answer,) = await h.lines(1)
+        await h.in_send.aclose()
+    assert answer["id"] == 2
+    assert await h.rest() == b""
+
+
+async def test_req_mcp_002_a_crash_inside_a_call_is_an_internal_error_and_serving_goes_on() -> None:
+    h = Harness(FakeService(), config())
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(h.run)
+        await h.send(search(1, "crash"))
+        (crash,) = await h.lines(1)
+        await h.send(search(2, "after"))
+        (after,) = await h.lines(1)
+        await h.in_send.aclose()
+    assert crash == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "error": {"code": -32603, "message": "Internal error"},
+    }
+    assert after["result"]["isError"] is False
+
+
+async def test_req_mcp_001_batch_in_revision_2025_03_26_gets_one_array() -> None:
+    h = Harness(FakeService(), config())
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-03-26", "capabilities": {}},
+    }
+    batch = [
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "engine_status"}},
+    ]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(h.run)
+        await h.send(init)
+        await h.lines(1)
+        await h.in_send.send_all(json.dumps(batch).encode() + b"\n")
+        line = b""
+        while b"\n" not in line:
+            line += await h.out_recv.receive_some(65536)
+        await h.in_send.aclose()
+    answers = json.loads(line)
+    assert isinstance(answers, list)
+    assert [a["id"] for a in answers] == [1, 2]
+    assert "structuredContent" not in answers[1]["result"]
+
+
+async def test_req_mcp_001_duplicate_in_flight_id_is_refused(autojump_clock: Any) -> None:
+    service = FakeService()
+    h = Harness(service, config())
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(h.run)
+        await h.send(search(1, "hang"))
+        await service.started.wait()
+        await h.send(search(1, "again"))
+        (answer,) = await h.lines(1)
+        await h.in_send.aclose()
+    assert answer["error"]["code"] == -32600
+
+
+async def test_req_ops_002_closed_output_stops_serving_without_a_crash() -> None:
+    h = Harness(FakeService(), config())
+    await h.out_recv.aclose()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(h.run)
+        await h.send(search(1, "rust"))
+        with trio.fail_after(5):
+            await h.done.wait()
+    assert h.finished_at is not None
+
+
+async def test_req_ops_002_no_new_call_starts_once_shutdown_began(autojump_clock: Any) -> None:
+    stop = trio.Event()
+    service = FakeService()
+    h = Harness(service, config(shutdown_ms=3000), stop=stop)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(h.run)
+        await h.send(search(1, "sleep 1"))
+        await trio.sleep(0.1)
+        stop.set()
+        await trio.sleep(0.1)
+        await h.send(search(2, "late"))
+        (answer,) = await h.lines(1)
+    assert answer["id"] == 1  # the call in flight finished within the grace period
+    assert service.callers == ["local"]  # the late one never reached the service
+    assert await h.rest() == b""
