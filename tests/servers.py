@@ -15,8 +15,9 @@ Use it from a Trio test (real clock: the server does real socket I/O); tests imp
   target as sent (origin-form, or absolute-form when the client took the server for a
   proxy), path, query pairs, headers (names lower-cased) and body.
 - `Reply.delay_s` waits before the status line (a slow provider); `Reply.chunks` sends the
-  body in several writes; `Reply.content_length=False` leaves the header out and ends the
-  body by closing the connection. Every answer closes its connection.
+  body in several writes, `Reply.chunk_delay_s` apart (a trickling body);
+  `Reply.content_length=False` leaves the header out and ends the body by closing the
+  connection. Every answer closes its connection.
 - `server.active` and `server.max_active` count connections being answered, now and at
   most, for tests of concurrency caps.
 
@@ -52,6 +53,7 @@ class Reply:
     body: bytes = b""
     delay_s: float = 0.0
     chunks: int = 1
+    chunk_delay_s: float = 0.0
     content_length: bool = True
 
     @classmethod
@@ -164,6 +166,8 @@ async def _answer(server: LocalHttpServer, stream: trio.SocketStream) -> None:
         if reply.body:
             size = max(1, -(-len(reply.body) // max(1, reply.chunks)))
             for start in range(0, len(reply.body), size):
+                if start and reply.chunk_delay_s:
+                    await trio.sleep(reply.chunk_delay_s)
                 await stream.send_all(reply.body[start : start + size])
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         pass  # the client went away first: normal when it stops reading at a bound

@@ -291,12 +291,30 @@ async def test_req_cmp_004_a_driver_cannot_replace_the_user_agent() -> None:
             _origin(server.url),
             "/x",
             params=[],
-            headers={"User-Agent": "Mozilla/5.0", "Accept-Encoding": "br"},
+            headers={"user-agent": "Mozilla/5.0", "Accept-Encoding": "br"},
             max_bytes=MIB,
         )
-    assert server.requests[0].header("user-agent") == user_agent("")
-    assert server.requests[0].header("accept-encoding") == "gzip, deflate"
+    sent = server.requests[0].headers
+    assert [v for k, v in sent if k == "user-agent"] == [user_agent("")]
+    assert [v for k, v in sent if k == "accept-encoding"] == ["gzip, deflate"]
 
 
 def test_req_sec_017_an_ipv4_mapped_loopback_is_loopback() -> None:
     assert EngineOrigin.parse("http://[::ffff:127.0.0.1]:8080").scheme == "http"
+
+
+async def test_req_sec_011_a_trickling_body_is_cut_by_the_deadline_at_once() -> None:
+    body = b"x" * 5000
+    reply = Reply(body=body, chunks=50, chunk_delay_s=0.05)
+    async with serve_http({"/slow": reply}) as server, EngineHttp(total_timeout_ms=300) as http:
+        start = trio.current_time()
+        with pytest.raises(EngineFailure) as caught:
+            await http.get(_origin(server.url), "/slow", params=[], headers={}, max_bytes=MIB)
+        elapsed = trio.current_time() - start
+        with trio.move_on_after(0.2) as scope:
+            await http.get(_origin(server.url), "/slow", params=[], headers={}, max_bytes=MIB)
+        after_cancel = trio.current_time() - start - elapsed
+    assert caught.value.failure_class is Reason.TIMEOUT
+    assert elapsed < 1.0  # the whole body would take 2.5 s
+    assert scope.cancelled_caught
+    assert after_cancel < 0.7

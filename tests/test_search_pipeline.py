@@ -697,3 +697,31 @@ async def test_req_err_004_every_search_error_is_bounded_and_carries_no_external
         assert "provider text" not in error.message
         assert SECRET not in repr(error.to_json())
         assert set(error.detail.to_json()) <= allowed_details[error.kind]
+
+
+async def test_req_err_002_search_errors_have_one_of_the_six_kinds_and_a_fixed_shape() -> None:
+    assert {str(k) for k in ErrorKind} == {
+        "invalid_request",
+        "denied",
+        "unavailable",
+        "redirected",
+        "unsupported_content",
+        "too_large",
+    }
+    engine = FakeEngine("alpha", failure=Reason.REQUEST_FAILURE)
+    async with Rypsok(make_config(engine_config("alpha")), engines=[engine]) as rypsok:
+        errors = [
+            await refused(rypsok, max_results=0),
+            await refused(rypsok, query=SECRET),
+            await refused(rypsok),
+        ]
+    assert [e.kind for e in errors] == [
+        ErrorKind.INVALID_REQUEST,
+        ErrorKind.DENIED,
+        ErrorKind.UNAVAILABLE,
+    ]
+    for error in errors:
+        body = error.to_json()
+        assert list(body) == ["error"]
+        assert set(body["error"]) == {"kind", "message", "detail"}
+        assert body["error"]["kind"] == str(error.kind)

@@ -109,6 +109,7 @@ SAME = [
     ("https://example.org", "https://example.org/"),
     ("https://example.org/straße", "https://example.org/stra%C3%9Fe"),
     ("https://example.org/p?q=%c3%a9", "https://example.org/p?q=%C3%A9"),
+    ("https://example.org:0443/a", "https://example.org/a"),
 ]
 
 DIFFERENT = [
@@ -165,7 +166,7 @@ _query_piece = st.tuples(
 def _urls(draw: st.DrawFn) -> str:
     scheme = draw(st.sampled_from(["http", "https", "HTTPS"]))
     host = draw(_hosts)
-    port = draw(st.sampled_from(["", ":80", ":443", ":8080"]))
+    port = draw(st.sampled_from(["", ":", ":80", ":443", ":0443", ":8080", ":08080"]))
     path = "".join("/" + s for s in draw(st.lists(_segment, max_size=4)))
     pieces = draw(st.lists(_query_piece, max_size=4))
     query = ("?" + "&".join(f"{k}={v}" for k, v in pieces)) if pieces else ""

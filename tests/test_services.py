@@ -3,6 +3,7 @@ and one search end to end through the real Wikipedia driver on a local MediaWiki
 
 from __future__ import annotations
 
+import gc
 import json
 
 import pytest
@@ -12,6 +13,7 @@ from search_fakes import FakeEngine, capture_logs, engine_config, make_config, r
 from servers import Reply, RoutingTransport, serve_http
 
 from rypsok.config.schema import Config, EngineConfig
+from rypsok.core.engines.base import AdmissionRecord, EngineAnswer, EngineQuery, RawResult
 from rypsok.core.model import (
     Category,
     DetailReason,
@@ -262,3 +264,59 @@ async def test_req_obs_002_engine_latency_is_recorded_for_completed_requests_onl
             await rypsok.search(SearchRequest(query="rust"))
         status = await rypsok.status()
     assert status.engines[0].latency_ms == 180
+
+
+class _ForgetfulEngine:
+    """A driver like the real ones: it keeps nothing of a query after answering."""
+
+    def __init__(self, engine_id: str) -> None:
+        self._engine = FakeEngine(engine_id)
+
+    @property
+    def id(self) -> str:
+        return self._engine.id
+
+    @property
+    def record(self) -> AdmissionRecord:
+        return self._engine.record
+
+    async def search(self, query: EngineQuery) -> EngineAnswer:
+        words = query.query.split()
+        return EngineAnswer(
+            results=(
+                RawResult(
+                    title=f"About {words[0]}",
+                    url=f"https://example.org/{'-'.join(words)}",
+                    snippet=" ".join(words),
+                ),
+            )
+        )
+
+
+def _strings_reachable_from(root: object, limit: int = 200_000) -> list[str]:
+    seen: set[int] = set()
+    found: list[str] = []
+    stack = [root]
+    while stack and len(seen) < limit:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, type):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, str):
+            found.append(obj)
+            continue
+        stack.extend(gc.get_referents(obj))
+    return found
+
+
+async def test_req_priv_003_nothing_of_a_call_is_kept_beyond_it_but_the_returned_urls() -> None:
+    phrase = "".join(["zq", "unusual", "xw"])  # built at run time: no constant holds it
+    config = make_config(engine_config("alpha"))
+    async with Rypsok(config, engines=[_ForgetfulEngine("alpha")]) as rypsok:
+        response = await rypsok.search(SearchRequest(query=f"{phrase} words"))
+        url = response.results[0].url
+        del response
+        kept = [s for s in _strings_reachable_from(rypsok) if phrase in s]
+        assert rypsok.was_returned(url)
+    # Only the strict-mode memory of returned URLs holds anything of the call (LIM-F14).
+    assert kept == [url]

@@ -316,3 +316,30 @@ async def test_req_ops_002_no_new_call_starts_once_shutdown_began(autojump_clock
     assert answer["id"] == 1  # the call in flight finished within the grace period
     assert service.callers == ["local"]  # the late one never reached the service
     assert await h.rest() == b""
+
+
+async def test_req_ops_002_end_of_input_waits_for_a_batch_in_flight(autojump_clock: Any) -> None:
+    h = Harness(FakeService(), config(shutdown_ms=3000))
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-03-26", "capabilities": {}},
+    }
+    batch = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "web_search", "arguments": {"query": "sleep 1"}},
+        }
+    ]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(h.run)
+        await h.send(init)
+        await h.lines(1)
+        await h.in_send.send_all(json.dumps(batch).encode() + b"\n")
+        await h.in_send.aclose()
+    (answers,) = [json.loads(line) for line in (await h.rest()).splitlines()]
+    assert [a["id"] for a in answers] == [1]
+    assert answers[0]["result"]["isError"] is False

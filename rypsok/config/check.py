@@ -14,12 +14,12 @@ import attrs
 from rypsok.config.drivers import DRIVER_TYPES
 from rypsok.config.load import ConfigError, ConfigSource, load_source, locate_config
 from rypsok.config.rules import parse_bind, parse_egress_rule
+from rypsok.config.schema import Config
 from rypsok.config.secrets import Credential, engine_credential, file_is_world_readable
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from rypsok.config.schema import Config
 
 __all__ = [
     "CheckReport",

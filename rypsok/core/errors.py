@@ -6,9 +6,12 @@ LIM-I4 characters, and never carries external text, a secret or an address.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from rypsok.core.model import DetailReason, ErrorDetail, ErrorKind, SecretKind, ToolError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = [
     "all_failed",

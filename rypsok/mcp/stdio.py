@@ -99,6 +99,7 @@ class _Connection:
             return
         message = jsonrpc.parse(line)
         if isinstance(message, jsonrpc.Batch) and self._dispatcher.batches_allowed():
+            self._job_started()
             self._start(self._batch(message))
             return
         action = self._dispatcher.handle(message)

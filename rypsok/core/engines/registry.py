@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
+from rypsok.config.schema import EngineConfig
 from rypsok.config.secrets import engine_credential
+from rypsok.core.engines.base import Engine
 from rypsok.core.engines.brave import BraveEngine
 from rypsok.core.engines.circuit import Circuit
 from rypsok.core.engines.latency import LatencyWindow
@@ -26,8 +28,7 @@ from rypsok.core.telemetry import log
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from rypsok.config.schema import Config, EngineConfig
-    from rypsok.core.engines.base import Engine
+    from rypsok.config.schema import Config
     from rypsok.core.engines.http import EngineHttp
 
 __all__ = [

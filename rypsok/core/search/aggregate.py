@@ -19,11 +19,11 @@ import trio
 from rypsok.core import telemetry
 from rypsok.core.engines.base import EngineAnswer, EngineFailure, EngineQuery, RawResult
 from rypsok.core.model import FAILURE_CLASSES, Reason
+from rypsok.core.search.ports import EngineSlot
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from rypsok.core.search.ports import EngineSlot
 
 __all__ = ["EngineOutcome", "run_engines"]
 
@@ -148,16 +148,15 @@ async def run_engines(
     *,
     deadline: float,
     timeout_s: float,
-) -> tuple[list[EngineOutcome], bool]:
+) -> list[EngineOutcome]:
     """Ask every engine with its circuit ticket; returns the outcomes in the order of
-    `asked` and whether the
-    deadline cut at least one engine.
+    `asked`. An engine the deadline cut ends as a timeout.
 
     `deadline` is absolute (trio.current_time() scale). The caller's cancellation passes
     through as trio.Cancelled, with every engine request aborted and no task left.
     """
     children = [_Child(slot, ticket) for slot, ticket in asked]
-    with trio.CancelScope(deadline=deadline) as scope:
+    with trio.CancelScope(deadline=deadline):
         async with trio.open_nursery() as nursery:
             for child in children:
                 nursery.start_soon(child.run, query, deadline, timeout_s)
@@ -165,4 +164,4 @@ async def run_engines(
     # Every child settles in its `finally`; only the caller's cancellation leaves one
     # without an outcome, and that never reaches this line.
     assert all(o is not None for o in outcomes)
-    return [o for o in outcomes if o is not None], scope.cancelled_caught
+    return [o for o in outcomes if o is not None]

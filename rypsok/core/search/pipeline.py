@@ -195,7 +195,7 @@ async def run_search(
     # Engines are cut at LIM-S4 − LIM-S6, so that normalization, ranking and cleaning run
     # inside the reserve and the call returns within LIM-S4 (REQ-AGG-003).
     fanout_deadline = start + (search.deadline_ms - search.reserve_ms) / 1000
-    outcomes, _cut = await run_engines(
+    outcomes = await run_engines(
         selection.asked,
         _engine_query(valid, config),
         deadline=fanout_deadline,

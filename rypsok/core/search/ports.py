@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+from rypsok.core.engines.base import AdmissionRecord, Engine
+
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
-    from rypsok.core.engines.base import AdmissionRecord, Engine
     from rypsok.core.model import Reason
 
 __all__ = ["CircuitPort", "EngineSlot", "LatencyPort", "LimiterPort", "TicketPort"]

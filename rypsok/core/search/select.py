@@ -21,12 +21,12 @@ from rypsok.core.model import (
     SearchRequest,
     TimeRange,
 )
+from rypsok.core.search.ports import EngineSlot
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
     from rypsok.config.schema import Config
-    from rypsok.core.search.ports import EngineSlot
 
 __all__ = [
     "PrivacyVerdict",

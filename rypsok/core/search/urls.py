@@ -55,7 +55,7 @@ TRACKING_PARAMETERS: frozenset[str] = frozenset(
     }
 )
 
-_DEFAULT_PORTS = {"http": "80", "https": "443"}
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -267,11 +267,11 @@ def _normalize_percent(text: str) -> str:
 
 
 def _key(parts: _Parts) -> str:
-    port = parts.port
+    port = None if parts.port is None else int(parts.port)
     if port is None or port == _DEFAULT_PORTS[parts.scheme]:
         head = "https://" + parts.host
     else:
-        head = f"{parts.scheme}://{parts.host}:{int(port)}"
+        head = f"{parts.scheme}://{parts.host}:{port}"
     key = head + (_normalize_percent(parts.rest_path) or "/")
     if parts.query is not None:
         cleaned = _without_tracking(parts.query)

@@ -1,0 +1,23 @@
+"""The conformance harness itself: it passes on the book's calls and notices a difference."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import trio
+
+from conformance.__main__ import CALLS, call_case
+from conformance.mediawiki import FixtureWiki
+
+
+async def test_req_ctx_003_harness_matches_the_book_and_catches_one_changed_byte() -> None:
+    case = json.loads((CALLS / "first-search.json").read_text(encoding="utf-8"))
+    changed = copy.deepcopy(case)
+    text = changed["response"]["result"]["content"][0]["text"]
+    changed["response"]["result"]["content"][0]["text"] = text.replace('":', '": ', 1)
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(FixtureWiki().serve)
+        assert await call_case(case, port) == ""
+        assert await call_case(changed, port) != ""
+        nursery.cancel_scope.cancel()
