@@ -270,6 +270,18 @@ ORDINARY = [
     "東京 天気 明日",
     "what is the secret=sauce of success",
     "ghp_ followed by thirty six characters",
+    # Shapes of the right length that are words: the "not just words" confirmation.
+    "sk-proj-management-best-practices-for-large-teams-in-2024",
+    "Bearer of-the-year-2024-award-winners-list",
+    "glpat-token-rotation-policy-and-guide",
+    "AIza-is-the-prefix-of-google-api-keys-x",
+    "20240101:the-quick-brown-fox-jumps-over-dogs",
+    # A host and a port in the user part is a disguised destination, not a password.
+    "https://host.example:8080@mirror.example/",
+    # A 40-letter placeholder where an AWS secret access key goes.
+    "aws_secret_access_key=ReplaceWithYourOwnSecretAccessKeyValueOk",
+    # A Basic value that decodes, but not to user:password ("Hello World").
+    "Authorization: Basic SGVsbG8gV29ybGQ=",
 ]
 
 _SEED = 20261103

@@ -185,15 +185,28 @@ def _keeps_selector(selector: str, base: str) -> bool:
     return False
 
 
+def _letter_or_mark(ch: str) -> bool:
+    # Orthography is between letters and their marks, not next to digits or punctuation.
+    return unicodedata.category(ch)[0] in "LM"
+
+
 def _keeps_zwnj(before: str, after: str) -> bool:
+    if not (_letter_or_mark(before) and _letter_or_mark(after)):
+        return False
     if _ARABIC.match(before) and _ARABIC.match(after):
         return True
     return bool(_INDIC.match(before) and _INDIC.match(after))
 
 
 def _keeps_zwj(before: str, after: str) -> bool:
-    # An Indic conjunct: next to a virama, between two characters of an Indic script.
-    if (_is_virama(before) or _is_virama(after)) and _INDIC.match(before) and _INDIC.match(after):
+    # An Indic conjunct: next to a virama, between two letters or marks of an Indic script.
+    if (
+        (_is_virama(before) or _is_virama(after))
+        and _INDIC.match(before)
+        and _INDIC.match(after)
+        and _letter_or_mark(before)
+        and _letter_or_mark(after)
+    ):
         return True
     # Between two emoji: 👨‍👩‍👧, 🏳️‍🌈 (the selector was kept before), 👩🏽‍💻.
     emoji_before = _PICTOGRAPHIC.match(before) or _EMOJI_MODIFIER.match(before)
@@ -220,6 +233,15 @@ def _kept_part(run: str, before: str | None, after: str | None) -> str:
     return kept
 
 
+# A run with none of these in it is removed whole, without looking at its neighbours.
+_KEEPABLE = (
+    _JOINERS
+    | _STANDARD_SELECTORS
+    | _MONGOLIAN_SELECTORS
+    | frozenset(chr(c) for c in range(0xE0100, 0xE01F0))
+)
+
+
 def remove_invisible(text: str) -> tuple[str, int]:
     """Remove invisible and control characters (REQ-SEC-015); return the text and the count.
 
@@ -243,14 +265,6 @@ def remove_invisible(text: str) -> tuple[str, int]:
 
     out = _INVISIBLE_RUN.sub(replace, text)
     return out, removed
-
-
-_KEEPABLE = (
-    _JOINERS
-    | _STANDARD_SELECTORS
-    | _MONGOLIAN_SELECTORS
-    | frozenset(chr(c) for c in range(0xE0100, 0xE01F0))
-)
 
 
 # --- markup -----------------------------------------------------------------------------
@@ -341,7 +355,7 @@ _INSTRUCTION_PHRASES = re.compile(
               |start_header_id|end_header_id|begin_of_text)\s*\|>
     | \[/?inst\] | <</?sys>> | <(?:start|end)_of_turn>
     | </?(?:system|assistant|user)(?:_prompt|_message)?>
-    | \#{2,}\s*(?:instruction|system|response)s?\b
+    | (?<!\#)\#{2,}+\s*+(?:instruction|system|response)s?\b
     """,
     re.VERBOSE,
 )

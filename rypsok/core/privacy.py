@@ -17,6 +17,7 @@ import base64
 import binascii
 import bisect
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import attrs
@@ -25,7 +26,7 @@ from rypsok.core.boundary import INVISIBLE_RANGES
 from rypsok.core.model import SecretKind
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Iterator
 
 __all__ = ["MASK", "SecretFinding", "find_secret", "find_secrets", "mask_secrets"]
 
@@ -101,7 +102,7 @@ class _View:
 
 # --- confirmations ------------------------------------------------------------------------
 
-_WORDS_ONLY = re.compile(r"(?:[A-Za-z]+|[0-9]+)(?:[-_.](?:[A-Za-z]+|[0-9]+))*")
+_WORDS_ONLY = re.compile(r"[-_.]*(?:[A-Za-z]+|[0-9]+)(?:[-_.]+(?:[A-Za-z]+|[0-9]+))*[-_.]*")
 _DIGIT = re.compile(r"[0-9]")
 
 
@@ -326,7 +327,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
             # The armour line, optional header lines (Proc-Type: ...), then the body up to the
             # closing line when there is one, else the first run of base64.
             r"-----BEGIN[ A-Z0-9]{0,20} PRIVATE KEY(?: BLOCK)?-----\s*"
-            r"(?:[A-Za-z-]+: ?[^\r\n]*\r?\n\s*)*[A-Za-z0-9+/=]{32,}"
+            r"(?:[A-Za-z-]+:[^\r\n]*\r?\n\s*)*[A-Za-z0-9+/=]{32,}"
             r"(?:[A-Za-z0-9+/=\s]*?-----END[ A-Z0-9]{0,20} PRIVATE KEY(?: BLOCK)?-----"
             r"|[A-Za-z0-9+/=]*)",
             _I,
