@@ -1,3 +1,3 @@
-from rypsok.cli import main
+from rypsok._entry import main
 
 raise SystemExit(main())

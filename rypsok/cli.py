@@ -11,7 +11,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, NoReturn
 
-from rypsok import __version__
+from rypsok import __version__, _early
 from rypsok.config.check import PREFIX, run_check, validate
 from rypsok.config.load import ConfigError
 from rypsok.core import telemetry
@@ -93,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         _err(f"rypsok: error: {exc}")
         return EXIT_USAGE
+    if args.command != "serve":
+        # Only serving stops gracefully on SIGTERM; the other commands keep its default.
+        _early.restore()
     if args.version:
         if args.command is not None:
             _err("rypsok: error: --version takes no command")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -75,3 +77,14 @@ def _loopback_only() -> Iterator[None]:
         socket.socket.connect_ex = original_connect_ex  # type: ignore[method-assign]
         socket.getaddrinfo = original_getaddrinfo
 
+
+@pytest.fixture
+def keep_exception_hooks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Puts back the process's exception hooks after a test that runs cli.main.
+
+    cli.main installs the JSON hooks for the process it starts; in a test that process is
+    pytest's own, whose later failures must still be reported the usual way.
+    """
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)
+    monkeypatch.setattr(threading, "excepthook", threading.excepthook)

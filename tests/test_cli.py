@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 import pytest
@@ -16,16 +15,11 @@ from hypothesis import strategies as st
 
 from rypsok import cli
 
+# cli.main installs the JSON exception hooks (see conftest.keep_exception_hooks).
+pytestmark = pytest.mark.usefixtures("keep_exception_hooks")
+
 TOKEN = "k" * 40
 REPO = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(autouse=True)
-def keep_exception_hooks(monkeypatch):
-    # cli.main installs the JSON exception hooks; the test process gets its own back.
-    monkeypatch.setattr(sys, "excepthook", sys.excepthook)
-    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)
-    monkeypatch.setattr(threading, "excepthook", threading.excepthook)
 
 
 @pytest.fixture(autouse=True)

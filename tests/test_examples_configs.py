@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 from rypsok import cli
+
+# cli.main installs the JSON exception hooks (see conftest.keep_exception_hooks).
+pytestmark = pytest.mark.usefixtures("keep_exception_hooks")
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECT_EXAMPLES = REPO / "examples" / "configs"
@@ -37,14 +38,6 @@ def directories() -> list[Path]:
     if BOOK_EXAMPLES.is_dir():
         dirs.append(BOOK_EXAMPLES)
     return dirs
-
-
-@pytest.fixture(autouse=True)
-def keep_exception_hooks(monkeypatch):
-    # cli.main installs the JSON exception hooks; the test process gets its own back.
-    monkeypatch.setattr(sys, "excepthook", sys.excepthook)
-    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)
-    monkeypatch.setattr(threading, "excepthook", threading.excepthook)
 
 
 @pytest.fixture(autouse=True)

@@ -40,7 +40,7 @@ async def test_req_ops_001_stdio_host_entry_starts_rypsok_through_the_real_cli(
     server = entry["mcpServers"]["rypsok"]
     # The command is the console script the package installs.
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    assert scripts["project"]["scripts"][server["command"]] == "rypsok.cli:main"
+    assert scripts["project"]["scripts"][server["command"]] == "rypsok._entry:main"
     args = list(server["args"])
     assert args[:1] == ["serve"]
     args[args.index("--config") + 1] = str(write_config(tmp_path))

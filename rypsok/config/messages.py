@@ -7,6 +7,7 @@ never repeats a value from the file: a text can be a secret pasted into the wron
 from __future__ import annotations
 
 import datetime
+from typing import Final
 
 import attrs
 
@@ -38,20 +39,20 @@ def with_place(message: str, place: Place | None) -> str:
     return message if place is None else f"{message} {place}"
 
 
+# First match wins: bool comes before int because a Python bool is an int too.
+_KINDS: Final[tuple[tuple[type | tuple[type, ...], str], ...]] = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a decimal number"),
+    (str, "text"),
+    (list, "an array"),
+    (dict, "a table"),
+    ((datetime.date, datetime.time), "a date or time"),
+)
+
+
 def kind_of(value: object) -> str:
     """The kind of a TOML value in the words of the book, never the value itself."""
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a decimal number"
-    if isinstance(value, str):
-        return "text"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, datetime.date | datetime.time):
-        return "a date or time"
-    return "a value of another kind"
+    return next(
+        (word for kind, word in _KINDS if isinstance(value, kind)), "a value of another kind"
+    )

@@ -102,6 +102,13 @@ class Table:
             return default
         return self.v.integer(self.key(key), self.data[key], lo, hi, why)
 
+    def get_dependent_int(
+        self, key: str, default: int, lo: int, hi: int, *, set_key: str, unfit: str, why: str
+    ) -> int:
+        """`get_int` for a key whose range `set_key` gives, after `default_fits` with `unfit`."""
+        self.default_fits(key, default, lo, hi, set_key, unfit)
+        return self.get_int(key, default, lo, hi, why)
+
     def get_ints(self, key: str, default: list[int], lo: int, hi: int) -> list[int]:
         if key not in self.data:
             return default
@@ -138,8 +145,10 @@ class Table:
             raise self.v.fail(self.key(key), f"{expected}, found an unknown word")
         return value
 
+    # A check raises RuleError for a bad text; what it returns is ignored, so a parser
+    # (parse_bind) serves as a check as well as a validator does.
     def get_text(
-        self, key: str, default: T, *, check: Callable[[str], None] | None = None
+        self, key: str, default: T, *, check: Callable[[str], object] | None = None
     ) -> str | T:
         if key not in self.data:
             return default
@@ -164,7 +173,7 @@ class Table:
         key: str,
         default: list[str],
         *,
-        check: Callable[[str], None] | None = None,
+        check: Callable[[str], object] | None = None,
         non_empty: bool = False,
         unique: bool = False,
         words: str | None = None,

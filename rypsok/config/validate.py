@@ -126,38 +126,42 @@ class Validator(Reader):
             structured["engines"] = engines
         return _CONVERTER.structure(structured, Config)
 
-    def simple_ints(self, table: Table, spec: Mapping[str, tuple[int, int, int]]) -> dict[str, int]:
-        table.known(keys=set(spec))
+    def simple_ints(
+        self,
+        table: Table,
+        spec: Mapping[str, tuple[int, int, int]],
+        *,
+        others: frozenset[str] = frozenset(),
+        tables: frozenset[str] = frozenset(),
+    ) -> dict[str, Any]:
+        """The integers of `spec`, once no key outside `spec`, `others` and `tables` is set."""
+        table.known(keys=set(spec) | others, tables=tables)
         return {key: table.get_int(key, *bounds) for key, bounds in spec.items()}
 
     def search(self, t: Table) -> dict[str, Any]:
-        t.known(
-            keys=set(_SEARCH_INTS)
-            | {
-                "languages",
-                "region",
-                "safe_search",
-                "max_results",
-                "engine_timeout_ms",
-                "drop_flagged_results",
-                "engine_attribution",
-            }
+        out = self.simple_ints(
+            t,
+            _SEARCH_INTS,
+            others=frozenset(
+                {
+                    "languages",
+                    "region",
+                    "safe_search",
+                    "max_results",
+                    "engine_timeout_ms",
+                    "drop_flagged_results",
+                    "engine_attribution",
+                }
+            ),
         )
-        out: dict[str, Any] = {key: t.get_int(key, *b) for key, b in _SEARCH_INTS.items()}
         ceiling = out["max_results_ceiling"]
-        t.default_fits(
+        out["max_results"] = t.get_dependent_int(
             "max_results",
             5,
             1,
             ceiling,
-            "max_results_ceiling",
-            "must be at least 5 (search.max_results, default 5)",
-        )
-        out["max_results"] = t.get_int(
-            "max_results",
-            5,
-            1,
-            ceiling,
+            set_key="max_results_ceiling",
+            unfit="must be at least 5 (search.max_results, default 5)",
             why=f"search.max_results_ceiling {ceiling}",
         )
         budget = out["deadline_ms"] - out["reserve_ms"]
@@ -168,23 +172,17 @@ class Validator(Reader):
                 f"{out['deadline_ms']} minus search.reserve_ms {out['reserve_ms']})",
             )
         set_key = "deadline_ms" if "deadline_ms" in t.data else "reserve_ms"
-        t.default_fits(
+        out["engine_timeout_ms"] = t.get_dependent_int(
             "engine_timeout_ms",
             2000,
             100,
             budget,
-            set_key,
-            f"must be at least {2000 + out['reserve_ms']} (search.engine_timeout_ms, default "
+            set_key=set_key,
+            unfit=f"must be at least {2000 + out['reserve_ms']} (search.engine_timeout_ms, default "
             f"2000, plus search.reserve_ms {out['reserve_ms']})"
             if set_key == "deadline_ms"
             else f"must be at most {out['deadline_ms'] - 2000} (search.deadline_ms "
             f"{out['deadline_ms']} minus search.engine_timeout_ms, default 2000)",
-        )
-        out["engine_timeout_ms"] = t.get_int(
-            "engine_timeout_ms",
-            2000,
-            100,
-            budget,
             why=f"search.deadline_ms {out['deadline_ms']} minus search.reserve_ms "
             f"{out['reserve_ms']}",
         )
@@ -197,28 +195,22 @@ class Validator(Reader):
         return out
 
     def fetch(self, t: Table) -> dict[str, Any]:
-        t.known(
-            keys=set(_FETCH_INTS)
-            | {
-                "max_chars",
-                "ports",
-                "robots_txt",
-                "follow_cross_host_redirects",
-                "strict_mode",
-            }
+        out = self.simple_ints(
+            t,
+            _FETCH_INTS,
+            others=frozenset(
+                {"max_chars", "ports", "robots_txt", "follow_cross_host_redirects", "strict_mode"}
+            ),
         )
-        out: dict[str, Any] = {key: t.get_int(key, *b) for key, b in _FETCH_INTS.items()}
         ceiling = out["max_chars_ceiling"]
-        t.default_fits(
+        out["max_chars"] = t.get_dependent_int(
             "max_chars",
             3000,
             500,
             ceiling,
-            "max_chars_ceiling",
-            "must be at least 3000 (fetch.max_chars, default 3000)",
-        )
-        out["max_chars"] = t.get_int(
-            "max_chars", 3000, 500, ceiling, why=f"fetch.max_chars_ceiling {ceiling}"
+            set_key="max_chars_ceiling",
+            unfit="must be at least 3000 (fetch.max_chars, default 3000)",
+            why=f"fetch.max_chars_ceiling {ceiling}",
         )
         out["ports"] = t.get_ints("ports", [80, 443], 1, 65535)
         out["robots_txt"] = t.get_bool("robots_txt", True)
@@ -230,8 +222,8 @@ class Validator(Reader):
         t.known(keys={"allow_http", "allow", "deny", "proxy"})
         return {
             "allow_http": t.get_bool("allow_http", False),
-            "allow": t.get_texts("allow", [], check=_egress_rule),
-            "deny": t.get_texts("deny", [], check=_egress_rule),
+            "allow": t.get_texts("allow", [], check=parse_egress_rule),
+            "deny": t.get_texts("deny", [], check=parse_egress_rule),
             "proxy": t.get_text("proxy", "", check=_proxy),
         }
 
@@ -251,18 +243,20 @@ class Validator(Reader):
             "shutdown_ms": t.get_int("shutdown_ms", 3000, 500, 10000),
         }
         h = t.sub("http")
-        h.known(
-            keys=set(_HTTP_INTS)
-            | {
-                "bind",
-                "allowed_hosts",
-                "allowed_origins",
-                "legacy_revisions",
-                "request_timeout_s",
-            },
-            tables={"auth"},
+        http = self.simple_ints(
+            h,
+            _HTTP_INTS,
+            others=frozenset(
+                {
+                    "bind",
+                    "allowed_hosts",
+                    "allowed_origins",
+                    "legacy_revisions",
+                    "request_timeout_s",
+                }
+            ),
+            tables=frozenset({"auth"}),
         )
-        http: dict[str, Any] = {key: h.get_int(key, *b) for key, b in _HTTP_INTS.items()}
         least = max(3, math.ceil((fetch_deadline_ms + 2000) / 1000))
         if least > 600:  # fetch.deadline_ms is at most 30000, so this is never reached
             raise self.fail(("fetch", "deadline_ms"), "leaves no room for request_timeout_s")
@@ -278,9 +272,9 @@ class Validator(Reader):
             600,
             why=f"fetch.deadline_ms {fetch_deadline_ms} plus 2 s",
         )
-        http["bind"] = h.get_text("bind", "127.0.0.1:8737", check=_bind)
-        http["allowed_hosts"] = h.get_texts("allowed_hosts", [], check=_allowed_host)
-        http["allowed_origins"] = h.get_texts("allowed_origins", [], check=_origin)
+        http["bind"] = h.get_text("bind", "127.0.0.1:8737", check=parse_bind)
+        http["allowed_hosts"] = h.get_texts("allowed_hosts", [], check=validate_allowed_host)
+        http["allowed_origins"] = h.get_texts("allowed_origins", [], check=validate_origin)
         http["legacy_revisions"] = h.get_bool("legacy_revisions", True)
         auth = h.sub("auth")
         auth.known(keys={"callers"})
@@ -448,7 +442,7 @@ class Validator(Reader):
         out["endpoint"] = e.get_choice("endpoint", "web", ("web", "news"))
         if "base_url" in e.data and not traits.has_base_url:
             raise self.fail((*e.path, "base_url"), "only the wikipedia driver has a base_url")
-        out["base_url"] = e.get_text("base_url", None, check=_base_url)
+        out["base_url"] = e.get_text("base_url", None, check=validate_base_url)
         return out
 
 
@@ -527,29 +521,9 @@ def _path(text: str) -> None:
         raise RuleError("expected the path of a file, found text that is not one")
 
 
-def _egress_rule(text: str) -> None:
-    parse_egress_rule(text)
-
-
 def _proxy(text: str) -> None:
     if text:
         validate_proxy(text)
-
-
-def _bind(text: str) -> None:
-    parse_bind(text)
-
-
-def _allowed_host(text: str) -> None:
-    validate_allowed_host(text)
-
-
-def _origin(text: str) -> None:
-    validate_origin(text)
-
-
-def _base_url(text: str) -> None:
-    validate_base_url(text)
 
 
 def _contact(text: str) -> None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from rypsok import _early
 from rypsok.core import telemetry
 from rypsok.mcp.calls import ToolService, execute, make_dispatcher
 from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Reply, jsonrpc
@@ -302,7 +303,8 @@ def run_stdio(
     line sets neither.
     """
     # SIGTERM before the event loop listens must still mean a graceful stop.
-    term_early = [False]
+    # A SIGTERM caught by the entry point while the modules were importing counts too.
+    term_early = [_early.received()]
 
     def early(signum: int, frame: object) -> None:
         term_early[0] = True

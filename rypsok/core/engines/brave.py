@@ -8,11 +8,16 @@ production sends it.
 
 from __future__ import annotations
 
-import json
 import re
-from datetime import date
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
+from rypsok.core.engines.answers import (
+    calendar_date,
+    json_object,
+    object_items,
+    raise_for_status,
+    require_within_limits,
+)
 from rypsok.core.engines.base import (
     AdmissionRecord,
     EngineAnswer,
@@ -20,8 +25,7 @@ from rypsok.core.engines.base import (
     EngineQuery,
     RawResult,
 )
-from rypsok.core.engines.http import EngineHttp, EngineOrigin, EngineResponse, parse_retry_after
-from rypsok.core.engines.limiter import query_within_limits
+from rypsok.core.engines.http import EngineHttp, EngineOrigin, parse_retry_after
 from rypsok.core.model import Reason, TimeRange
 from rypsok.core.telemetry import Secret
 
@@ -56,6 +60,8 @@ _FRESHNESS: Final = {
     TimeRange.YEAR: "py",
 }
 _DATE: Final = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[T ]|\Z)")
+# Chapter 19's error table: both refusals are auth_failure; 429 is read by _rate_limit_wait.
+_REFUSALS: Final = {401: Reason.AUTH_FAILURE, 403: Reason.AUTH_FAILURE}
 
 
 def parse_rate_limit_reset(headers: httpx.Headers) -> float | None:
@@ -87,16 +93,9 @@ def parse_rate_limit_reset(headers: httpx.Headers) -> float | None:
     return min(resets)
 
 
-def _page_date(value: object) -> str | None:
-    if not isinstance(value, str):
-        return None
-    m = _DATE.match(value)
-    if m is None:
-        return None
-    try:
-        return date(int(m[1]), int(m[2]), int(m[3])).isoformat()
-    except ValueError:
-        return None
+def _rate_limit_wait(headers: httpx.Headers) -> float | None:
+    wait = parse_retry_after(headers)
+    return wait if wait is not None else parse_rate_limit_reset(headers)
 
 
 class BraveEngine:
@@ -132,9 +131,7 @@ class BraveEngine:
         return f"BraveEngine(id={self._id!r}, endpoint={self._endpoint!r})"
 
     async def search(self, query: EngineQuery) -> EngineAnswer:
-        if not query_within_limits(BRAVE_RECORD, query.query):
-            # The pipeline skips such a query first; this keeps the driver honest alone.
-            raise EngineFailure(failure_class=Reason.REQUEST_FAILURE)
+        require_within_limits(BRAVE_RECORD, query.query)
         params = [
             ("q", query.query),
             ("count", str(min(query.count, MAX_COUNT))),
@@ -151,16 +148,11 @@ class BraveEngine:
             headers={"Accept": "application/json", "X-Subscription-Token": self._key.reveal()},
             max_bytes=BRAVE_RECORD.response_max_bytes,
         )
-        _classify_status(response)
+        raise_for_status(response, _REFUSALS, _rate_limit_wait)
         return EngineAnswer(results=self._parse(response.body))
 
     def _parse(self, body: bytes) -> tuple[RawResult, ...]:
-        try:
-            document: Any = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            raise EngineFailure(failure_class=Reason.PARSE_FAILURE) from None
-        if not isinstance(document, dict):
-            raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
+        document = json_object(body)
         if self._endpoint == "web":
             # Brave leaves the "web" section out when it has no web result.
             section = document.get("web", {"results": []})
@@ -169,33 +161,18 @@ class BraveEngine:
             items = section.get("results", [])
         else:
             items = document.get("results", [])
-        if not isinstance(items, list):
-            raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
         results = []
-        for item in items:
-            if not isinstance(item, dict):
-                raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
+        for item in object_items(items):
             title, url = item.get("title"), item.get("url")
             snippet = item.get("description", "")
             if not (isinstance(title, str) and isinstance(url, str) and isinstance(snippet, str)):
                 raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
             results.append(
                 RawResult(
-                    title=title, url=url, snippet=snippet, date=_page_date(item.get("page_age"))
+                    title=title,
+                    url=url,
+                    snippet=snippet,
+                    date=calendar_date(item.get("page_age"), _DATE),
                 )
             )
         return tuple(results)
-
-
-def _classify_status(response: EngineResponse) -> None:
-    status = response.status
-    if 200 <= status < 300:
-        return
-    if status == 429:
-        wait = parse_retry_after(response.headers)
-        if wait is None:
-            wait = parse_rate_limit_reset(response.headers)
-        raise EngineFailure(failure_class=Reason.RATE_LIMITED, retry_after_s=wait)
-    if status in (401, 403):
-        raise EngineFailure(failure_class=Reason.AUTH_FAILURE)
-    raise EngineFailure(failure_class=Reason.REQUEST_FAILURE)

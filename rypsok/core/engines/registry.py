@@ -98,6 +98,12 @@ def _inactive_fields(cfg: EngineConfig) -> dict[str, object]:
     return fields
 
 
+def _inactive(cfg: EngineConfig, reason: DisabledReason, state: str) -> RegisteredEngine:
+    return RegisteredEngine(
+        id=cfg.id, config=cfg, engine=None, disabled_reason=reason, credential_state=state
+    )
+
+
 def build_registry(config: Config, env: Mapping[str, str], *, http: EngineHttp) -> Registry:
     """Resolve every configured engine; raises RegistryError for a type without a driver."""
     entries = []
@@ -108,12 +114,8 @@ def build_registry(config: Config, env: Mapping[str, str], *, http: EngineHttp) 
             raise RegistryError(f"engines.{cfg.id}: a scraping driver needs [scraping] enabled")
         if not cfg.enabled:
             entries.append(
-                RegisteredEngine(
-                    id=cfg.id,
-                    config=cfg,
-                    engine=None,
-                    disabled_reason=DisabledReason.DISABLED,
-                    credential_state="disabled by configuration; no credential read",
+                _inactive(
+                    cfg, DisabledReason.DISABLED, "disabled by configuration; no credential read"
                 )
             )
             continue
@@ -121,12 +123,10 @@ def build_registry(config: Config, env: Mapping[str, str], *, http: EngineHttp) 
         if cfg.type in _KNOWN_WITHOUT_DRIVER:
             log("warn", "engine_inactive", engine=cfg.id, reason="driver_not_in_release")
             entries.append(
-                RegisteredEngine(
-                    id=cfg.id,
-                    config=cfg,
-                    engine=None,
-                    disabled_reason=DisabledReason.DISABLED,
-                    credential_state="inactive: the duckduckgo driver is not in this release",
+                _inactive(
+                    cfg,
+                    DisabledReason.DISABLED,
+                    "inactive: the duckduckgo driver is not in this release",
                 )
             )
             continue
@@ -134,15 +134,7 @@ def build_registry(config: Config, env: Mapping[str, str], *, http: EngineHttp) 
         state = credential.state
         if credential.needed and credential.secret is None:
             log("warn", "engine_inactive", **_inactive_fields(cfg))
-            entries.append(
-                RegisteredEngine(
-                    id=cfg.id,
-                    config=cfg,
-                    engine=None,
-                    disabled_reason=DisabledReason.NO_CREDENTIAL,
-                    credential_state=state,
-                )
-            )
+            entries.append(_inactive(cfg, DisabledReason.NO_CREDENTIAL, state))
             continue
         if cfg.type == "brave":
             assert credential.secret is not None

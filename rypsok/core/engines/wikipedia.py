@@ -14,14 +14,19 @@ not change the host.
 
 from __future__ import annotations
 
-import json
 import re
-from datetime import date
-from typing import Any, Final
+from typing import Final
 from urllib.parse import quote
 
 import httpx
 
+from rypsok.core.engines.answers import (
+    calendar_date,
+    json_object,
+    object_items,
+    raise_for_status,
+    require_within_limits,
+)
 from rypsok.core.engines.base import (
     AdmissionRecord,
     EngineAnswer,
@@ -29,8 +34,7 @@ from rypsok.core.engines.base import (
     EngineQuery,
     RawResult,
 )
-from rypsok.core.engines.http import EngineHttp, EngineOrigin, EngineResponse, parse_retry_after
-from rypsok.core.engines.limiter import query_within_limits
+from rypsok.core.engines.http import EngineHttp, EngineOrigin
 from rypsok.core.model import Reason
 
 __all__ = ["WIKIPEDIA_RECORD", "WikipediaEngine", "article_path"]
@@ -60,6 +64,8 @@ _QUERY_SAFE: Final = "-._~!$'()*,;:@/"
 
 _LANGUAGE: Final = re.compile(r"[a-z]{2,8}\Z")
 _TIMESTAMP: Final = re.compile(r"(\d{4})-(\d{2})-(\d{2})T")
+# Chapter 19's error table: a 403 is Wikimedia turning the User-Agent away.
+_REFUSALS: Final = {403: Reason.BLOCKED}
 
 
 def article_path(title: str) -> str:
@@ -72,18 +78,6 @@ def _language_host(language: str) -> str | None:
     if _LANGUAGE.match(primary) is None:
         return None
     return f"{primary}.wikipedia.org"
-
-
-def _revision_date(value: object) -> str | None:
-    if not isinstance(value, str):
-        return None
-    m = _TIMESTAMP.match(value)
-    if m is None:
-        return None
-    try:
-        return date(int(m[1]), int(m[2]), int(m[3])).isoformat()
-    except ValueError:
-        return None
 
 
 class WikipediaEngine:
@@ -108,9 +102,7 @@ class WikipediaEngine:
         return f"WikipediaEngine(id={self._id!r})"
 
     async def search(self, query: EngineQuery) -> EngineAnswer:
-        if not query_within_limits(WIKIPEDIA_RECORD, query.query):
-            # The pipeline skips such a query first; this keeps the driver honest alone.
-            raise EngineFailure(failure_class=Reason.REQUEST_FAILURE)
+        require_within_limits(WIKIPEDIA_RECORD, query.query)
         if self._mirror is not None:
             origin, script = self._mirror
             api = f"{script}/api.php"
@@ -137,7 +129,7 @@ class WikipediaEngine:
             headers={"Accept": "application/json"},
             max_bytes=WIKIPEDIA_RECORD.response_max_bytes,
         )
-        _classify_status(response)
+        raise_for_status(response, _REFUSALS)
         return EngineAnswer(results=self._parse(response.body, origin, script))
 
     def _result_url(self, origin: EngineOrigin, script: str, title: str) -> str:
@@ -148,24 +140,15 @@ class WikipediaEngine:
         return str(origin.url(f"{script}/index.php")) + "?title=" + value
 
     def _parse(self, body: bytes, origin: EngineOrigin, script: str) -> tuple[RawResult, ...]:
-        try:
-            document: Any = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            raise EngineFailure(failure_class=Reason.PARSE_FAILURE) from None
-        if not isinstance(document, dict):
-            raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
+        document = json_object(body)
         if "error" in document:
             # The API refused the request (too long a query, a bad parameter): no provider
             # text leaves the driver, only the class.
             raise EngineFailure(failure_class=Reason.REQUEST_FAILURE)
         listing = document.get("query")
         found = listing.get("search") if isinstance(listing, dict) else None
-        if not isinstance(found, list):
-            raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
         results = []
-        for item in found:
-            if not isinstance(item, dict):
-                raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
+        for item in object_items(found):
             title = item.get("title")
             snippet = item.get("snippet", "")
             if not isinstance(title, str) or not title or not isinstance(snippet, str):
@@ -175,23 +158,10 @@ class WikipediaEngine:
                     title=title,
                     url=self._result_url(origin, script, title),
                     snippet=snippet,
-                    date=_revision_date(item.get("timestamp")),
+                    date=calendar_date(item.get("timestamp"), _TIMESTAMP),
                 )
             )
         return tuple(results)
-
-
-def _classify_status(response: EngineResponse) -> None:
-    status = response.status
-    if 200 <= status < 300:
-        return
-    if status == 429:
-        raise EngineFailure(
-            failure_class=Reason.RATE_LIMITED, retry_after_s=parse_retry_after(response.headers)
-        )
-    if status == 403:
-        raise EngineFailure(failure_class=Reason.BLOCKED)
-    raise EngineFailure(failure_class=Reason.REQUEST_FAILURE)
 
 
 def _mirror(base_url: str) -> tuple[EngineOrigin, str]:
