@@ -42,7 +42,7 @@ def test_req_ops_002_sigterm_before_the_transport_listens_is_a_graceful_stop(
 ) -> None:
     config = tmp_path / "rypsok.toml"
     config.write_text(
-        'config_version = 1\n[service]\nshutdown_ms = 500\n'
+        "config_version = 1\n[service]\nshutdown_ms = 500\n"
         '[engines.wikipedia]\ntype = "wikipedia"\ncategories = ["general"]\n',
         encoding="utf-8",
     )

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import date
 
 import httpx
 import pytest
-from hypothesis import given
+import trio
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rypsok.core.engines.answers import (
@@ -17,10 +19,11 @@ from rypsok.core.engines.answers import (
     raise_for_status,
     require_within_limits,
 )
-from rypsok.core.engines.base import EngineFailure
-from rypsok.core.engines.http import EngineResponse
-from rypsok.core.engines.wikipedia import WIKIPEDIA_RECORD
-from rypsok.core.model import Reason
+from rypsok.core.engines.base import EngineAnswer, EngineFailure, EngineQuery, RawResult
+from rypsok.core.engines.brave import BraveEngine
+from rypsok.core.engines.http import EngineHttp, EngineResponse
+from rypsok.core.engines.wikipedia import WIKIPEDIA_RECORD, WikipediaEngine
+from rypsok.core.model import FAILURE_CLASSES, Category, Reason, SafeSearch
 
 _DAY = re.compile(r"(\d{4})-(\d{2})-(\d{2})T")
 
@@ -102,3 +105,96 @@ def test_req_eng_006_a_query_over_the_record_is_a_request_failure() -> None:
     with pytest.raises(EngineFailure) as caught:
         require_within_limits(WIKIPEDIA_RECORD, "x" * (WIKIPEDIA_RECORD.max_query_chars + 1))
     assert caught.value.failure_class is Reason.REQUEST_FAILURE
+
+
+# -- REQ-SEC-014: whatever a provider answers, a driver ends with an answer or a failure class
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+_FIELDS = st.sampled_from(["title", "snippet", "url", "timestamp", "description", "page_age"])
+_ITEMS = st.lists(st.dictionaries(_FIELDS, _JSON_VALUES, max_size=5) | _JSON_VALUES, max_size=4)
+
+
+def _shaped(items: object) -> list[bytes]:
+    """The same items in each driver's envelope, so the fuzz reaches the item parsers."""
+    return [
+        json.dumps({"query": {"search": items}}).encode(),
+        json.dumps({"web": {"results": items}, "type": "search"}).encode(),
+        json.dumps({"results": items, "type": "news"}).encode(),
+    ]
+
+
+def _nested(depth: int, opener: str) -> bytes:
+    closer = {"[": "]", '{"a":': "}"}[opener]
+    return (opener * depth + "1" + closer * depth).encode()
+
+
+_BODIES = st.one_of(
+    st.binary(max_size=600),
+    _JSON_VALUES.map(lambda v: json.dumps(v).encode()),
+    _ITEMS.flatmap(lambda items: st.sampled_from(_shaped(items))),
+    st.builds(
+        _nested, st.integers(min_value=500, max_value=200_000), st.sampled_from(["[", '{"a":'])
+    ),
+)
+
+
+async def _drive(driver: str, status: int, body: bytes) -> object:
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(status, content=body, headers={"retry-after": "abc"})
+
+    async with EngineHttp(transport=httpx.MockTransport(answer)) as http:
+        engine: WikipediaEngine | BraveEngine
+        if driver == "wikipedia":
+            engine = WikipediaEngine("wikipedia", http, None)
+        elif driver == "brave":
+            engine = BraveEngine("brave", http, "BSA-fuzz-key-0123456789", "web")
+        else:
+            engine = BraveEngine("brave", http, "BSA-fuzz-key-0123456789", "news")
+        query = EngineQuery(
+            query="rust",
+            category=Category.GENERAL,
+            language="en",
+            region="US",
+            safe_search=SafeSearch.MODERATE,
+            time_range=None,
+            count=10,
+        )
+        try:
+            return await engine.search(query)
+        except EngineFailure as failure:
+            return failure
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    driver=st.sampled_from(["wikipedia", "brave", "brave-news"]),
+    status=st.sampled_from([200, 200, 200, 204, 301, 403, 429, 500]),
+    body=_BODIES,
+)
+def test_req_sec_014_malformed_answers_end_as_a_failure_class_in_both_drivers(
+    driver: str, status: int, body: bytes
+) -> None:
+    # Anything but an answer or an EngineFailure escapes trio.run and fails the example.
+    outcome = trio.run(_drive, driver, status, body)
+    if isinstance(outcome, EngineFailure):
+        assert outcome.failure_class in FAILURE_CLASSES
+    else:
+        assert isinstance(outcome, EngineAnswer)
+        for item in outcome.results:
+            assert isinstance(item, RawResult)
+            assert isinstance(item.title, str)
+            assert isinstance(item.snippet, str)
+            assert isinstance(item.url, str)
+
+
+def test_req_sec_014_a_body_nested_past_the_decoder_bound_is_a_parse_failure() -> None:
+    for opener in ("[", '{"a":'):
+        outcome = trio.run(_drive, "wikipedia", 200, _nested(100_000, opener))
+        assert isinstance(outcome, EngineFailure)
+        assert outcome.failure_class is Reason.PARSE_FAILURE

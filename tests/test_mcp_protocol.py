@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from mcp_helpers import MODERN_META, dispatcher, modern, tutorial_toolset
 
 from rypsok.core.model import SearchRequest
+from rypsok.core.telemetry import COUNTERS
 from rypsok.mcp.protocol import Call, Cancel, Nothing, Reply, StatusCall, definition_budget, jsonrpc
 from rypsok.mcp.protocol.dispatch import CACHE_SCOPE, TTL_MS
 from rypsok.mcp.protocol.tools import (
@@ -474,6 +475,24 @@ def test_req_mcp_004_arguments_failing_the_schema_are_invalid_request(
         "structuredContent": body,
         "isError": True,
     }
+
+
+def test_req_obs_003_arguments_refused_by_the_schema_are_counted_as_call_errors() -> None:
+    COUNTERS.reset()
+    try:
+        d = dispatcher()
+        for arguments in ({"query": "x", "page": 2}, {"max_results": 0}):
+            handle(d, modern("tools/call", name="web_search", arguments=arguments))
+        handle(d, modern("tools/call", name="engine_status", arguments={"x": 1}))
+        handle(d, modern("tools/call", name="nope", arguments={}))  # a protocol error
+        snapshot = COUNTERS.snapshot()
+    finally:
+        COUNTERS.reset()
+    assert snapshot["errors"] == {
+        "engine_status": {"invalid_request": 1},
+        "web_search": {"invalid_request": 2},
+    }
+    assert snapshot["tools"] == snapshot["errors"]  # and as refusals (REQ-OBS-007)
 
 
 def test_req_mcp_004_engine_status_refuses_any_argument() -> None:

@@ -68,8 +68,12 @@ def test_req_mcp_001_any_line_gets_a_json_rpc_answer_or_none(line: bytes) -> Non
 @given(
     st.recursive(
         st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-        lambda inner: st.lists(inner, max_size=3)
-        | st.dictionaries(st.sampled_from(["jsonrpc", "id", "method", "params", "_meta"]), inner),
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(
+                st.sampled_from(["jsonrpc", "id", "method", "params", "_meta"]), inner
+            )
+        ),
         max_leaves=10,
     )
 )

@@ -7,18 +7,23 @@ from typing import Any
 
 import trio
 import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp_helpers import modern
+from search_fakes import FakeEngine, capture_logs, engine_config, make_config
 
 from rypsok.config.schema import Config, ServiceConfig
 from rypsok.core.model import (
     EngineState,
     EngineStatus,
     Outcome,
+    Reason,
     SearchRequest,
     SearchResponse,
     SearchResult,
     StatusResponse,
 )
+from rypsok.core.services import Rypsok
 from rypsok.mcp.stdio import serve_stdio
 
 
@@ -343,3 +348,230 @@ async def test_req_ops_002_end_of_input_waits_for_a_batch_in_flight(autojump_clo
     (answers,) = [json.loads(line) for line in (await h.rest()).splitlines()]
     assert [a["id"] for a in answers] == [1]
     assert answers[0]["result"]["isError"] is False
+
+
+# -- REQ-TEST-009: the protocol surface, once per supported revision -----------------------
+
+REVISIONS = ("2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26")
+
+
+class _Session:
+    """Requests in one revision: `_meta` on every request in 2026-07-28, a handshake before."""
+
+    def __init__(self, h: Harness, revision: str) -> None:
+        self.h = h
+        self.revision = revision
+        self.instructions = ""
+
+    def request(self, method: str, request_id: int, **params: Any) -> dict[str, Any]:
+        if self.revision == "2026-07-28":
+            message = modern(method, request_id=request_id, **params)
+            message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = self.revision
+            return message
+        return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
+    async def open(self) -> None:
+        if self.revision == "2026-07-28":
+            await self.h.send(self.request("server/discover", 0))
+        else:
+            await self.h.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": self.revision,
+                        "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "1"},
+                    },
+                },
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            )
+        (opened,) = await self.h.lines(1)
+        result = opened["result"]
+        if self.revision != "2026-07-28":
+            assert result["protocolVersion"] == self.revision
+        self.instructions = result["instructions"]
+
+
+def _flat(schema: dict[str, Any]) -> None:
+    assert schema["type"] == "object"
+    assert schema["additionalProperties"] is False
+    assert len(schema["properties"]) <= 5  # LIM-I2
+    for prop in schema["properties"].values():
+        assert prop["type"] in ("string", "integer")  # LIM-I3
+        assert not {"properties", "items", "$ref", "anyOf", "oneOf"} & set(prop)
+
+
+async def test_req_test_009_tool_list_schemas_budget_cancellation_purity_and_eof_in_every_revision(
+    autojump_clock: Any,
+) -> None:
+    listings = []
+    for revision in REVISIONS:
+        service = FakeService()
+        h = Harness(service, config(shutdown_ms=1000))
+        session = _Session(h, revision)
+        with capture_logs("debug") as logs:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(h.run)
+                await session.open()
+                await h.send(session.request("tools/list", 1))
+                (listed,) = await h.lines(1)
+                # Cancellation: the hanging call is aborted, gets no answer, and the next works.
+                await h.send(
+                    session.request("tools/call", 2, name="web_search", arguments={"query": "hang"})
+                )
+                await service.started.wait()
+                await h.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/cancelled",
+                        "params": {"requestId": 2},
+                    }
+                )
+                await h.send(
+                    session.request(
+                        "tools/call", 3, name="web_search", arguments={"query": "after"}
+                    )
+                )
+                (after,) = await h.lines(1)
+                # Shutdown on end of input, with a call still in flight.
+                await h.send(
+                    session.request("tools/call", 4, name="web_search", arguments={"query": "hang"})
+                )
+                await trio.sleep(0.01)
+                eof = trio.current_time()
+                await h.in_send.aclose()
+        assert h.finished_at is not None
+        assert h.finished_at - eof <= 1.0, revision
+        assert len(service.cancelled_at) == 2, revision
+        # Stdout purity: nothing but the answers was written; logs went to the log stream.
+        assert await h.rest() == b"", revision
+        assert logs.events(), revision
+        tools = listed["result"]["tools"]
+        assert [t["name"] for t in tools] == ["web_search", "engine_status"]
+        base = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True}
+        assert tools[0]["annotations"] == {**base, "openWorldHint": True}
+        assert tools[1]["annotations"] == {**base, "openWorldHint": False}
+        for tool in tools:
+            _flat(tool["inputSchema"])
+            assert ("outputSchema" in tool) is (revision != "2025-03-26")
+        budget = len(session.instructions) + sum(
+            len(t["name"])
+            + len(t["description"])
+            + len(json.dumps(t["inputSchema"], sort_keys=True, separators=(",", ":")))
+            for t in tools
+        )
+        assert budget <= 2000, revision  # LIM-I1
+        assert after["id"] == 3
+        assert after["result"]["isError"] is False
+        listings.append([{k: v for k, v in t.items() if k != "outputSchema"} for t in tools])
+    assert all(listing == listings[0] for listing in listings)
+
+
+# -- REQ-ERR-003 and REQ-SEC-014 through the real facade -----------------------------------
+
+
+def _real_service() -> tuple[Rypsok, Config]:
+    cfg = make_config(engine_config("alpha"), limits={"web_search_per_minute": 2})
+    return Rypsok(cfg, engines=[FakeEngine("alpha", failure=Reason.BLOCKED)]), cfg
+
+
+async def test_req_err_003_call_errors_are_tool_results_with_is_error_and_the_error_object(
+    autojump_clock: Any,
+) -> None:
+    rypsok, cfg = _real_service()
+    h = Harness(rypsok, cfg)
+    async with rypsok, trio.open_nursery() as nursery:
+        nursery.start_soon(h.run)
+        answers: dict[Any, dict[str, Any]] = {}
+        # One at a time, so that the rate limit meets them in this order.
+        for message in (
+            search(1, "rust"),  # every engine failed: unavailable
+            modern("tools/call", request_id=2, name="web_search", arguments={"max_results": 0}),
+            modern("tools/call", request_id=3, name="web_search", arguments={"query": ""}),
+            search(4, "rust"),  # the third call that reached the service: over its limit
+            modern("tools/call", request_id=5, name="no_such_tool", arguments={}),
+            b'{"jsonrpc": "2.0", "id": 6, "method": \n',
+        ):
+            await h.send(message)
+            (answer,) = await h.lines(1)
+            answers[answer.get("id")] = answer
+        await h.in_send.aclose()
+    for request_id, kind in (
+        (1, "unavailable"),
+        (2, "invalid_request"),
+        (3, "invalid_request"),
+        (4, "unavailable"),
+    ):
+        answer = answers[request_id]
+        assert "error" not in answer
+        result = answer["result"]
+        assert result["isError"] is True
+        assert result["structuredContent"]["error"]["kind"] == kind
+        assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
+    assert answers[1]["result"]["structuredContent"]["error"]["detail"]["reason"] == "all_failed"
+    assert answers[4]["result"]["structuredContent"]["error"]["detail"]["reason"] == "rate_limited"
+    # Only an unknown tool and a malformed message are protocol errors.
+    assert answers[5]["error"]["code"] == -32602
+    assert "result" not in answers[5]
+    assert answers[None]["error"]["code"] == -32700
+
+
+MALFORMED_LINES = st.one_of(
+    st.binary(max_size=300).map(lambda b: b.replace(b"\n", b" ")),
+    st.sampled_from(
+        [
+            b"[]",
+            b"{}",
+            b"null",
+            b'{"jsonrpc": "2.0", "id": {}, "method": "tools/call"}',
+            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": []}',
+            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": 5}}',
+            b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}',
+            b'{"jsonrpc": "2.0", "id": 1e999, "method": "ping"}',
+            b"[" * 50_000,
+            b'{"a":' * 50_000,
+            b"\xff\xfe\x00\x00",
+        ]
+    ),
+    st.recursive(
+        st.none() | st.integers() | st.text(max_size=8),
+        lambda inner: (
+            st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+        ),
+        max_leaves=10,
+    ).map(
+        lambda v: json.dumps(
+            {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": v}
+        ).encode()
+    ),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(lines=st.lists(MALFORMED_LINES, min_size=1, max_size=4))
+def test_req_sec_014_malformed_protocol_lines_never_end_the_server(lines: list[bytes]) -> None:
+    async def main() -> tuple[list[dict[str, Any]], bool]:
+        rypsok, cfg = _real_service()
+        h = Harness(rypsok, cfg)
+        async with rypsok, trio.open_nursery() as nursery:
+            nursery.start_soon(h.run)
+            for line in lines:
+                await h.send(line + b"\n")
+            await h.send(
+                modern("tools/call", request_id="probe", name="engine_status", arguments={})
+            )
+            answers: list[dict[str, Any]] = []
+            while not answers or answers[-1].get("id") != "probe":
+                answers += await h.lines(1)
+            alive = not h.done.is_set()
+            await h.in_send.aclose()
+        return answers, alive
+
+    with capture_logs():
+        answers, alive = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert alive
+    assert answers[-1]["result"]["isError"] is False
+    for answer in answers:
+        assert answer["jsonrpc"] == "2.0"

@@ -544,12 +544,65 @@ def test_req_obs_007_refused_calls_are_counted_per_tool_and_reason() -> None:
             "web_search": {"invalid_request": 2, "rate_limited": 1},
         },
         "http": {"unauthorized": 1},
+        "engines": {},
+        "errors": {},
     }
     # A copy: changing it leaves the counts alone.
     snapshot["tools"]["web_search"]["invalid_request"] = 99
     snapshot["http"].clear()
     assert counters.snapshot()["tools"]["web_search"]["invalid_request"] == 2
     assert counters.snapshot()["http"] == {"unauthorized": 1}
+
+
+def test_req_obs_003_engine_failures_by_class_and_call_errors_by_kind_are_counted() -> None:
+    counters = Counters()
+    counters.engine_failed("wikipedia", Reason.BLOCKED)
+    counters.engine_failed("wikipedia", Reason.BLOCKED)
+    counters.engine_failed("wikipedia", Reason.TIMEOUT)
+    counters.engine_failed("brave", "auth_failure")
+    counters.call_error("web_search", "unavailable")
+    counters.call_error("web_search", "invalid_request")
+    counters.call_error("engine_status", "unavailable")
+    counters.refused("web_search", "invalid_request")
+    snapshot = counters.snapshot()
+    assert snapshot["engines"] == {
+        "brave": {"auth_failure": 1},
+        "wikipedia": {"blocked": 2, "timeout": 1},
+    }
+    assert snapshot["errors"] == {
+        "engine_status": {"unavailable": 1},
+        "web_search": {"invalid_request": 1, "unavailable": 1},
+    }
+    # Refusals are counted apart: an error count does not change them.
+    assert snapshot["tools"] == {"web_search": {"invalid_request": 1}}
+    # A copy: changing it leaves the counts alone.
+    snapshot["engines"]["wikipedia"]["blocked"] = 99
+    snapshot["errors"].clear()
+    again = counters.snapshot()
+    assert again["engines"]["wikipedia"]["blocked"] == 2
+    assert again["errors"]["web_search"] == {"invalid_request": 1, "unavailable": 1}
+    counters.reset()
+    assert counters.snapshot() == {"tools": {}, "http": {}, "engines": {}, "errors": {}}
+
+
+async def test_req_obs_003_the_minute_event_carries_engine_failures_and_call_errors(
+    capture: Capture, autojump_clock: trio.testing.MockClock
+) -> None:
+    use(capture, "info")
+    counters = Counters()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(functools.partial(run_counters_reporter, 60.0, counters=counters))
+        counters.engine_failed("brave", "rate_limited")
+        counters.call_error("web_search", "unavailable")
+        await trio.sleep(60.001)
+        counters.engine_failed("brave", "rate_limited")
+        await trio.sleep(60)
+        nursery.cancel_scope.cancel()
+    first, second = capture.records()
+    assert first["engine_failures"] == {"brave": {"rate_limited": 1}}
+    assert first["call_errors"] == {"web_search": {"unavailable": 1}}
+    assert first["refusals"] == {"tools": {}, "http": {}}
+    assert second["engine_failures"] == {"brave": {"rate_limited": 2}}
 
 
 def test_req_obs_007_the_process_counters_count_from_any_thread() -> None:

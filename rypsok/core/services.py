@@ -287,6 +287,7 @@ class Rypsok:
             fields["reason"] = str(reason)
         if exc.detail.parameter is not None:
             fields["parameter"] = exc.detail.parameter
+        telemetry.COUNTERS.call_error(tool, str(exc.kind))
         if reason is DetailReason.RATE_LIMITED or exc.kind in _REFUSAL_KINDS:
             # A refusal of the call itself (REQ-OBS-007): counted per tool and reason.
             counted = str(reason) if reason is not None else str(exc.kind)

@@ -47,7 +47,9 @@ def json_object(body: bytes) -> dict[str, Any]:
     """The body as a JSON object; anything else is a parse failure."""
     try:
         document: Any = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        # RecursionError: a body nested deeper than the decoder's recursion bound is a
+        # malformed answer of the provider, not a defect of the driver (REQ-SEC-014).
         raise EngineFailure(failure_class=Reason.PARSE_FAILURE) from None
     if not isinstance(document, dict):
         raise EngineFailure(failure_class=Reason.PARSE_FAILURE)

@@ -59,6 +59,12 @@ def _well_formed(answer: object) -> tuple[RawResult, ...] | None:
     return answer.results
 
 
+def _count_failure(engine: str, failure: Reason) -> None:
+    """Log and count one engine failure by its class (REQ-OBS-003)."""
+    telemetry.COUNTERS.engine_failed(engine, str(failure))
+    telemetry.info("engine_failed", engine=engine, **{"class": str(failure)})
+
+
 class _Child:
     """One engine's part of the call; its outcome stays None until the engine ends."""
 
@@ -98,7 +104,7 @@ class _Child:
         # Cut while waiting for an in-flight place: no request was made, so the circuit
         # is not charged, but the engine did not answer in time.
         slot.circuit.released(self.ticket)
-        telemetry.info("engine_failed", engine=slot.id, **{"class": str(Reason.TIMEOUT)})
+        _count_failure(slot.id, Reason.TIMEOUT)
         self.outcome = EngineOutcome(slot=slot, failure=Reason.TIMEOUT)
 
     async def _request(self, query: EngineQuery, timeout_s: float) -> None:
@@ -138,7 +144,7 @@ class _Child:
 
     def _fail(self, now: float, failure: Reason, retry_after: float | None) -> None:
         self.slot.circuit.failed(self.ticket, failure, now, retry_after)
-        telemetry.info("engine_failed", engine=self.slot.id, **{"class": str(failure)})
+        _count_failure(self.slot.id, failure)
         self.outcome = EngineOutcome(slot=self.slot, failure=failure, retry_after_s=retry_after)
 
 

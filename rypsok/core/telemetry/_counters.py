@@ -1,7 +1,9 @@
-"""Refusal counters (REQ-OBS-007) and the task that writes them to the log once a minute.
+"""Process-wide counters and the task that writes them to the log once a minute.
 
-The counts are cumulative since the process started, so a count that keeps rising from one
-`counters` line to the next is visible by comparing two lines.
+Refused calls per tool and reason (REQ-OBS-007), engine failures per engine and class, and
+call errors per tool and kind (REQ-OBS-003). The counts are cumulative since the process
+started, so a count that keeps rising from one `counters` line to the next is visible by
+comparing two lines.
 """
 
 from __future__ import annotations
@@ -20,42 +22,70 @@ __all__ = ["COUNTERS", "Counters", "CountersSnapshot", "run_counters_reporter"]
 class CountersSnapshot(TypedDict):
     tools: dict[str, dict[str, int]]  # tool -> reason -> refused calls
     http: dict[str, int]  # reason -> refused requests or connections
+    engines: dict[str, dict[str, int]]  # engine -> failure class -> failed requests
+    errors: dict[str, dict[str, int]]  # tool -> error kind -> calls that ended in it
+
+
+def _nest(items: list[tuple[tuple[str, str], int]]) -> dict[str, dict[str, int]]:
+    nested: dict[str, dict[str, int]] = {}
+    for (outer, inner), count in items:
+        nested.setdefault(outer, {})[inner] = count
+    return nested
 
 
 class Counters:
-    """Process-wide counts of refused tool calls (per tool and reason) and HTTP refusals."""
+    """Process-wide counts: refusals, engine failures and call errors."""
 
     def __init__(self) -> None:
-        # Tools are a fixed set and reasons come from the model's vocabularies, so the keys
-        # are bounded by the code, never by what callers send.
+        # Tools are a fixed set, engines are the configured ones, and reasons, classes and
+        # kinds come from the model's vocabularies: the keys are bounded by the code and the
+        # configuration, never by what callers or providers send.
         self._tools: Counter[tuple[str, str]] = Counter()
         self._http: Counter[str] = Counter()
+        self._engines: Counter[tuple[str, str]] = Counter()
+        self._errors: Counter[tuple[str, str]] = Counter()
         # Increments may come from worker threads as well as from Trio tasks.
         self._lock = threading.Lock()
 
     def refused(self, tool: str, reason: str) -> None:
         with self._lock:
-            self._tools[(tool, reason)] += 1
+            self._tools[(tool, str(reason))] += 1
 
     def http_refused(self, reason: str) -> None:
         with self._lock:
-            self._http[reason] += 1
+            self._http[str(reason)] += 1
+
+    def engine_failed(self, engine: str, failure_class: str) -> None:
+        """One engine request that ended in a failure class (REQ-ENG-006)."""
+        with self._lock:
+            self._engines[(engine, str(failure_class))] += 1
+
+    def call_error(self, tool: str, kind: str) -> None:
+        """One tool call that ended with an error of `kind` (REQ-ERR-002)."""
+        with self._lock:
+            self._errors[(tool, str(kind))] += 1
 
     def snapshot(self) -> CountersSnapshot:
         """A fresh copy, keys sorted; changing it changes nothing here."""
         with self._lock:
             tools = sorted(self._tools.items())
             http = sorted(self._http.items())
-        by_tool: dict[str, dict[str, int]] = {}
-        for (tool, reason), count in tools:
-            by_tool.setdefault(tool, {})[reason] = count
-        return {"tools": by_tool, "http": dict(http)}
+            engines = sorted(self._engines.items())
+            errors = sorted(self._errors.items())
+        return {
+            "tools": _nest(tools),
+            "http": dict(http),
+            "engines": _nest(engines),
+            "errors": _nest(errors),
+        }
 
     def reset(self) -> None:
         """Back to zero; for tests, since a process's counters otherwise only grow."""
         with self._lock:
             self._tools.clear()
             self._http.clear()
+            self._engines.clear()
+            self._errors.clear()
 
 
 COUNTERS: Final = Counters()
@@ -78,5 +108,11 @@ async def run_counters_reporter(
     due = trio.current_time() + interval_s
     while True:
         await trio.sleep_until(due)
-        info("counters", refusals=counters.snapshot())
+        snapshot = counters.snapshot()
+        info(
+            "counters",
+            refusals={"tools": snapshot["tools"], "http": snapshot["http"]},
+            engine_failures=snapshot["engines"],
+            call_errors=snapshot["errors"],
+        )
         due += interval_s

@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from rypsok.core import telemetry
 from rypsok.core.model import SearchRequest, ToolError, canonical_json
 from rypsok.mcp.protocol import eras, jsonrpc
 from rypsok.mcp.protocol.jsonrpc import (
@@ -280,6 +281,13 @@ class Dispatcher:
         try:
             call_request = self._tools.request_for(name, arguments)
         except ToolError as error:
+            # Refused before the service sees it: counted here, as the service counts its
+            # own refusals (REQ-OBS-007) and call errors (REQ-OBS-003).
+            reason = error.detail.reason
+            counted = str(reason if reason is not None else error.kind)
+            telemetry.COUNTERS.refused(name, counted)
+            telemetry.COUNTERS.call_error(name, str(error.kind))
+            telemetry.info("refused", tool=name, reason=counted)
             return Reply(payload=self.render_error(request.id, revision, error))
         return Call(request_id=request.id, tool=name, request=call_request, revision=revision)
 
