@@ -15,14 +15,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The real entry point runs; its first `_early.install()` is wrapped so that the signal
+# arrives right after it, and the child fails (exit 3) if the command line was already
+# imported by then: the handler must come before the heavy imports.
 _CHILD = textwrap.dedent(
     """
     import os, signal, sys
-    from rypsok import _early
-    _early.install()
-    os.kill(os.getpid(), signal.SIGTERM)
-    from rypsok.cli import main
-    raise SystemExit(main(sys.argv[1:]))
+    from rypsok import _early, _entry
+    real_install = _early.install
+    calls = []
+    def install():
+        real_install()
+        if not calls:
+            if "rypsok.cli" in sys.modules:
+                os._exit(3)
+            os.kill(os.getpid(), signal.SIGTERM)
+        calls.append(1)
+    _early.install = install
+    sys.argv = ["rypsok", *sys.argv[1:]]
+    raise SystemExit(_entry.main())
     """
 )
 

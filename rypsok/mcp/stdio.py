@@ -14,6 +14,7 @@ stray write from any library lands in the log instead of corrupting the stream.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["run_stdio", "serve_stdio"]
 
-LOCAL_CALLER = "local"  # the caller of every call over stdio
+LOCAL_CALLER = telemetry.LOCAL_CALLER  # the caller of every call over stdio
 _READ_CHUNK = 65536
 _EXIT_MARGIN_MS = 300  # kept for closing the service and the interpreter's exit
 
@@ -52,7 +53,6 @@ class _Connection:
         dispatcher: Dispatcher,
         stdout: trio.abc.SendStream,
         nursery: trio.Nursery,
-        write_timeout_s: float,
         stop: trio.Event,
     ) -> None:
         self._service = service
@@ -60,7 +60,8 @@ class _Connection:
         self._stdout = stdout
         self._nursery = nursery
         self._write_lock = trio.Lock()
-        self._write_timeout_s = write_timeout_s
+        self._write_deadline = math.inf
+        self._writes: set[trio.CancelScope] = set()  # writes under way or waiting for the lock
         self._stop = stop
         self._broken = False
         self._in_flight: dict[jsonrpc.RequestId, trio.CancelScope] = {}
@@ -79,43 +80,66 @@ class _Connection:
         if self._jobs == 0:
             self.idle.set()
 
-    async def write(self, payload: dict[str, Any] | list[dict[str, Any]]) -> None:
-        data = jsonrpc.encode(payload)
-        # Shielded: a line is written whole or the stream is ruined; bounded, so a host that
-        # stopped reading cannot hold the shutdown forever.
-        with trio.CancelScope(shield=True), trio.move_on_after(self._write_timeout_s):
-            async with self._write_lock:
-                if self._broken:
-                    return
-                try:
-                    await self._stdout.send_all(data)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    # The host stopped reading: nobody is left to answer, so shut down.
-                    self._broken = True
-                    telemetry.warn("stdio_output_closed")
-                    self._stop.set()
+    def stopping(self, deadline: float) -> None:
+        """From now on every write ends by `deadline` (LIM-O1 is one budget, not one per write)."""
+        self._write_deadline = deadline
+        for scope in self._writes:
+            scope.deadline = min(scope.deadline, deadline)
 
-    def line(self, line: bytes) -> None:
+    async def write(
+        self,
+        payload: dict[str, Any] | list[dict[str, Any]],
+        request_id: jsonrpc.RequestId | None = None,
+    ) -> None:
+        data = jsonrpc.encode(payload)
+        # Shielded: a line is written whole or the stream is ruined. While serving a write
+        # waits for the host (backpressure); once stopping, all writes share one deadline.
+        with trio.CancelScope(shield=True, deadline=self._write_deadline) as bound:
+            self._writes.add(bound)
+            try:
+                await self._send(data, request_id)
+            finally:
+                self._writes.discard(bound)
+        if bound.cancelled_caught:
+            # Cut midway: what follows would be glued to a fragment. Nothing more is written.
+            self._broken = True
+            telemetry.warn("stdio_output_stalled")
+            self._stop.set()
+
+    async def _send(self, data: bytes, request_id: jsonrpc.RequestId | None) -> None:
+        async with self._write_lock:
+            if self._broken:
+                return
+            if request_id is not None and request_id in self._cancelled:
+                return  # cancelled while it waited for the lock: no message for it
+            try:
+                await self._stdout.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                # The host stopped reading: nobody is left to answer, so shut down.
+                self._broken = True
+                telemetry.warn("stdio_output_closed")
+                self._stop.set()
+
+    async def line(self, line: bytes) -> None:
         if not line.strip():
             return
         message = jsonrpc.parse(line)
         if isinstance(message, jsonrpc.Batch) and self._dispatcher.batches_allowed():
             self._job_started()
-            self._start(self._batch(message))
+            self._nursery.start_soon(self._batch, message)
             return
         action = self._dispatcher.handle(message)
         if isinstance(action, Reply):
-            self._start(self.write(action.payload))
+            await self.write(action.payload)
         elif isinstance(action, Cancel):
             self._cancel(action.request_id)
         elif isinstance(action, Call):
-            self._call(action)
-
-    def _start(self, coro: Any) -> None:
-        async def run() -> None:
-            await coro
-
-        self._nursery.start_soon(run)
+            scope = self._register(action.request_id)
+            if scope is None:
+                await self.write(_id_in_use(action.request_id))
+                return
+            self._job_started()
+            self._nursery.start_soon(self._run_call, action, scope)
 
     def _cancel(self, request_id: jsonrpc.RequestId) -> None:
         scope = self._in_flight.get(request_id)
@@ -124,20 +148,17 @@ class _Connection:
             self._cancelled.add(request_id)
             scope.cancel()
 
-    def _call(self, call: Call) -> None:
-        if call.request_id in self._in_flight:
-            self._start(
-                self.write(
-                    jsonrpc.error_response(
-                        call.request_id, jsonrpc.INVALID_REQUEST, "Invalid Request: id in use"
-                    )
-                )
-            )
-            return
+    def _register(self, request_id: jsonrpc.RequestId) -> trio.CancelScope | None:
+        """The cancel scope of a new call, or None when a call with this id still runs."""
+        if request_id in self._in_flight:
+            return None
         scope = trio.CancelScope()
-        self._in_flight[call.request_id] = scope
-        self._job_started()
-        self._nursery.start_soon(self._run_call, call, scope)
+        self._in_flight[request_id] = scope
+        return scope
+
+    def _unregister(self, request_id: jsonrpc.RequestId) -> None:
+        del self._in_flight[request_id]
+        self._cancelled.discard(request_id)
 
     async def _run_call(self, call: Call, scope: trio.CancelScope) -> None:
         start = trio.current_time()
@@ -146,7 +167,7 @@ class _Connection:
             with scope:
                 payload = await execute(self._service, self._dispatcher, call, LOCAL_CALLER)
             if payload is not None and call.request_id not in self._cancelled:
-                await self.write(payload)
+                await self.write(payload, call.request_id)
                 telemetry.debug(
                     "stdio_call_answered",
                     tool=call.tool,
@@ -154,25 +175,25 @@ class _Connection:
                     duration_ms=round((trio.current_time() - start) * 1000),
                 )
         finally:
-            del self._in_flight[call.request_id]
-            self._cancelled.discard(call.request_id)
+            self._unregister(call.request_id)
             self._job_done()
 
     async def _batch(self, batch: jsonrpc.Batch) -> None:
         """A JSON-RPC batch of a revision that has them: one array of answers, in order."""
         answers: list[dict[str, Any] | None] = [None] * len(batch.items)
 
-        async def run(index: int, call: Call) -> None:
-            with trio.CancelScope() as scope:
-                self._in_flight.setdefault(call.request_id, scope)
-                try:
+        cancelled: set[int] = set()
+
+        async def run(index: int, call: Call, scope: trio.CancelScope) -> None:
+            try:
+                with scope:
                     answers[index] = await execute(
                         self._service, self._dispatcher, call, LOCAL_CALLER
                     )
-                finally:
-                    if self._in_flight.get(call.request_id) is scope:
-                        del self._in_flight[call.request_id]
-                    self._cancelled.discard(call.request_id)
+                if call.request_id in self._cancelled:
+                    cancelled.add(index)
+            finally:
+                self._unregister(call.request_id)
 
         try:
             async with trio.open_nursery() as nursery:
@@ -183,8 +204,12 @@ class _Connection:
                     elif isinstance(action, Cancel):
                         self._cancel(action.request_id)
                     elif isinstance(action, Call):
-                        nursery.start_soon(run, index, action)
-            replies = [a for a in answers if a is not None]
+                        scope = self._register(action.request_id)
+                        if scope is None:
+                            answers[index] = _id_in_use(action.request_id)
+                        else:
+                            nursery.start_soon(run, index, action, scope)
+            replies = [a for i, a in enumerate(answers) if a is not None and i not in cancelled]
             if replies:
                 await self.write(replies)
         finally:
@@ -194,6 +219,10 @@ class _Connection:
         for request_id, scope in list(self._in_flight.items()):
             self._cancelled.add(request_id)
             scope.cancel()
+
+
+def _id_in_use(request_id: jsonrpc.RequestId) -> dict[str, Any]:
+    return jsonrpc.error_response(request_id, jsonrpc.INVALID_REQUEST, "Invalid Request: id in use")
 
 
 async def _read_until_eof(
@@ -206,12 +235,12 @@ async def _read_until_eof(
             break
         dropped = splitter.dropped
         for line in splitter.feed(data):
-            connection.line(line)
+            await connection.line(line)
         if splitter.dropped != dropped:
             telemetry.warn("stdio_line_too_long", limit_bytes=max_line_bytes)
     last = splitter.finish()
     if last is not None:
-        connection.line(last)
+        await connection.line(last)
 
 
 async def serve_stdio(
@@ -228,7 +257,7 @@ async def serve_stdio(
     shutdown_ms = config.service.shutdown_ms
     stop = stop if stop is not None else trio.Event()
     async with trio.open_nursery() as nursery:
-        connection = _Connection(rypsok, dispatcher, stdout, nursery, shutdown_ms / 1000, stop)
+        connection = _Connection(rypsok, dispatcher, stdout, nursery, stop)
         await nursery.start(telemetry.run_counters_reporter)
 
         reading = trio.CancelScope()
@@ -245,7 +274,11 @@ async def serve_stdio(
         # No new work once shutting down: lines after SIGTERM are not read.
         reading.cancel()
         telemetry.info("shutdown_started", in_flight=len(connection._in_flight))
-        with trio.move_on_after(_grace_s(shutdown_ms)):
+        stopped_at = trio.current_time()
+        # Every write from here on, answers of finishing calls included, ends within the
+        # shutdown budget; the margin is left for closing the streams and the process.
+        connection.stopping(stopped_at + (shutdown_ms - _EXIT_MARGIN_MS / 2) / 1000)
+        with trio.move_on_at(stopped_at + _grace_s(shutdown_ms)):
             await connection.idle.wait()
         connection.abort_all()
         # What is still running (the reader, the counters, writes) ends with the nursery;
@@ -258,7 +291,6 @@ async def _serve_process(
     env: Mapping[str, str],
     engine_transport: httpx.AsyncBaseTransport | None,
     engines: Sequence[Engine] | None,
-    term_early: list[bool],
 ) -> None:
     from rypsok.core.services import Rypsok
 
@@ -267,7 +299,8 @@ async def _serve_process(
     in_fd = os.dup(0)
     stop = trio.Event()
     with trio.open_signal_receiver(signal.SIGTERM) as signals:
-        if term_early[0]:
+        # Read after the receiver is in place, so no signal falls between the two.
+        if _early.received():
             stop.set()
         stdin = trio.lowlevel.FdStream(in_fd)
         stdout = trio.lowlevel.FdStream(out_fd)
@@ -302,16 +335,13 @@ def run_stdio(
     drivers (the conformance harness and the stdio bench use local fixtures); the command
     line sets neither.
     """
-    # SIGTERM before the event loop listens must still mean a graceful stop.
-    # A SIGTERM caught by the entry point while the modules were importing counts too.
-    term_early = [_early.received()]
-
-    def early(signum: int, frame: object) -> None:
-        term_early[0] = True
-
-    previous = signal.signal(signal.SIGTERM, early)
+    # A SIGTERM before the event loop listens (the entry point catches it while the modules
+    # import) must still mean a graceful stop: `_early` remembers it until Trio takes over.
+    previous = signal.getsignal(signal.SIGTERM)
+    _early.install()
     try:
-        trio.run(_serve_process, config, env, engine_transport, engines, term_early)
+        trio.run(_serve_process, config, env, engine_transport, engines)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return 0

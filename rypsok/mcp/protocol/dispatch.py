@@ -201,6 +201,8 @@ class Dispatcher:
 
     def _initialize(self, request: jsonrpc.Request, params: dict[str, Any]) -> Action:
         requested = params.get("protocolVersion")
+        if not isinstance(requested, str):
+            return _invalid_params(request.id, "protocolVersion must be a string")
         if not self._legacy_enabled:
             return Reply(
                 payload=jsonrpc.error_response(
@@ -209,12 +211,10 @@ class Dispatcher:
                     f"Unsupported protocol version; this server speaks {eras.MODERN_REVISION}",
                     {
                         "supported": [eras.MODERN_REVISION],
-                        "requested": requested if isinstance(requested, str) else None,
+                        "requested": requested,
                     },
                 )
             )
-        if not isinstance(requested, str):
-            return _invalid_params(request.id, "protocolVersion must be a string")
         if not isinstance(params.get("capabilities"), dict):
             return _invalid_params(request.id, "capabilities must be an object")
         revision = eras.negotiate_legacy(requested)
