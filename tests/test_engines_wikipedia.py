@@ -237,3 +237,22 @@ async def test_req_eng_002_one_driver_serves_concurrent_searches() -> None:
                 for i in range(6):
                     nursery.start_soon(one, f"query {i}")
     assert answers == {f"query {i}": f"query {i}" for i in range(6)}
+
+
+async def test_req_search_004_a_private_mediawiki_is_skipped_for_another_language() -> None:
+    # One mirror is one wiki in one language: a call that chooses another language skips
+    # it (engine_skipped language) instead of asking the mirror in its own language.
+    import attrs
+    from search_fakes import FakeEngine, engine_config, make_config, results
+
+    from rypsok import Notice, NoticeCode, Outcome, Rypsok, SearchRequest
+    from rypsok.core.model import Reason as NoticeReason
+
+    mirror = attrs.evolve(engine_config("mirror"), base_url="http://127.0.0.1:9/w")
+    config = make_config(mirror, engine_config("alpha"), search={"languages": ("en", "ja")})
+    alpha = FakeEngine("alpha", results("a", 1))
+    async with Rypsok(config, engines=[alpha]) as rypsok:
+        response = await rypsok.search(SearchRequest(query="rust", language="ja"))
+    assert response.outcome is Outcome.OK
+    skipped = Notice(code=NoticeCode.ENGINE_SKIPPED, engine="mirror", reason=NoticeReason.LANGUAGE)
+    assert skipped in response.notices

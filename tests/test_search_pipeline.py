@@ -72,7 +72,7 @@ def _validation_setup() -> tuple[Rypsok, FakeEngine]:
         (
             {"query": 5},
             "query must be a string",
-            {"parameter": "query"},
+            {"parameter": "query", "min": 1, "max": 10},
         ),
         (
             {"category": "news"},
@@ -97,12 +97,12 @@ def _validation_setup() -> tuple[Rypsok, FakeEngine]:
         (
             {"max_results": True},
             "max_results must be an integer",
-            {"parameter": "max_results"},
+            {"parameter": "max_results", "min": 1, "max": 12},
         ),
         (
             {"max_results": 2.0},
             "max_results must be an integer",
-            {"parameter": "max_results"},
+            {"parameter": "max_results", "min": 1, "max": 12},
         ),
         (
             {"language": "de"},
@@ -191,6 +191,16 @@ async def test_req_priv_002_refuse_denies_with_kind_and_position_and_asks_no_eng
     assert error.detail.position is not None
     assert SECRET not in error.message
     assert engine.queries == []
+
+
+async def test_req_priv_002_the_position_counts_from_the_text_the_caller_sent() -> None:
+    # The query is trimmed before the engines see it; the position the caller is told must
+    # still point into what the caller wrote.
+    engine = FakeEngine("alpha", results("a", 1))
+    query = f"   why does {SECRET} fail"
+    async with Rypsok(make_config(engine_config("alpha")), engines=[engine]) as rypsok:
+        error = await refused(rypsok, query=query)
+    assert error.detail.position == query.index(SECRET)
 
 
 async def test_req_priv_002_mask_sends_the_masked_query_with_a_notice() -> None:
@@ -366,6 +376,17 @@ async def test_req_cmp_002_an_engine_the_limiter_cannot_admit_in_time_is_skipped
 
 
 # --- the outcome table (external design §7; REQ-ERR-001, REQ-ERR-005, REQ-AGG-004) -----------
+
+
+async def test_req_res_002_retry_after_never_exceeds_the_longest_cooldown() -> None:
+    # A provider may ask for a day; the circuit probes again after max_cooldown_s (LIM-B4),
+    # so the caller is never told to wait longer than that.
+    engine = FakeEngine("alpha", failure=Reason.RATE_LIMITED, retry_after_s=86_400)
+    config = make_config(engine_config("alpha"))
+    async with Rypsok(config, engines=[engine]) as rypsok:
+        error = await refused(rypsok)
+    assert error.detail.reason is DetailReason.ALL_FAILED
+    assert error.detail.retry_after_ms == config.resilience.max_cooldown_s * 1000
 
 
 async def test_req_err_005_n_zero_is_unavailable_no_engine() -> None:

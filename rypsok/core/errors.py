@@ -57,11 +57,14 @@ def invalid_allowed(parameter: str, allowed: Iterable[str]) -> ToolError:
     )
 
 
-def invalid_type(parameter: str, expected: str) -> ToolError:
+def invalid_type(
+    parameter: str, expected: str, minimum: int | None = None, maximum: int | None = None
+) -> ToolError:
+    # The bounds travel in the detail too: an invalid_request carries min/max or allowed.
     return ToolError(
         kind=ErrorKind.INVALID_REQUEST,
         message=f"{parameter} must be {expected}",
-        detail=ErrorDetail(parameter=parameter),
+        detail=ErrorDetail(parameter=parameter, min=minimum, max=maximum),
     )
 
 

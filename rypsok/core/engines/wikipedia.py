@@ -18,6 +18,7 @@ import re
 from typing import Final
 from urllib.parse import quote
 
+import attrs
 import httpx
 
 from rypsok.core.engines.answers import (
@@ -37,7 +38,7 @@ from rypsok.core.engines.base import (
 from rypsok.core.engines.http import EngineHttp, EngineOrigin
 from rypsok.core.model import Reason
 
-__all__ = ["WIKIPEDIA_RECORD", "WikipediaEngine", "article_path"]
+__all__ = ["MIRROR_RECORD", "WIKIPEDIA_RECORD", "WikipediaEngine", "article_path"]
 
 WIKIPEDIA_RECORD: Final = AdmissionRecord(
     rate_per_minute=100,
@@ -68,6 +69,11 @@ _TIMESTAMP: Final = re.compile(r"(\d{4})-(\d{2})-(\d{2})T")
 _REFUSALS: Final = {403: Reason.BLOCKED}
 
 
+# A private MediaWiki is one wiki in one language: it cannot honor a language the caller
+# chooses, so such a call skips it with engine_skipped language.
+MIRROR_RECORD: Final = attrs.evolve(WIKIPEDIA_RECORD, languages_all=False)
+
+
 def article_path(title: str) -> str:
     """`/wiki/<Title_with_underscores>`, percent-encoded (see _PATH_SAFE)."""
     return "/wiki/" + quote(title.replace(" ", "_"), safe=_PATH_SAFE)
@@ -96,7 +102,7 @@ class WikipediaEngine:
 
     @property
     def record(self) -> AdmissionRecord:
-        return WIKIPEDIA_RECORD
+        return WIKIPEDIA_RECORD if self._mirror is None else MIRROR_RECORD
 
     def __repr__(self) -> str:
         return f"WikipediaEngine(id={self._id!r})"

@@ -157,11 +157,13 @@ def _count_notice(code: NoticeCode, count: int, reason: Reason | None = None) ->
     return [Notice(code=code, reason=reason, count=count)] if count else []
 
 
-def _min_retry_ms(outcomes: Sequence[EngineOutcome]) -> int | None:
+def _min_retry_ms(outcomes: Sequence[EngineOutcome], cap_s: float) -> int | None:
+    """The shortest wait a provider asked for, never above the longest cooldown: by then
+    the circuit probes the engine again (LIM-B3, LIM-B4)."""
     waits = [o.retry_after_s for o in outcomes if o.retry_after_s is not None]
     if not waits:
         return None
-    return max(1, round(min(waits) * 1000))
+    return max(1, round(min(min(waits), cap_s) * 1000))
 
 
 async def run_search(
@@ -235,7 +237,7 @@ def _respond(
             raise errors.no_engine_skipped()
         if all(o.failure is Reason.TIMEOUT for o in failed):
             raise errors.deadline_search()
-        raise errors.all_failed(_min_retry_ms(failed))
+        raise errors.all_failed(_min_retry_ms(failed, config.resilience.max_cooldown_s))
 
     observations, invalid, too_long = _observations(outcomes, config.search.results_per_engine)
     ranked = merge_and_rank(observations)

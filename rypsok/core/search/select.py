@@ -41,6 +41,9 @@ __all__ = [
 @attrs.frozen(kw_only=True)
 class ValidRequest:
     query: str  # trimmed; after the privacy check, the text sent to the engines
+    query_offset: int = (
+        0  # characters trimmed from the front: positions count from the caller's text
+    )
     category: Category
     max_results: int
     language: str
@@ -65,7 +68,8 @@ def validate(request: SearchRequest, config: Config, served: Sequence[Category])
     if query is None:
         raise errors.required("query")
     if not isinstance(query, str):
-        raise errors.invalid_type("query", "a string")
+        raise errors.invalid_type("query", "a string", 1, search.query_max_chars)
+    query_offset = len(query) - len(query.lstrip())
     query = query.strip()
     if not 1 <= len(query) <= search.query_max_chars:
         raise errors.invalid_length("query", 1, search.query_max_chars)
@@ -80,7 +84,7 @@ def validate(request: SearchRequest, config: Config, served: Sequence[Category])
     max_results = search.max_results
     if request.max_results is not None:
         if not _is_int(request.max_results):
-            raise errors.invalid_type("max_results", "an integer")
+            raise errors.invalid_type("max_results", "an integer", 1, search.max_results_ceiling)
         if not 1 <= request.max_results <= search.max_results_ceiling:
             raise errors.invalid_range("max_results", 1, search.max_results_ceiling)
         max_results = request.max_results
@@ -99,6 +103,7 @@ def validate(request: SearchRequest, config: Config, served: Sequence[Category])
         time_range = TimeRange(request.time_range)
 
     return ValidRequest(
+        query_offset=query_offset,
         query=query,
         category=category,
         max_results=max_results,
@@ -134,9 +139,15 @@ def check_privacy(valid: ValidRequest, mode: str) -> PrivacyVerdict:
         return PrivacyVerdict(request=valid, notices=(), carries_secret=False)
     if mode == "warn":
         # The kind only: neither the query nor the secret reaches the log.
-        telemetry.warn("secret_in_query", kind=str(finding.kind), position=finding.position)
+        telemetry.warn(
+            "secret_in_query",
+            kind=str(finding.kind),
+            position=finding.position + valid.query_offset,
+        )
         return PrivacyVerdict(request=valid, notices=(), carries_secret=True)
-    raise errors.denied_secret(DetailReason.SECRET_IN_QUERY, finding.kind, finding.position)
+    raise errors.denied_secret(
+        DetailReason.SECRET_IN_QUERY, finding.kind, finding.position + valid.query_offset
+    )
 
 
 def _static_skip(slot: EngineSlot, valid: ValidRequest) -> Reason | None:
