@@ -5,9 +5,9 @@ The public surface is this module's `__all__`: the facade `Rypsok`, its configur
 lives in private or internal modules and may change before 1.0.0.
 """
 
-__version__ = "0.10.0"
-
 from typing import TYPE_CHECKING, Any
+
+from rypsok.shared.version import __version__
 
 if TYPE_CHECKING:
     from rypsok.config.schema import Config

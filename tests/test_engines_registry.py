@@ -210,7 +210,7 @@ def test_req_status_001_engine_status_in_identifier_order_with_state_and_latency
     assert wiki.latency is not None
     assert wiki.circuit is not None
     wiki.latency.record(0.180)
-    listed = [s.to_json() for s in status_entries(registry, 0.0)]
+    listed = [s.to_json() for s in status_entries(registry)]
     assert listed == [
         {"id": "archive", "state": "disabled", "latency_ms": None, "reason": "disabled"},
         {"id": "brave", "state": "disabled", "latency_ms": None, "reason": "no_credential"},
@@ -225,3 +225,29 @@ def test_req_status_001_engine_status_in_identifier_order_with_state_and_latency
     assert probe is not None
     assert status_entries(registry)[2].state is EngineState.HALF_OPEN
     assert status_entries(registry)[2].reason is None
+
+
+@pytest.mark.parametrize("kind", ["wikipedia", "brave", "duckduckgo"])
+def test_req_eng_010_each_driver_type_has_one_set_of_traits_that_its_record_shows(
+    kind: str,
+) -> None:
+    # The configuration and the registry read the same table; a shipped driver's admission
+    # record carries the same credential, scraping and caching traits.
+    from rypsok.config.drivers import DRIVER_TYPES as CONFIG_VIEW
+    from rypsok.shared.drivers import DRIVER_TYPES, SHIPPED_TYPES
+
+    traits = DRIVER_TYPES[kind]
+    assert CONFIG_VIEW[kind] is traits
+    cfg = EngineConfig(
+        id="e", type=kind, categories=(Category.GENERAL,), api_key_env="K" if traits.keyed else None
+    )
+    config = Config(engines=(cfg,), scraping=ScrapingConfig(enabled=traits.scrapes))
+    (entry,) = build_registry(config, {"K": KEY}, http=_http()).entries
+    assert (kind in SHIPPED_TYPES) is traits.shipped is (entry.engine is not None)
+    if entry.engine is not None:
+        record = entry.engine.record
+        assert (record.needs_credential, record.scrapes, record.cacheable) == (
+            traits.keyed,
+            traits.scrapes,
+            traits.cacheable,
+        )

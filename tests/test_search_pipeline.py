@@ -746,3 +746,55 @@ async def test_req_err_002_search_errors_have_one_of_the_six_kinds_and_a_fixed_s
         assert list(body) == ["error"]
         assert set(body["error"]) == {"kind", "message", "detail"}
         assert body["error"]["kind"] == str(error.kind)
+
+
+# --- the total order through the real pipeline (REQ-RANK-006) ---------------------------------
+
+
+async def test_req_rank_006_equal_configured_preferences_fall_through_to_the_key() -> None:
+    # Both engines are configured with the same preference; "first" is listed first.
+    # Its page ties "second"'s on score and best rank, so the comparison key must decide,
+    # not the place in the configuration.
+    engines = [
+        FakeEngine("first", [RawResult(title="z", url="https://zeta.example/", snippet="z")]),
+        FakeEngine("second", [RawResult(title="a", url="https://alpha.example/", snippet="a")]),
+    ]
+    config = make_config(
+        engine_config("first", preference=10),
+        engine_config("second", preference=10),
+    )
+    async with Rypsok(config, engines=engines) as rypsok:
+        response = await search(rypsok)
+    assert [r.url for r in response.results] == ["https://alpha.example/", "https://zeta.example/"]
+
+
+async def test_req_rank_006_a_lower_configured_preference_wins_over_the_key() -> None:
+    # The same pages, but "second" is preferred by configuration though listed last.
+    engines = [
+        FakeEngine("first", [RawResult(title="a", url="https://alpha.example/", snippet="a")]),
+        FakeEngine("second", [RawResult(title="z", url="https://zeta.example/", snippet="z")]),
+    ]
+    config = make_config(
+        engine_config("first", preference=20),
+        engine_config("second", preference=10),
+    )
+    async with Rypsok(config, engines=engines) as rypsok:
+        response = await search(rypsok)
+    assert [r.url for r in response.results] == ["https://zeta.example/", "https://alpha.example/"]
+
+
+async def test_req_rank_004_equal_preferences_keep_the_configuration_order_for_the_text() -> None:
+    # One page from two engines of equal preference at the same rank: the text comes from
+    # the engine listed first, and attribution lists them in selection order.
+    engines = [
+        FakeEngine("beta", [RawResult(title="from beta", url="https://p.example/", snippet="b")]),
+        FakeEngine("alpha", [RawResult(title="from alpha", url="https://p.example/", snippet="a")]),
+    ]
+    config = make_config(
+        engine_config("beta", preference=7),
+        engine_config("alpha", preference=7),
+        search={"engine_attribution": True},
+    )
+    async with Rypsok(config, engines=engines) as rypsok:
+        response = await search(rypsok)
+    assert [(r.title, r.engines) for r in response.results] == [("from beta", ("beta", "alpha"))]

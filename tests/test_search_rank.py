@@ -25,6 +25,7 @@ def obs(
     return Observation(
         engine=engine,
         preference=preference,
+        order=preference,
         rank=rank,
         url=normalized.url,
         key=normalized.key,

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from rypsok.config.drivers import DRIVER_TYPES
 from rypsok.config.load import ConfigError, ConfigSource, load_source, locate_config
 from rypsok.config.rules import parse_bind, parse_egress_rule
 from rypsok.config.schema import Config
 from rypsok.config.secrets import Credential, engine_credential, file_is_world_readable
+from rypsok.shared.drivers import DRIVER_TYPES
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

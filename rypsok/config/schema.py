@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import attrs
 
-from rypsok.core.model import Category, SafeSearch
+from rypsok.shared.vocabulary import Category, SafeSearch
 
 __all__ = [
     "CacheConfig",

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from rypsok.config.drivers import DRIVER_TYPES
 from rypsok.config.messages import ConfigError
-from rypsok.core.telemetry import Secret
+from rypsok.shared.drivers import DRIVER_TYPES
+from rypsok.shared.secret import Secret
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import cattrs
 
-from rypsok.config.drivers import DRIVER_TYPES
 from rypsok.config.messages import ConfigError, kind_of, with_place
 from rypsok.config.reader import PRINTABLE_KEY, Reader, Table
 from rypsok.config.rules import (
@@ -30,7 +29,8 @@ from rypsok.config.rules import (
 )
 from rypsok.config.schema import Config
 from rypsok.config.toml import format_path
-from rypsok.core.model import Category, SafeSearch
+from rypsok.shared.drivers import DRIVER_TYPES
+from rypsok.shared.vocabulary import Category, SafeSearch
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping

@@ -14,6 +14,9 @@ from typing import Any
 
 import attrs
 
+# Defined below the core, where the configuration can use them too; part of the model.
+from rypsok.shared.vocabulary import Category, SafeSearch, TimeRange
+
 __all__ = [
     "FAILURE_CLASSES",
     "SKIP_REASONS",
@@ -42,26 +45,6 @@ __all__ = [
     "canonical_json",
     "valid_engine_id",
 ]
-
-
-class Category(StrEnum):
-    GENERAL = "general"
-    NEWS = "news"
-    SCIENCE = "science"
-    CODE = "code"
-
-
-class TimeRange(StrEnum):
-    DAY = "day"
-    WEEK = "week"
-    MONTH = "month"
-    YEAR = "year"
-
-
-class SafeSearch(StrEnum):
-    OFF = "off"
-    MODERATE = "moderate"
-    STRICT = "strict"
 
 
 class Outcome(StrEnum):

@@ -262,7 +262,7 @@ class Rypsok:
             except ToolError as exc:
                 self._log_error(ENGINE_STATUS, exc, start)
                 raise
-            response = StatusResponse(engines=status_entries(self._registry, start))
+            response = StatusResponse(engines=status_entries(self._registry))
             telemetry.info(
                 "call",
                 tool=ENGINE_STATUS,

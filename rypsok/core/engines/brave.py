@@ -28,6 +28,7 @@ from rypsok.core.engines.base import (
 from rypsok.core.engines.http import EngineHttp, EngineOrigin, parse_retry_after
 from rypsok.core.model import Reason, TimeRange
 from rypsok.core.telemetry import Secret
+from rypsok.shared.drivers import DRIVER_TYPES
 
 if TYPE_CHECKING:
     import httpx
@@ -37,6 +38,9 @@ __all__ = ["BRAVE_ORIGIN", "BRAVE_RECORD", "BraveEngine", "parse_rate_limit_rese
 BRAVE_ORIGIN: Final = EngineOrigin(scheme="https", host="api.search.brave.com")
 MAX_COUNT: Final = 20  # the API's ceiling for count
 
+# The traits the configuration reads too are defined once, with the driver types.
+_TRAITS: Final = DRIVER_TYPES["brave"]
+
 BRAVE_RECORD: Final = AdmissionRecord(
     rate_per_minute=60,
     burst=1,  # one per second: the plan's unit; no burst is granted on top of it
@@ -45,11 +49,11 @@ BRAVE_RECORD: Final = AdmissionRecord(
     max_query_words=75,
     languages_all=True,
     time_ranges=frozenset(TimeRange),
-    cacheable=False,
+    cacheable=_TRAITS.cacheable,
     attribution_required=False,
     response_max_bytes=1024 * 1024,
-    needs_credential=True,
-    scrapes=False,
+    needs_credential=_TRAITS.keyed,
+    scrapes=_TRAITS.scrapes,
 )
 
 _PATHS: Final = {"web": "/res/v1/web/search", "news": "/res/v1/news/search"}

@@ -21,10 +21,10 @@ import attrs
 import httpx
 import trio
 
-import rypsok
 from rypsok.config.rules import is_loopback_host as _config_is_loopback
 from rypsok.core.engines.base import EngineFailure
 from rypsok.core.model import Reason
+from rypsok.shared.version import __version__
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping, Sequence
@@ -61,8 +61,8 @@ def user_agent(contact: str) -> str:
     if any(not (0x20 <= ord(c) <= 0x7E) for c in contact):
         raise ValueError("service.user_agent_contact must be printable ASCII on one line")
     if contact:
-        return f"rypsok/{rypsok.__version__} (+{PROJECT_URL}; {contact})"
-    return f"rypsok/{rypsok.__version__} (+{PROJECT_URL})"
+        return f"rypsok/{__version__} (+{PROJECT_URL}; {contact})"
+    return f"rypsok/{__version__} (+{PROJECT_URL})"
 
 
 def is_loopback_host(host: str) -> bool:

@@ -24,6 +24,8 @@ from rypsok.core.engines.limiter import EngineLimiter
 from rypsok.core.engines.wikipedia import WikipediaEngine
 from rypsok.core.model import Category, DisabledReason, EngineState, EngineStatus
 from rypsok.core.telemetry import log
+from rypsok.shared.drivers import DRIVER_TYPES as TRAITS
+from rypsok.shared.drivers import SHIPPED_TYPES
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -40,10 +42,9 @@ __all__ = [
     "status_entries",
 ]
 
-# The types this release has a driver for; duckduckgo is a known type (its admission record
-# exists) whose driver does not ship yet.
-DRIVER_TYPES: Final = ("wikipedia", "brave")
-_KNOWN_WITHOUT_DRIVER: Final = ("duckduckgo",)
+# The types this release has a driver for, from the one table of driver types; a known type
+# whose driver does not ship yet (duckduckgo) is inactive, never an error.
+DRIVER_TYPES: Final = SHIPPED_TYPES
 _VARIABLE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
 
 
@@ -108,10 +109,13 @@ def build_registry(config: Config, env: Mapping[str, str], *, http: EngineHttp) 
     """Resolve every configured engine; raises RegistryError for a type without a driver."""
     entries = []
     for cfg in config.engines:
-        if cfg.type not in DRIVER_TYPES + _KNOWN_WITHOUT_DRIVER:
+        traits = TRAITS.get(cfg.type)
+        if traits is None:
             raise RegistryError(f"engines.{cfg.id}.type: no driver of that type")
-        if cfg.type == "duckduckgo" and not config.scraping.enabled:
-            raise RegistryError(f"engines.{cfg.id}: a scraping driver needs [scraping] enabled")
+        if traits.scrapes and not config.scraping.enabled:
+            raise RegistryError(
+                f"engines.{cfg.id}.type: a scraping driver needs [scraping] enabled = true"
+            )
         if not cfg.enabled:
             entries.append(
                 _inactive(
@@ -120,13 +124,13 @@ def build_registry(config: Config, env: Mapping[str, str], *, http: EngineHttp) 
             )
             continue
         engine: Engine
-        if cfg.type in _KNOWN_WITHOUT_DRIVER:
+        if not traits.shipped:
             log("warn", "engine_inactive", engine=cfg.id, reason="driver_not_in_release")
             entries.append(
                 _inactive(
                     cfg,
                     DisabledReason.DISABLED,
-                    "inactive: the duckduckgo driver is not in this release",
+                    f"inactive: the {cfg.type} driver is not in this release",
                 )
             )
             continue
@@ -158,15 +162,15 @@ def build_registry(config: Config, env: Mapping[str, str], *, http: EngineHttp) 
     return Registry(entries=tuple(entries))
 
 
-def status_entries(registry: Registry, now: float | None = None) -> tuple[EngineStatus, ...]:
+def status_entries(registry: Registry) -> tuple[EngineStatus, ...]:
     """engine_status's list: identifier order; a reason only for a disabled engine.
 
-    `now` is accepted for the callers' convenience and not needed: an open circuit stays
-    open until the first call after its cooldown, so the state does not depend on the time.
+    It takes no time: an open circuit stays open until the first call after its cooldown,
+    so the state does not depend on when it is read.
     """
     out = []
     for entry in sorted(registry.entries, key=lambda e: e.id):
-        if entry.engine is None or entry.circuit is None:
+        if entry.engine is None or entry.circuit is None or entry.latency is None:
             out.append(
                 EngineStatus(
                     id=entry.id,
@@ -180,7 +184,7 @@ def status_entries(registry: Registry, now: float | None = None) -> tuple[Engine
             EngineStatus(
                 id=entry.id,
                 state=entry.circuit.state(),
-                latency_ms=entry.latency.median_ms() if entry.latency is not None else None,
+                latency_ms=entry.latency.median_ms(),
             )
         )
     return tuple(out)

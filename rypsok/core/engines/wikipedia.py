@@ -37,8 +37,12 @@ from rypsok.core.engines.base import (
 )
 from rypsok.core.engines.http import EngineHttp, EngineOrigin
 from rypsok.core.model import Reason
+from rypsok.shared.drivers import DRIVER_TYPES
 
 __all__ = ["MIRROR_RECORD", "WIKIPEDIA_RECORD", "WikipediaEngine", "article_path"]
+
+# The traits the configuration reads too are defined once, with the driver types.
+_TRAITS: Final = DRIVER_TYPES["wikipedia"]
 
 WIKIPEDIA_RECORD: Final = AdmissionRecord(
     rate_per_minute=100,
@@ -48,11 +52,11 @@ WIKIPEDIA_RECORD: Final = AdmissionRecord(
     max_query_words=None,
     languages_all=True,
     time_ranges=frozenset(),
-    cacheable=True,
+    cacheable=_TRAITS.cacheable,
     attribution_required=False,
     response_max_bytes=1024 * 1024,
-    needs_credential=False,
-    scrapes=False,
+    needs_credential=_TRAITS.keyed,
+    scrapes=_TRAITS.scrapes,
 )
 
 # RFC 3986 lets a path segment hold unreserved characters, the sub-delimiters, ":" and "@"

@@ -90,7 +90,10 @@ def _observations(
             observations.append(
                 Observation(
                     engine=outcome.slot.id,
-                    preference=position,
+                    # The configured value: equal preferences tie, and the comparison
+                    # key decides (REQ-RANK-006); the position only orders observations.
+                    preference=outcome.slot.preference,
+                    order=position,
                     rank=rank,
                     url=normalized.url,
                     key=normalized.key,

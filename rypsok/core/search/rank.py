@@ -31,7 +31,8 @@ class Observation:
     """One engine's result: which engine, at which rank (1 first), and what it said."""
 
     engine: str
-    preference: int  # the engine's place in the selection order; lower is preferred
+    preference: int  # the engine's configured preference; lower is preferred
+    order: int  # the engine's place in the selection order, which breaks a tie of preference
     rank: int
     url: str  # the returned URL (REQ-RANK-003)
     key: str  # the comparison key (REQ-RANK-002)
@@ -52,7 +53,7 @@ class MergedResult:
     snippet: str
     date: str | None
     decoded: bool
-    observations: tuple[Observation, ...]  # best first: rank, then preference
+    observations: tuple[Observation, ...]  # best first: rank, preference, selection order
     score: Fraction
     best_rank: int
     best_preference: int
@@ -60,14 +61,14 @@ class MergedResult:
     @property
     def engines(self) -> tuple[str, ...]:
         """The engines that returned this result, in selection order, each once."""
-        prefs: dict[str, int] = {}
-        for obs in self.observations:
-            prefs.setdefault(obs.engine, obs.preference)
-        return tuple(sorted(prefs, key=lambda e: prefs[e]))
+        places = {obs.engine: (obs.preference, obs.order, obs.engine) for obs in self.observations}
+        return tuple(sorted(places, key=lambda e: places[e]))
 
 
-def _order(obs: Observation) -> tuple[int, int]:
-    return (obs.rank, obs.preference)
+def _order(obs: Observation) -> tuple[int, int, int, str]:
+    # REQ-RANK-004: the best rank, then the engine preference; engines of equal preference
+    # keep the selection order (configuration order), and the id makes the order total.
+    return (obs.rank, obs.preference, obs.order, obs.engine)
 
 
 def fusion_score(observations: Iterable[Observation]) -> Fraction:
@@ -91,9 +92,8 @@ def _merge(key: str, group: Sequence[Observation]) -> MergedResult:
         # REQ-RANK-004: when http and https observations merge and the best is http,
         # the best-ranked https URL is shown.
         shown = next((o for o in ordered if o.https), best)
+    # The best observation's date, else the best-ranked one that has a date.
     date = next((o.date for o in ordered if o.date is not None), None)
-    if best.date is not None:
-        date = best.date
     return MergedResult(
         key=key,
         url=shown.url,

@@ -1,0 +1,38 @@
+"""The driver types and the traits of each, the one place both layers read them.
+
+The configuration needs them before any driver is built (which types exist, which read a
+credential, which scrape a human-facing page, REQ-ENG-013, whose answers may be stored);
+the core's admission records (book, chapter 19) take these three traits from here and the
+registry builds only the types shipped in this release.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import attrs
+
+__all__ = ["DRIVER_TYPES", "SHIPPED_TYPES", "DriverTraits"]
+
+
+@attrs.frozen(kw_only=True)
+class DriverTraits:
+    keyed: bool  # reads a credential (the record's needs_credential)
+    scrapes: bool
+    cacheable: bool
+    shipped: bool  # this release has its driver; a known type without one stays inactive
+    has_endpoint: bool = False  # brave: web or news
+    has_base_url: bool = False  # wikipedia: a private MediaWiki
+
+
+DRIVER_TYPES: Final[dict[str, DriverTraits]] = {
+    "wikipedia": DriverTraits(
+        keyed=False, scrapes=False, cacheable=True, shipped=True, has_base_url=True
+    ),
+    "brave": DriverTraits(
+        keyed=True, scrapes=False, cacheable=False, shipped=True, has_endpoint=True
+    ),
+    "duckduckgo": DriverTraits(keyed=False, scrapes=True, cacheable=False, shipped=False),
+}
+
+SHIPPED_TYPES: Final = tuple(kind for kind, traits in DRIVER_TYPES.items() if traits.shipped)
