@@ -292,7 +292,7 @@ def test_req_ops_001_check_and_serve_refuse_the_same_callers_alike(capsys, conf,
     )
     path = conf(text)
     message = check_fails(capsys, path)
-    assert message == "service.http.auth.callers[0]: the token is shorter than 32 bytes"
+    assert message == "service.http.auth.callers[0].token_env: the token is shorter than 32 bytes"
     code, out, err = run(capsys, "serve", "--transport", "http", "--config", path)
     assert (code, out, err) == (1, "", ["rypsok: " + message])
 

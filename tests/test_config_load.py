@@ -363,7 +363,9 @@ def test_req_cfg_004_a_keyless_driver_takes_no_credential_and_a_keyed_one_only_o
         "engines.w.api_key_env: the wikipedia driver takes no credential"
     )
     both = brave('api_key_env = "K"\napi_key_file = "/k"\n')
-    assert refuse(both).startswith("engines.b: give one of api_key_env or api_key_file, not both")
+    assert refuse(both).startswith(
+        "engines.b.api_key_file: give one of api_key_env or api_key_file, not both"
+    )
 
 
 # -- callers and their tokens ----------------------------------------------------------------
@@ -391,7 +393,7 @@ def test_req_cfg_004_caller_tokens_are_read_as_serve_reads_them(tmp_path):
         "service.http.auth.callers[0].token_env: environment variable TOK is unset or empty"
     )
     short = refuse(text, {"TOK": "s" * 31})
-    assert short == "service.http.auth.callers[0]: the token is shorter than 32 bytes"
+    assert short == "service.http.auth.callers[0].token_env: the token is shorter than 32 bytes"
     assert "s" * 31 not in short
 
 
@@ -406,11 +408,15 @@ def test_req_cfg_004_an_unreadable_or_empty_token_file_is_refused(tmp_path):
 
 
 def test_req_cfg_004_a_caller_needs_exactly_one_token_reference_and_a_valid_unique_id():
-    assert refuse(callers('id = "a"\n')).startswith(
-        "service.http.auth.callers[0]: give exactly one of token_env or token_file"
+    assert refuse(callers('id = "a"\n')) == (
+        "service.http.auth.callers[0].token_env: required, or token_file instead; give exactly "
+        "one (line 6, column 6)"
     )
     assert refuse(callers('id = "a"\ntoken_env = "A"\ntoken_file = "/x"\n')).startswith(
-        "service.http.auth.callers[0]: give exactly one of token_env or token_file"
+        "service.http.auth.callers[0].token_file: give one of token_env or token_file, not both"
+    )
+    assert refuse(callers('token_env = "A"\n')).startswith(
+        "service.http.auth.callers[0].id: required; lowercase letters"
     )
     assert refuse(callers('id = "Bad-Id"\ntoken_env = "A"\n')).startswith(
         "service.http.auth.callers[0].id: expected lowercase letters"
@@ -427,7 +433,8 @@ def test_req_cfg_004_a_caller_needs_exactly_one_token_reference_and_a_valid_uniq
 def test_req_cfg_005_two_callers_with_the_same_token_are_refused():
     text = callers('id = "a"\ntoken_env = "A"\n', 'id = "b"\ntoken_env = "B"\n')
     assert refuse(text, {"A": TOKEN, "B": TOKEN}).startswith(
-        "service.http.auth.callers[1]: the token is the same as the token of callers[0]"
+        "service.http.auth.callers[1].token_env: the token is the same as the token of "
+        "service.http.auth.callers[0]; give each caller its own"
     )
 
 
@@ -564,10 +571,11 @@ def test_req_cfg_005_engine_ids_and_required_keys():
         "engines.1w: an engine id"
     )
     assert refuse(v1('[engines.w]\ncategories = ["general"]\n')).startswith(
-        "engines.w: type: required"
+        "engines.w.type: required; one of wikipedia, brave, duckduckgo (line 3, column 14)"
     )
     assert refuse(v1('[engines.w]\ntype = "wikipedia"\n')).startswith(
-        "engines.w: categories: required; at least one of general, news, science, code"
+        "engines.w.categories: required; at least one of general, news, science, code "
+        "(line 3, column 8)"
     )
     assert refuse(v1('[engines.w]\ntype = "wikipedia"\ncategories = []\n')).startswith(
         "engines.w.categories: expected an array of words: general, news, science, code, "
@@ -582,8 +590,9 @@ def test_req_cfg_005_engine_ids_and_required_keys():
 def test_req_eng_013_the_scraping_type_needs_the_switch():
     text = v1('[engines.ddg]\ntype = "duckduckgo"\ncategories = ["general"]\n')
     assert refuse(text) == (
-        'engines.ddg: type "duckduckgo" scrapes a human-facing interface; it runs only with '
-        "[scraping] enabled = true, at the operator's risk under the provider's terms"
+        "engines.ddg.type: the duckduckgo driver scrapes a human-facing interface; it runs only "
+        "with [scraping] enabled = true, at the operator's risk under the provider's terms "
+        "(line 3, column 8)"
     )
     config = load_config_text(text + "[scraping]\nenabled = true\n", {}, source="t")
     assert config.engines[0].type == "duckduckgo"

@@ -42,6 +42,10 @@ class Reader:
         where = self.place(path) if placed else None
         return ConfigError(with_place(f"{format_path(path)}: {what}", where))
 
+    def missing(self, path: Path, what: str) -> ConfigError:
+        """A required key that is absent: named by its full path, placed at its table."""
+        return ConfigError(with_place(f"{format_path(path)}: {what}", self.place(path[:-1])))
+
     def integer(self, path: Path, value: object, lo: int, hi: int, why: str | None) -> int:
         expected = f"expected an integer from {lo} to {hi}"
         if isinstance(value, bool) or not isinstance(value, int):

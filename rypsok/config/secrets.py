@@ -70,6 +70,7 @@ def file_is_world_readable(path: str) -> bool:
 
 def _caller_token(index: int, caller: CallerConfig, env: Mapping[str, str]) -> Secret:
     key = f"service.http.auth.callers[{index}]"
+    source = f"{key}.token_env" if caller.token_env is not None else f"{key}.token_file"
     if caller.token_env is not None:
         value = env.get(caller.token_env, "").strip()
         if not value:
@@ -85,7 +86,7 @@ def _caller_token(index: int, caller: CallerConfig, env: Mapping[str, str]) -> S
         if not value:
             raise ConfigError(f"{key}.token_file: the file is empty")
     if len(value.encode("utf-8")) < MIN_TOKEN_BYTES:
-        raise ConfigError(f"{key}: the token is shorter than {MIN_TOKEN_BYTES} bytes")
+        raise ConfigError(f"{source}: the token is shorter than {MIN_TOKEN_BYTES} bytes")
     return Secret(value)
 
 
@@ -96,9 +97,10 @@ def read_caller_tokens(config: Config, env: Mapping[str, str]) -> dict[str, Secr
         token = _caller_token(index, caller, env)
         for other_index, other in enumerate(config.service.http.auth.callers[:index]):
             if tokens[other.id] == token:
+                held = "token_env" if caller.token_env is not None else "token_file"
                 raise ConfigError(
-                    f"service.http.auth.callers[{index}]: the token is the same as the token "
-                    f"of callers[{other_index}]; give each caller its own"
+                    f"service.http.auth.callers[{index}].{held}: the token is the same as the "
+                    f"token of service.http.auth.callers[{other_index}]; give each caller its own"
                 )
         tokens[caller.id] = token
     return tokens

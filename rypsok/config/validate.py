@@ -313,15 +313,23 @@ class Validator(Reader):
                 raise self.fail((*c.path, "token"), "give the token by token_env or token_file")
             c.known(keys={"id", "token_env", "token_file"})
             if "id" not in c.data:
-                raise self.fail(c.path, "id: required; lowercase letters, digits and underscores")
+                raise self.missing(
+                    (*c.path, "id"), "required; lowercase letters, digits and underscores"
+                )
             caller_id = c.get_text("id", "", check=_identifier)
             if caller_id in seen:
                 raise self.fail((*c.path, "id"), "defined more than once")
             seen.add(caller_id)
             token_env = c.get_text("token_env", None, check=_env_name)
             token_file = c.get_text("token_file", None, check=_path)
-            if (token_env is None) == (token_file is None):
-                raise self.fail(c.path, "give exactly one of token_env or token_file")
+            if token_env is None and token_file is None:
+                raise self.missing(
+                    (*c.path, "token_env"), "required, or token_file instead; give exactly one"
+                )
+            if token_env is not None and token_file is not None:
+                raise self.fail(
+                    (*c.path, "token_file"), "give one of token_env or token_file, not both"
+                )
             callers.append({"id": caller_id, "token_env": token_env, "token_file": token_file})
         return callers
 
@@ -392,27 +400,25 @@ class Validator(Reader):
             }
         )
         if "type" not in e.data:
-            raise self.fail(
-                e.path, "type: required; one of wikipedia, brave, duckduckgo", placed=True
-            )
+            raise self.missing((*e.path, "type"), f"required; one of {', '.join(DRIVER_TYPES)}")
         kind = e.data["type"]
         if not isinstance(kind, str):
             raise self.fail(
                 (*e.path, "type"),
-                f"expected one of wikipedia, brave, duckduckgo, found {kind_of(kind)}",
+                f"expected one of {', '.join(DRIVER_TYPES)}, found {kind_of(kind)}",
             )
         traits = DRIVER_TYPES.get(kind)
         if traits is None:
             raise self.fail((*e.path, "type"), "no such driver")
         if traits.scrapes and not scraping_on:
-            raise ConfigError(
-                f'{format_path(e.path)}: type "{kind}" scrapes a human-facing interface; '
-                "it runs only with [scraping] enabled = true, at the operator's risk under the "
-                "provider's terms"
+            raise self.fail(
+                (*e.path, "type"),
+                f"the {kind} driver scrapes a human-facing interface; it runs only with "
+                "[scraping] enabled = true, at the operator's risk under the provider's terms",
             )
         if "categories" not in e.data:
-            raise self.fail(
-                e.path, "categories: required; at least one of general, news, science, code"
+            raise self.missing(
+                (*e.path, "categories"), f"required; at least one of {', '.join(_CATEGORIES)}"
             )
         categories = e.get_texts(
             "categories",
@@ -436,7 +442,9 @@ class Validator(Reader):
                 if out[key] is not None:
                     raise self.fail((*e.path, key), f"the {kind} driver takes no credential")
         elif out["api_key_env"] is not None and out["api_key_file"] is not None:
-            raise self.fail(e.path, "give one of api_key_env or api_key_file, not both")
+            raise self.fail(
+                (*e.path, "api_key_file"), "give one of api_key_env or api_key_file, not both"
+            )
         if "endpoint" in e.data and not traits.has_endpoint:
             raise self.fail((*e.path, "endpoint"), "only the brave driver has an endpoint")
         out["endpoint"] = e.get_choice("endpoint", "web", ("web", "news"))
