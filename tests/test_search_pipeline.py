@@ -798,3 +798,110 @@ async def test_req_rank_004_equal_preferences_keep_the_configuration_order_for_t
     async with Rypsok(config, engines=engines) as rypsok:
         response = await search(rypsok)
     assert [(r.title, r.engines) for r in response.results] == [("from beta", ("beta", "alpha"))]
+
+
+# --- N = 0 and when to retry (REQ-ERR-005; 02-reading-a-response, retry rules) ----------------
+
+
+async def test_req_err_005_no_engine_after_a_cooldown_carries_the_time_left(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    engine = FakeEngine("alpha", failure=Reason.PARSE_FAILURE)
+    config = make_config(
+        engine_config("alpha"), resilience={"failures_to_open": 1, "first_cooldown_s": 60}
+    )
+    async with Rypsok(config, engines=[engine]) as rypsok:
+        assert (await refused(rypsok)).detail.reason is DetailReason.ALL_FAILED
+        await trio.sleep(10)
+        error = await refused(rypsok)
+        await trio.sleep(49.5)
+        later = await refused(rypsok)
+    assert error.detail.reason is DetailReason.NO_ENGINE
+    assert error.detail.retry_after_ms == 50_000
+    assert error.message.endswith("retry later")
+    assert later.detail.retry_after_ms == 500
+    assert len(engine.queries) == 1
+
+
+async def test_req_err_005_no_engine_waits_the_shortest_of_a_retry_after_and_a_cooldown(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    engines = [
+        FakeEngine("alpha", failure=Reason.TIMEOUT),
+        FakeEngine("beta", failure=Reason.RATE_LIMITED, retry_after_s=7.5),
+    ]
+    config = make_config(
+        engine_config("alpha"),
+        engine_config("beta"),
+        resilience={"failures_to_open": 2, "first_cooldown_s": 60},
+    )
+    async with Rypsok(config, engines=engines) as rypsok:
+        await refused(rypsok)  # beta rests for the provider's 7.5 s at once
+        await refused(rypsok)  # alpha's second failure opens it for 60 s
+        error = await refused(rypsok)
+    assert error.detail.reason is DetailReason.NO_ENGINE
+    assert error.detail.retry_after_ms == 7500
+    assert [len(e.queries) for e in engines] == [2, 1]
+
+
+async def test_req_err_005_no_engine_for_the_engine_rate_carries_its_next_turn(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    one_a_minute = attrs.evolve(RECORD, rate_per_minute=1, burst=1)
+    engine = FakeEngine("alpha", results("a", 1), record=one_a_minute)
+    async with Rypsok(make_config(engine_config("alpha")), engines=[engine]) as rypsok:
+        await search(rypsok)
+        await trio.sleep(20)
+        error = await refused(rypsok)
+    assert error.detail.reason is DetailReason.NO_ENGINE
+    assert error.detail.retry_after_ms == 40_000
+    assert error.message.endswith("retry later")
+    assert len(engine.queries) == 1
+
+
+async def test_req_err_005_no_engine_for_an_unmet_parameter_says_retrying_will_not_help() -> None:
+    no_period = FakeEngine(
+        "alpha", results("a", 1), record=attrs.evolve(RECORD, time_ranges=frozenset())
+    )
+    engines = [
+        no_period,
+        FakeEngine("beta", results("b", 1), record=attrs.evolve(RECORD, languages_all=False)),
+        FakeEngine("gamma", results("c", 1), record=attrs.evolve(RECORD, max_query_chars=3)),
+    ]
+    async with Rypsok(make_config(engine_config("alpha")), engines=[no_period]) as rypsok:
+        one = await refused(rypsok, time_range="year")
+    config = make_config(
+        *(engine_config(e.id) for e in engines), search={"languages": ("en", "ja")}
+    )
+    async with Rypsok(config, engines=engines) as rypsok:
+        all_three = await refused(rypsok, time_range="year", language="ja", query="rust")
+    for error in (one, all_three):
+        assert error.detail.reason is DetailReason.NO_ENGINE
+        assert error.detail.retry_after_ms is None
+        assert "retry later" not in error.message
+        assert "will not help" in error.message
+        assert len(error.message) <= 200
+    assert one.message.startswith("no engine of this category can honor time_range; change it")
+    assert "honor time_range or language or the query's length; change them" in all_three.message
+    assert [e.queries for e in engines] == [[], [], []]
+
+
+async def test_req_err_005_no_engine_with_one_engine_resting_and_one_unable_waits_for_the_rest(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    no_period = attrs.evolve(RECORD, time_ranges=frozenset())
+    engines = [
+        FakeEngine("alpha", results("a", 1), record=no_period),
+        FakeEngine("beta", failure=Reason.BLOCKED),
+    ]
+    config = make_config(
+        engine_config("alpha"),
+        engine_config("beta"),
+        resilience={"failures_to_open": 1, "first_cooldown_s": 30},
+    )
+    async with Rypsok(config, engines=engines) as rypsok:
+        await refused(rypsok, time_range="day")  # beta fails and rests 30 s
+        error = await refused(rypsok, time_range="day")
+    assert error.detail.reason is DetailReason.NO_ENGINE
+    assert error.detail.retry_after_ms == 30_000
+    assert error.message.endswith("retry later")

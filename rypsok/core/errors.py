@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from rypsok.core.model import DetailReason, ErrorDetail, ErrorKind, SecretKind, ToolError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
 __all__ = [
     "all_failed",
@@ -105,17 +105,34 @@ def no_engine() -> ToolError:
     )
 
 
-def no_engine_skipped(retry_after_ms: int | None = None) -> ToolError:
-    # N = 0 because every engine of the category was skipped for this call (cooldown,
-    # its rate, or a parameter it cannot honor): the same reason, a message that says so.
+def no_engine_skipped(
+    retry_after_ms: int | None = None, *, waiting: bool = True, unmet: Sequence[str] = ()
+) -> ToolError:
+    """N = 0 because every engine of the category was skipped for this call.
+
+    `waiting`: at least one was held back by a wait (its cooldown, a provider's Retry-After,
+    its rate), so retrying helps, after `retry_after_ms` when that wait is known. Otherwise
+    every engine was skipped for what the call asks (`unmet`: the parameters it cannot
+    honor), and retrying the same call will not help.
+    """
+    if waiting:
+        message = (
+            "no engine of this category could be asked now (resting, or its rate used up); "
+            "retry later"
+        )
+    else:
+        asked = " or ".join(unmet) or "this call"
+        it = "them" if len(unmet) > 1 else "it"
+        message = (
+            f"no engine of this category can honor {asked}; change {it} or choose another "
+            "category, since retrying the same call will not help"
+        )
     return ToolError(
         kind=ErrorKind.UNAVAILABLE,
-        message=(
-            "no engine of this category could be asked for this call (resting, rate used "
-            "up, or it cannot honor time_range, language or the query length); retry later "
-            "or change them"
+        message=message,
+        detail=ErrorDetail(
+            reason=DetailReason.NO_ENGINE, retry_after_ms=retry_after_ms if waiting else None
         ),
-        detail=ErrorDetail(reason=DetailReason.NO_ENGINE, retry_after_ms=retry_after_ms),
     )
 
 

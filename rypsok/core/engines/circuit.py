@@ -97,6 +97,11 @@ class Circuit:
         """closed, open or half_open; an open circuit stays open until a call probes it."""
         return self._state
 
+    def resumes_at(self) -> float | None:
+        """When an open circuit admits its probe (its cooldown's end); None when closed, or
+        half_open with the probe in flight, whose end no clock can tell."""
+        return self._open_until if self._state is EngineState.OPEN else None
+
     def admit(self, now: float) -> CircuitTicket | None:
         """A ticket for a call now, or None when the engine is to be skipped (cooldown)."""
         if self._state is EngineState.CLOSED:

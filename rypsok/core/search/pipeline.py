@@ -8,9 +8,10 @@ in selection order, never on their arrival order (REQ-ARCH-004).
 from __future__ import annotations
 
 import datetime
+import math
 import re
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import attrs
 import trio
@@ -26,6 +27,7 @@ from rypsok.core.model import (
     SearchRequest,
     SearchResponse,
     SearchResult,
+    ToolError,
 )
 from rypsok.core.search.aggregate import EngineOutcome, run_engines
 from rypsok.core.search.rank import MergedResult, Observation, merge_and_rank
@@ -169,6 +171,38 @@ def _min_retry_ms(outcomes: Sequence[EngineOutcome], cap_s: float) -> int | None
     return max(1, round(min(min(waits), cap_s) * 1000))
 
 
+# The parameters a skip reason says the call asked for and no engine could honor.
+_UNMET: Final = {
+    Reason.TIME_RANGE: "time_range",
+    Reason.LANGUAGE: "language",
+    Reason.QUERY_TOO_LONG: "the query's length",
+}
+
+
+def _no_engine(skips: Sequence[tuple[EngineSlot, Reason]], now: float) -> ToolError:
+    """N = 0: every engine of the category was skipped. When some rest or wait for their
+    rate, retrying helps, after the shortest wait rypsok knows (their cooldown's end,
+    which holds a provider's Retry-After, or the limiter's next turn); when every skip was
+    for what the call asks, retrying the same call cannot help."""
+    waits: list[float] = []
+    waiting = False
+    unmet: list[str] = []
+    for slot, reason in skips:
+        if reason is Reason.COOLDOWN:
+            waiting = True
+            resumes = slot.circuit.resumes_at()
+            if resumes is not None:
+                waits.append(resumes - now)
+        elif reason is Reason.RATE_LIMITED:
+            waiting = True
+            waits.append(slot.limiter.next_turn(now) - now)
+        elif _UNMET[reason] not in unmet:
+            unmet.append(_UNMET[reason])
+    retry_ms = max(1, math.ceil(min(waits) * 1000)) if waits else None
+    ordered = [word for word in _UNMET.values() if word in unmet]
+    return errors.no_engine_skipped(retry_ms, waiting=waiting, unmet=ordered)
+
+
 async def run_search(
     request: SearchRequest,
     *,
@@ -194,7 +228,7 @@ async def run_search(
     )
     if not selection.asked:
         if selection.skipped:
-            raise errors.no_engine_skipped()
+            raise _no_engine(selection.skipped, trio.current_time())
         raise errors.no_engine()
 
     # Engines are cut at LIM-S4 − LIM-S6, so that normalization, ranking and cleaning run
@@ -237,7 +271,7 @@ def _respond(
     if not answered:
         if not failed:
             # Every asked engine was held back by its rate: nobody was queried (N = 0).
-            raise errors.no_engine_skipped()
+            raise _no_engine(skips, trio.current_time())
         if all(o.failure is Reason.TIMEOUT for o in failed):
             raise errors.deadline_search()
         raise errors.all_failed(_min_retry_ms(failed, config.resilience.max_cooldown_s))

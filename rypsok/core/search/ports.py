@@ -34,6 +34,10 @@ class CircuitPort(Protocol):
         or None when the engine rests (open during its cooldown, or a probe in flight)."""
         ...
 
+    def resumes_at(self) -> float | None:
+        """When a resting engine is admitted again, if the circuit can tell."""
+        ...
+
     def succeeded(self, ticket: Any, now: float) -> None: ...
 
     def failed(
@@ -49,6 +53,10 @@ class LimiterPort(Protocol):
     async def admit(self, deadline: float) -> bool:
         """Wait for the provider's rate (LIM-C9) until `deadline`; False when it cannot
         admit the request before it."""
+        ...
+
+    def next_turn(self, now: float) -> float:
+        """When a call asked at `now` would be admitted by the provider's rate."""
         ...
 
     def slot(self) -> AbstractAsyncContextManager[None]:
