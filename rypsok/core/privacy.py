@@ -190,7 +190,9 @@ _I = re.IGNORECASE
 _PATTERNS: tuple[_Pattern, ...] = (
     _Pattern(
         kind=SecretKind.AWS_ACCESS_KEY_ID,
-        regex=re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z2-7]{16}(?![A-Za-z0-9])", _I),
+        # AKIA long-term, ASIA temporary (STS), ABIA an STS service bearer token, ACCA a
+        # context-specific credential: each 4 + 16 characters of base32.
+        regex=re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}(?![A-Za-z0-9])", _I),
         confirm=_aws_access_key_id,
     ),
     _Pattern(
@@ -223,10 +225,25 @@ _PATTERNS: tuple[_Pattern, ...] = (
     ),
     _Pattern(
         kind=SecretKind.GITLAB_TOKEN,
+        # Every gl…- prefix GitLab issues (personal, deploy, runner, trigger, CI job, OAuth
+        # application, SCIM, feed, incoming mail, agent, feature-flag client), at least 20
+        # characters, and the routable form (GitLab 17): `.`, an optional `01.`, and 9
+        # characters of base36 checksum after the payload.
         regex=re.compile(
-            _START + r"gl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt)-" + _B64URL + r"{20,}" + _END, _I
+            _START
+            + r"gl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent|ffct)-"
+            + _B64URL
+            + r"{20,}(?:(?:\.01)?\.[0-9a-z]{9})?"
+            + _END,
+            _I,
         ),
         confirm=lambda v: _not_words(v.split("-", 1)[1]),
+    ),
+    # The legacy runner registration token: a fixed prefix and 20 characters.
+    _Pattern(
+        kind=SecretKind.GITLAB_TOKEN,
+        regex=re.compile(_START + r"GR1348941" + _B64URL + r"{20}" + _END, _I),
+        confirm=lambda v: _not_words(v[9:]),
     ),
     _Pattern(
         kind=SecretKind.NPM_TOKEN,
@@ -234,10 +251,12 @@ _PATTERNS: tuple[_Pattern, ...] = (
     ),
     _Pattern(
         kind=SecretKind.HUGGING_FACE_TOKEN,
-        regex=re.compile(r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{34}(?![A-Za-z0-9])", _I),
+        # User access tokens (hf_) and organization API tokens (api_org_), 34 characters.
+        regex=re.compile(r"(?<![A-Za-z0-9_])(?:hf|api_org)_[A-Za-z0-9]{34}(?![A-Za-z0-9])", _I),
     ),
     _Pattern(
         kind=SecretKind.SLACK_TOKEN,
+        # Bot, user and legacy tokens (a team number first), and app-level tokens.
         regex=re.compile(
             r"(?<![A-Za-z0-9])(?:xox[abposre]-[0-9]{6,}-[A-Za-z0-9-]{10,}"
             r"|xapp-[0-9]-[A-Za-z0-9]{8,}-[0-9]{6,}-[A-Za-z0-9]{32,})(?![A-Za-z0-9-])",
@@ -245,10 +264,35 @@ _PATTERNS: tuple[_Pattern, ...] = (
         ),
     ),
     _Pattern(
-        kind=SecretKind.STRIPE_KEY,
+        kind=SecretKind.SLACK_TOKEN,
+        # Configuration and rotating tokens: the access token `xoxe.xoxp-1-` or
+        # `xoxe.xoxb-1-` and the refresh token `xoxe-1-`, each with a base64 body of about
+        # 150 characters.
         regex=re.compile(
-            r"(?<![A-Za-z0-9])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{24,247}(?![A-Za-z0-9])", _I
+            r"(?<![A-Za-z0-9])(?:xoxe\.xox[bp]|xoxe)-[0-9]-[A-Za-z0-9]{120,200}(?![A-Za-z0-9-])",
+            _I,
         ),
+        confirm=_has_digit,
+    ),
+    _Pattern(
+        kind=SecretKind.SLACK_TOKEN,
+        # Workspace-app tokens: `xoxa-2-` and a body of numbers and a hexadecimal secret.
+        regex=re.compile(r"(?<![A-Za-z0-9])xoxa-2-[A-Za-z0-9-]{20,}(?![A-Za-z0-9-])", _I),
+        confirm=lambda v: _not_words(v[7:]),
+    ),
+    _Pattern(
+        kind=SecretKind.STRIPE_KEY,
+        # Secret (sk_) and restricted (rk_) keys in every mode Stripe issues.
+        regex=re.compile(
+            r"(?<![A-Za-z0-9])(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{24,247}(?![A-Za-z0-9])",
+            _I,
+        ),
+        confirm=_has_digit,
+    ),
+    _Pattern(
+        kind=SecretKind.STRIPE_KEY,
+        # A webhook endpoint's signing secret: whsec_ and 32 base64 characters or more.
+        regex=re.compile(r"(?<![A-Za-z0-9])whsec_[A-Za-z0-9+/]{32,}=*(?![A-Za-z0-9+/=])", _I),
         confirm=_has_digit,
     ),
     _Pattern(
@@ -265,7 +309,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
         kind=SecretKind.OPENAI_KEY,
         regex=re.compile(
             _START
-            + r"sk-(?:[A-Za-z0-9]{48}(?![A-Za-z0-9_-])|(?:proj|svcacct|admin)-"
+            + r"sk-(?:[A-Za-z0-9]{48}(?![A-Za-z0-9_-])|(?:proj|svcacct|admin|None)-"
             + _B64URL
             + r"{40,})"
             + _END,
