@@ -12,12 +12,24 @@ from typing import TYPE_CHECKING
 
 import httpx
 import pytest
+import trio
+from search_fakes import make_config
 from servers import LocalHttpServer, Reply, RoutingTransport, serve_http
 
+from rypsok.config.schema import EngineConfig
 from rypsok.core.engines.base import EngineFailure, EngineQuery
 from rypsok.core.engines.brave import BRAVE_RECORD, BraveEngine, parse_rate_limit_reset
 from rypsok.core.engines.http import EngineHttp
-from rypsok.core.model import Category, Reason, SafeSearch, TimeRange
+from rypsok.core.model import (
+    Category,
+    DetailReason,
+    Reason,
+    SafeSearch,
+    SearchRequest,
+    TimeRange,
+    ToolError,
+)
+from rypsok.core.services import Rypsok
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -174,11 +186,21 @@ async def test_req_eng_006_brave_classifies_each_failure(
 
 
 async def test_req_test_002_brave_timeout() -> None:
-    reply = Reply(body=b"{}", delay_s=5)
-    async with _brave(reply, total_timeout_ms=100) as (engine, _):
-        with pytest.raises(EngineFailure) as caught:
-            await engine.search(_query())
-    assert caught.value.failure_class is Reason.TIMEOUT
+    # LIM-S5 is the aggregator's scope around the driver: through the facade, the slow
+    # provider ends as a timeout at engine_timeout_ms, long before the fan-out's own cut.
+    async with serve_http({"/res/v1/web/search": Reply(body=b"{}", delay_s=5)}) as server:
+        config = make_config(
+            EngineConfig(id="brave", type="brave", categories=(Category.GENERAL,), api_key_env="K"),
+            search={"engine_timeout_ms": 100},
+        )
+        transport = RoutingTransport({"https://api.search.brave.com": server.url})
+        async with Rypsok(config, env={"K": KEY}, engine_transport=transport) as r:
+            start = trio.current_time()
+            with pytest.raises(ToolError) as caught:
+                await r.search(SearchRequest(query="rust"))
+            elapsed = trio.current_time() - start
+    assert caught.value.detail.reason is DetailReason.DEADLINE  # the one engine timed out
+    assert elapsed < 1.5  # the fan-out would cut at 2.3 s
 
 
 async def test_req_test_015_the_token_never_reaches_another_origin() -> None:

@@ -15,12 +15,22 @@ import pytest
 import trio
 from hypothesis import given
 from hypothesis import strategies as st
+from search_fakes import engine_config, make_config
 from servers import LocalHttpServer, RecordedRequest, Reply, RoutingTransport, serve_http
 
 from rypsok.core.engines.base import EngineFailure, EngineQuery
 from rypsok.core.engines.http import EngineHttp
 from rypsok.core.engines.wikipedia import WIKIPEDIA_RECORD, WikipediaEngine, article_path
-from rypsok.core.model import Category, Reason, SafeSearch, TimeRange
+from rypsok.core.model import (
+    Category,
+    DetailReason,
+    Reason,
+    SafeSearch,
+    SearchRequest,
+    TimeRange,
+    ToolError,
+)
+from rypsok.core.services import Rypsok
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -155,10 +165,15 @@ async def test_req_eng_006_no_provider_text_leaves_the_driver() -> None:
 async def test_req_test_002_wikipedia_timeout() -> None:
     async with serve_http({"/w/api.php": Reply(body=b"{}", delay_s=5)}) as server:
         transport = RoutingTransport({"https://en.wikipedia.org": server.url})
-        async with EngineHttp(transport=transport, total_timeout_ms=100) as http:
-            with pytest.raises(EngineFailure) as caught:
-                await WikipediaEngine("wikipedia", http).search(_query())
-    assert caught.value.failure_class is Reason.TIMEOUT
+        # LIM-S5 is the aggregator's scope around the driver (the facade's search).
+        config = make_config(engine_config("wikipedia"), search={"engine_timeout_ms": 100})
+        async with Rypsok(config, env={}, engine_transport=transport) as rypsok:
+            start = trio.current_time()
+            with pytest.raises(ToolError) as caught:
+                await rypsok.search(SearchRequest(query="rust"))
+            elapsed = trio.current_time() - start
+    assert caught.value.detail.reason is DetailReason.DEADLINE  # the one engine timed out
+    assert elapsed < 1.5  # the fan-out would cut at 2.3 s
 
 
 async def test_req_sec_017_a_loopback_mirror_over_plain_http() -> None:

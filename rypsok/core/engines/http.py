@@ -173,8 +173,9 @@ class EngineHttp:
 
     `transport` is for tests and the conformance harness only: when it is set, every request
     goes through it (and the configured proxy is not used); production never sets it.
-    `total_timeout_ms` (LIM-S5) bounds one request even when the caller set no deadline; the
-    caller's own cancel scope, when earlier, wins and its cancellation passes through.
+    The total of one request (LIM-S5) is the aggregator's scope around the engine, the one
+    place it is applied; this client reads what is left of it for httpx's read, write and
+    pool timeouts (REQ-SEC-011), and the scope's cancellation passes through.
     """
 
     def __init__(
@@ -182,14 +183,12 @@ class EngineHttp:
         *,
         contact: str = "",
         connect_timeout_ms: int = 1000,
-        total_timeout_ms: int = 2000,
         outbound_in_flight: int = 32,
         proxy: str = "",
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.user_agent: Final = user_agent(contact)
         self._connect_s = connect_timeout_ms / 1000
-        self._total_s = total_timeout_ms / 1000
         self._outbound_max = outbound_in_flight
         self._outbound = trio.Semaphore(outbound_in_flight)  # LIM-C1
         if transport is not None:
@@ -212,7 +211,6 @@ class EngineHttp:
         return cls(
             contact=config.service.user_agent_contact,
             connect_timeout_ms=config.search.connect_timeout_ms,
-            total_timeout_ms=config.search.engine_timeout_ms,
             outbound_in_flight=config.limits.outbound_in_flight,
             proxy=config.egress.proxy,
             transport=transport,
@@ -251,23 +249,21 @@ class EngineHttp:
         request_headers = httpx.Headers(headers)
         request_headers["User-Agent"] = self.user_agent  # replaces any case of the name
         request_headers["Accept-Encoding"] = "gzip, deflate"
-        with trio.move_on_after(self._total_s):
-            try:
-                async with self._outbound:
-                    return await self._exchange(url, request_headers, max_bytes)
-            except httpx.TimeoutException:
-                raise EngineFailure(failure_class=Reason.TIMEOUT) from None
-            except httpx.HTTPError:
-                # Connection refused, reset, TLS, protocol errors: the provider was not heard.
-                raise EngineFailure(failure_class=Reason.REQUEST_FAILURE) from None
-        # Only our own scope ends the block without a return: the total (LIM-S5) ran out.
-        raise EngineFailure(failure_class=Reason.TIMEOUT)
+        try:
+            async with self._outbound:
+                return await self._exchange(url, request_headers, max_bytes)
+        except httpx.TimeoutException:
+            raise EngineFailure(failure_class=Reason.TIMEOUT) from None
+        except httpx.HTTPError:
+            # Connection refused, reset, TLS, protocol errors: the provider was not heard.
+            raise EngineFailure(failure_class=Reason.REQUEST_FAILURE) from None
 
     def _timeout(self) -> httpx.Timeout:
-        # httpx needs numbers; the read timeout is the time left of the total (REQ-SEC-011).
-        left = trio.current_effective_deadline() - trio.current_time()
-        if math.isinf(left):
-            left = self._total_s
+        # The read timeout is the time left of the caller's total (REQ-SEC-011). Outside
+        # any deadline (a test, a tool) only the connect timeout applies.
+        left: float | None = trio.current_effective_deadline() - trio.current_time()
+        if left is None or math.isinf(left):
+            return httpx.Timeout(connect=self._connect_s, read=None, write=None, pool=None)
         left = max(left, 0.001)
         return httpx.Timeout(connect=min(self._connect_s, left), read=left, write=left, pool=left)
 
