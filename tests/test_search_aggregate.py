@@ -287,3 +287,32 @@ async def test_req_test_011_shuffled_arrival_orders_give_identical_bytes(
     assert len(outputs) == 1
     (output,) = outputs
     assert '"outcome":"ok"' in output
+
+
+async def test_lim_s7_the_hard_stop_ends_a_post_processing_that_overruns(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The engines answer at once; cleaning each text then takes 0.4 s of the call's time
+    # (a slow machine, a pathological page). Five results need 4 s: the call must end at
+    # its hard stop, LIM-S4 + 300 ms = 2.8 s, within one result's cleaning, with the
+    # deadline error and no response.
+    from rypsok.core import boundary
+
+    cleaned: list[str] = []
+    original = boundary.clean_markup_text
+
+    def slow_clean(text: str, limit: int) -> boundary.Cleaned:
+        autojump_clock.jump(0.4)
+        cleaned.append(text)
+        return original(text, limit)
+
+    monkeypatch.setattr(boundary, "clean_markup_text", slow_clean)
+    engines = [FakeEngine(e, results(e, 10)) for e in ("alpha", "beta")]
+    async with Rypsok(two_engine_config(), engines=engines) as rypsok:
+        start = trio.current_time()
+        with pytest.raises(ToolError) as caught:
+            await rypsok.search(SearchRequest(query="rust"))
+        elapsed = trio.current_time() - start
+    assert caught.value.detail.reason is DetailReason.DEADLINE
+    assert 2.8 <= elapsed <= 2.8 + 2 * 0.4  # stopped within one result (title and snippet)
+    assert len(cleaned) < 2 * 5

@@ -1,8 +1,10 @@
 """The search pipeline: validate → privacy → select → run → normalize → merge → rank →
 clean → cut → outcome (external design §5 to §7).
 
-Everything after the fan-out is synchronous and depends only on the engines' answers taken
-in selection order, never on their arrival order (REQ-ARCH-004).
+Everything after the fan-out depends only on the engines' answers taken in selection
+order, never on their arrival order (REQ-ARCH-004). It yields to Trio between engines and
+between results, so that the call's hard stop (LIM-S7) and the caller's cancellation can
+end it there: post-processing runs under the same bound as the fan-out.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 import trio
+import trio.lowlevel
 
 from rypsok.core import boundary, errors, telemetry
 from rypsok.core.engines.base import EngineQuery
@@ -71,7 +74,7 @@ def _valid_date(value: str | None) -> str | None:
     return value
 
 
-def _observations(
+async def _observations(
     outcomes: Sequence[EngineOutcome], per_engine: int
 ) -> tuple[list[Observation], int, int]:
     """Normalize every answer, in selection order; counts of url_invalid and url_too_long."""
@@ -80,6 +83,7 @@ def _observations(
     for position, outcome in enumerate(outcomes):
         if outcome.results is None:
             continue
+        await trio.lowlevel.checkpoint()  # LIM-S7 and cancellation act between engines
         for rank, raw in enumerate(outcome.results[:per_engine], start=1):
             normalized = normalize_url(raw.url)
             if normalized is Reason.URL_INVALID:
@@ -118,7 +122,7 @@ class _Cleaning:
     flagged_dropped: int = 0
 
 
-def _clean_and_cut(
+async def _clean_and_cut(
     ranked: Sequence[MergedResult],
     config: Config,
     attribution: Callable[[MergedResult], bool],
@@ -135,6 +139,7 @@ def _clean_and_cut(
     for merged in ranked:
         if len(results) >= max_results:
             break
+        await trio.lowlevel.checkpoint()  # LIM-S7 and cancellation act between results
         clean = boundary.clean_decoded_text if merged.decoded else boundary.clean_markup_text
         title = clean(merged.title, search.title_max_chars)
         snippet = clean(merged.snippet, search.snippet_max_chars)
@@ -240,7 +245,7 @@ async def run_search(
         deadline=fanout_deadline,
         timeout_s=search.engine_timeout_ms / 1000,
     )
-    return _respond(valid, config, selection.skipped, outcomes, privacy_notices)
+    return await _respond(valid, config, selection.skipped, outcomes, privacy_notices)
 
 
 def _engine_query(valid: ValidRequest, config: Config) -> EngineQuery:
@@ -255,7 +260,7 @@ def _engine_query(valid: ValidRequest, config: Config) -> EngineQuery:
     )
 
 
-def _respond(
+async def _respond(
     valid: ValidRequest,
     config: Config,
     selection_skips: Sequence[tuple[EngineSlot, Reason]],
@@ -276,14 +281,17 @@ def _respond(
             raise errors.deadline_search()
         raise errors.all_failed(_min_retry_ms(failed, config.resilience.max_cooldown_s))
 
-    observations, invalid, too_long = _observations(outcomes, config.search.results_per_engine)
+    observations, invalid, too_long = await _observations(
+        outcomes, config.search.results_per_engine
+    )
     ranked = merge_and_rank(observations)
+    await trio.lowlevel.checkpoint()
     requires = {o.slot.id for o in outcomes if o.slot.record.attribution_required}
 
     def attribution(merged: MergedResult) -> bool:
         return config.search.engine_attribution or any(e in requires for e in merged.engines)
 
-    results, stats = _clean_and_cut(ranked, config, attribution, valid.max_results)
+    results, stats = await _clean_and_cut(ranked, config, attribution, valid.max_results)
 
     notices: list[Notice] = list(privacy_notices)
     notices += [
