@@ -30,6 +30,7 @@ from rypsok.config.rules import (
 from rypsok.config.schema import Config
 from rypsok.config.toml import format_path
 from rypsok.shared.drivers import DRIVER_TYPES
+from rypsok.shared.tooldefs import LIM_I1_CHARS, definition_chars
 from rypsok.shared.vocabulary import Category, SafeSearch
 
 if TYPE_CHECKING:
@@ -124,7 +125,29 @@ class Validator(Reader):
         }
         if engines is not None:
             structured["engines"] = engines
-        return _CONVERTER.structure(structured, Config)
+        config = _CONVERTER.structure(structured, Config)
+        self.definitions_fit(config)
+        return config
+
+    def definitions_fit(self, config: Config) -> None:
+        """LIM-I1: the tool definitions this file would serve, measured as the protocol layer
+        builds them. The enabled engines' categories are the most it can serve (an engine
+        without its key serves none); of the keys the definitions depend on, only the
+        languages can grow them past the bound, since the rest is bounded and small."""
+        size = definition_chars(
+            served_categories={c for e in config.engines if e.enabled for c in e.categories},
+            languages=config.search.languages,
+            status_enabled=config.status.enabled,
+            max_results_default=config.search.max_results,
+            max_results_ceiling=config.search.max_results_ceiling,
+            query_max_chars=config.search.query_max_chars,
+        )
+        if size > LIM_I1_CHARS:
+            raise self.fail(
+                ("search", "languages"),
+                f"the tool definitions would be {size} characters, more than the "
+                f"{LIM_I1_CHARS} allowed (LIM-I1); list fewer languages",
+            )
 
     def simple_ints(
         self,

@@ -7,7 +7,6 @@ crossed a boundary cannot change afterwards.
 
 from __future__ import annotations
 
-import json
 import re
 from enum import StrEnum
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import attrs
 
 # Defined below the core, where the configuration can use them too; part of the model.
+from rypsok.shared.jsontext import canonical_json
 from rypsok.shared.vocabulary import Category, SafeSearch, TimeRange
 
 __all__ = [
@@ -187,11 +187,6 @@ def valid_engine_id(value: str) -> bool:
 
 def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
-
-
-def canonical_json(payload: Any) -> str:
-    """The one text rendering of a response: sorted keys, compact separators, UTF-8 kept."""
-    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 @attrs.frozen(kw_only=True)

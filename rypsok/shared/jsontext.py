@@ -1,0 +1,13 @@
+"""The one text rendering of JSON: sorted keys, compact separators, UTF-8 kept."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["canonical_json"]
+
+
+def canonical_json(payload: Any) -> str:
+    """The one text rendering of a response: sorted keys, compact separators, UTF-8 kept."""
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
