@@ -89,6 +89,7 @@ def _package(where: Path, core_imports: str) -> None:
         "rypsok/cli.py": "",
         "rypsok/config/__init__.py": "",
         "rypsok/core/__init__.py": "",
+        "rypsok/shared/__init__.py": "",
         "rypsok/core/services.py": core_imports,
         "rypsok/mcp/__init__.py": "",
         "rypsok/mcp/stdio.py": "import rypsok.core.services\n",
