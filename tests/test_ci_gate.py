@@ -123,6 +123,36 @@ def test_req_test_012_the_layer_rule_refuses_the_core_importing_the_protocol_lay
     assert ("BROKEN" in result.stdout) is not kept
 
 
+@pytest.mark.parametrize(
+    ("module", "imports", "kept"),
+    [
+        ("rypsok/config/load.py", "import rypsok.shared\n", True),
+        ("rypsok/config/load.py", "import rypsok.core.services\n", False),
+        ("rypsok/shared/vocabulary.py", "import rypsok.config\n", False),
+        ("rypsok/core/engines/http.py", "import rypsok\n", False),
+        ("rypsok/config/load.py", "from rypsok import cli\n", False),
+    ],
+)
+def test_req_test_012_the_layer_rules_keep_config_below_core_and_shared_below_both(
+    tmp_path: Path, module: str, imports: str, kept: bool
+) -> None:
+    _write_pyproject(tmp_path, importlinter=_project_tool_config()["importlinter"])
+    _package(tmp_path, "import json\n")
+    for package in ("rypsok/core/engines/__init__.py", module):
+        path = tmp_path / package
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            path.write_text("", encoding="utf-8")
+    (tmp_path / module).write_text(imports, encoding="utf-8")
+    result = _run(
+        BIN / "lint-imports",
+        "--no-cache",
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path)},
+    )
+    assert (result.returncode == 0) is kept, result.stdout + result.stderr
+
+
 def _licence_tool() -> ModuleType:
     loader = importlib.machinery.SourceFileLoader(
         "check_licences", str(ROOT / "tools" / "check-licences")
