@@ -234,6 +234,38 @@ FORMS: Final = [
     ),
     ("twilio-api-key", SecretKind.TWILIO_KEY, j("S", "K", body("42", HEX, 32)), True),
     ("twilio-account", SecretKind.TWILIO_KEY, j("A", "C", body("43", HEX, 32)), True),
+    # PEM private keys of every armour in use: PKCS#8, RSA, EC, OpenSSH, encrypted, PGP.
+    *(
+        (
+            f"private-key-{label.strip().lower().replace(' ', '-') or 'pkcs8'}",
+            SecretKind.PRIVATE_KEY,
+            j(
+                "-----BEGIN ",
+                label,
+                "PRIVATE KEY",
+                tail,
+                "-----\n",
+                header,
+                body(label + "k", B64, 64),
+                "\n",
+                body(label + "l", B64, 40),
+                "==\n-----END ",
+                label,
+                "PRIVATE KEY",
+                tail,
+                "-----",
+            ),
+            False,
+        )
+        for label, tail, header in (
+            ("", "", ""),
+            ("RSA ", "", ""),
+            ("EC ", "", ""),
+            ("OPENSSH ", "", ""),
+            ("ENCRYPTED ", "", ""),
+            ("PGP ", " BLOCK", "Version: 2\n\n"),
+        )
+    ),
     (
         "azure-account-key",
         SecretKind.AZURE_ACCOUNT_KEY,
