@@ -36,6 +36,7 @@ from rypsok.core.model import (
     ToolError,
 )
 from rypsok.core.ratelimit import ToolRateLimiter
+from rypsok.core.search.cache import ResultCache
 from rypsok.core.search.pipeline import CALL_MARGIN_S, run_search
 from rypsok.core.search.ports import EngineSlot
 
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 
     from rypsok.config.schema import Config
     from rypsok.core.engines.base import Engine
+    from rypsok.core.search.cache import AnswerCache
 
 __all__ = ["ReturnedUrls", "Rypsok"]
 
@@ -152,7 +154,8 @@ class Rypsok:
     `env` is where engine keys are read (the process environment when None);
     `engine_transport` routes every engine request through an httpx transport (tests, the
     conformance harness); `engines` replaces the drivers the registry would build, while
-    the registry's rules, circuits and limiters still apply.
+    the registry's rules, circuits and limiters still apply; `cache` replaces the in-memory
+    result cache when `[cache] enabled` is true (tests).
     """
 
     def __init__(
@@ -162,6 +165,7 @@ class Rypsok:
         env: Mapping[str, str] | None = None,
         engine_transport: httpx.AsyncBaseTransport | None = None,
         engines: Sequence[Engine] | None = None,
+        cache: AnswerCache | None = None,
     ) -> None:
         self._config = config
         self._http = EngineHttp.from_config(config, transport=engine_transport)
@@ -174,6 +178,11 @@ class Rypsok:
         self._search_limit = ToolRateLimiter(config.limits.web_search_per_minute)
         self._status_limit = ToolRateLimiter(config.limits.engine_status_per_minute)
         self._returned = ReturnedUrls(config.limits.strict_mode_urls)
+        # The result cache (LIM-K1): off unless the operator turned it on; `cache` replaces
+        # the in-memory one (tests). It lives as long as this object and its configuration.
+        self._cache: AnswerCache | None = None
+        if config.cache.enabled:
+            self._cache = cache if cache is not None else ResultCache(config.cache)
 
     @property
     def config(self) -> Config:
@@ -228,6 +237,8 @@ class Rypsok:
                         slots=self._slots,
                         served=self._served,
                         start=start,
+                        caller=caller,
+                        cache=self._cache,
                     )
                 if scope.cancelled_caught:
                     # LIM-S7 reached: nothing the call holds may outlive it.
