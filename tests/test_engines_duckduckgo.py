@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 import trio
+import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from servers import LocalHttpServer, Reply, RoutingTransport, serve_http
 
+from rypsok.config.load import load_config
 from rypsok.core.engines.base import EngineFailure, EngineQuery
 from rypsok.core.engines.duckduckgo import (
     DUCKDUCKGO_RECORD,
@@ -26,7 +28,17 @@ from rypsok.core.engines.duckduckgo import (
     result_target,
 )
 from rypsok.core.engines.http import EngineHttp
-from rypsok.core.model import Category, Reason, SafeSearch, TimeRange
+from rypsok.core.model import (
+    Category,
+    Notice,
+    NoticeCode,
+    Outcome,
+    Reason,
+    SafeSearch,
+    SearchRequest,
+    TimeRange,
+)
+from rypsok.core.services import Rypsok
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -389,3 +401,66 @@ def test_req_sec_014_any_bytes_parse_or_fail_as_parse_failure(body: bytes) -> No
         for result in verdict.results:
             assert result.url.startswith(("http://", "https://"))
     assert failure in (None, Reason.PARSE_FAILURE)
+
+
+# --- through the facade, with Tutorial 5's configuration ------------------------------------
+
+TUTORIAL_5 = Path(__file__).parent.parent / "examples" / "configs" / "tutorial-5.toml"
+
+
+@asynccontextmanager
+async def _tutorial_5(
+    ddg_reply: Reply,
+) -> AsyncIterator[tuple[Rypsok, LocalHttpServer, LocalHttpServer]]:
+    wiki_body = (FIXTURES / "wikipedia-search-rust.json").read_bytes()
+    async with (
+        serve_http({"/html/": ddg_reply}) as ddg,
+        serve_http({"/w/api.php": Reply(body=wiki_body, headers=JSON)}) as wiki,
+    ):
+        transport = RoutingTransport(
+            {"https://html.duckduckgo.com": ddg.url, "https://en.wikipedia.org": wiki.url}
+        )
+        config = load_config(str(TUTORIAL_5), {})
+        async with Rypsok(config, env={}, engine_transport=transport) as rypsok:
+            yield rypsok, ddg, wiki
+
+
+JSON = (("Content-Type", "application/json"),)
+
+
+async def test_req_eng_013_tutorial_5_two_engines_answer() -> None:
+    reply = Reply(body=_page("ddg-results.html"), headers=HTML)
+    async with _tutorial_5(reply) as (rypsok, ddg, wiki):
+        response = await rypsok.search(SearchRequest(query="rust"))
+    assert response.outcome is Outcome.OK
+    assert len(ddg.requests) == 1
+    assert len(wiki.requests) == 1
+    urls = [r.url for r in response.results]
+    assert "https://www.rust-lang.org/" in urls
+    assert any(u.startswith("https://en.wikipedia.org/wiki/") for u in urls)
+
+
+async def test_req_eng_014_tutorial_5_a_challenge_is_reported_and_opens_the_circuit(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    # The clock moves only when told: real loopback I/O takes no time on it, and each
+    # search comes 7 s after the last, past DuckDuckGo's admission interval (10 a minute).
+    reply = Reply(body=_page("ddg-challenge.html"), headers=HTML)
+    async with _tutorial_5(reply) as (rypsok, ddg, _):
+        responses = []
+        for query in ("rust", "rust lang", "rust book"):
+            responses.append(await rypsok.search(SearchRequest(query=query)))
+            mock_clock.jump(7)
+        after = await rypsok.search(SearchRequest(query="rust again"))
+        status = await rypsok.status()
+    blocked = Notice(code=NoticeCode.ENGINE_UNAVAILABLE, engine="ddg", reason=Reason.BLOCKED)
+    for response in responses:
+        assert response.outcome is Outcome.PARTIAL
+        assert blocked in response.notices
+    # After three failures (LIM-B1) the engine rests: it is skipped, not asked.
+    assert len(ddg.requests) == 3
+    assert Notice(code=NoticeCode.ENGINE_SKIPPED, engine="ddg", reason=Reason.COOLDOWN) in (
+        after.notices
+    )
+    states = {e.id: str(e.state) for e in status.engines}
+    assert states["ddg"] == "open"
