@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from conformance import scraping
 from conformance.mediawiki import FixtureWiki
 
 if TYPE_CHECKING:
@@ -132,6 +133,12 @@ async def main() -> int:
                 _say(f"FAIL: {name}: {why}")
             else:
                 _say(f"ok: {name}")
+        for name, why in (
+            ("tutorial-5-check", await scraping.check_case()),
+            ("tutorial-5-blocked", await scraping.blocked_case(port)),
+        ):
+            failures += bool(why)
+            _say(f"FAIL: {name}: {why}" if why else f"ok: {name}")
         nursery.cancel_scope.cancel()
     return 1 if failures else 0
 

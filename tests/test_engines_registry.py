@@ -164,18 +164,28 @@ def test_req_eng_004_a_type_without_driver_is_refused() -> None:
         build_registry(config, {}, http=_http())
 
 
-def test_req_eng_013_duckduckgo_needs_scraping_and_is_not_in_this_release(
+def test_req_eng_013_duckduckgo_runs_only_behind_the_switch_and_says_so(
     log_stream: io.StringIO,
 ) -> None:
     engines = (EngineConfig(id="ddg", type="duckduckgo", categories=(Category.GENERAL,)),)
     with pytest.raises(RegistryError, match="scraping"):
         build_registry(Config(engines=engines), {}, http=_http())
+    assert not [r for r in _records(log_stream) if r["event"] == "scraping_enabled"]
     config = Config(engines=engines, scraping=ScrapingConfig(enabled=True))
     entry = build_registry(config, {}, http=_http()).entries[0]
-    assert entry.engine is None
-    assert entry.disabled_reason is DisabledReason.DISABLED
-    assert "not in this release" in entry.credential_state
-    assert any(r["event"] == "engine_inactive" for r in _records(log_stream))
+    assert entry.active
+    assert entry.engine is not None
+    assert entry.engine.record.scrapes
+    assert entry.disabled_reason is None
+    logged = [r for r in _records(log_stream) if r["event"] == "scraping_enabled"]
+    assert len(logged) == 1
+    assert logged[0]["engine"] == "ddg"
+    assert logged[0]["level"] == "warn"
+
+
+def test_req_eng_013_duckduckgo_is_never_in_the_default_set() -> None:
+    registry = build_registry(Config(), {"BRAVE_API_KEY": KEY}, http=_http())
+    assert [e.config.type for e in registry.entries] == ["wikipedia", "brave"]
 
 
 def test_req_cmp_002_each_engine_has_its_own_limiter_with_lim_c2() -> None:

@@ -546,6 +546,7 @@ def test_req_obs_007_refused_calls_are_counted_per_tool_and_reason() -> None:
         "http": {"unauthorized": 1},
         "engines": {},
         "errors": {},
+        "coordination_unavailable": 0,
     }
     # A copy: changing it leaves the counts alone.
     snapshot["tools"]["web_search"]["invalid_request"] = 99
@@ -582,7 +583,13 @@ def test_req_obs_003_engine_failures_by_class_and_call_errors_by_kind_are_counte
     assert again["engines"]["wikipedia"]["blocked"] == 2
     assert again["errors"]["web_search"] == {"invalid_request": 1, "unavailable": 1}
     counters.reset()
-    assert counters.snapshot() == {"tools": {}, "http": {}, "engines": {}, "errors": {}}
+    assert counters.snapshot() == {
+        "tools": {},
+        "http": {},
+        "engines": {},
+        "errors": {},
+        "coordination_unavailable": 0,
+    }
 
 
 async def test_req_obs_003_the_minute_event_carries_engine_failures_and_call_errors(

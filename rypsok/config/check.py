@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from rypsok.config.coordination import describe_url, parse_store_url
 from rypsok.config.load import ConfigError, ConfigSource, load_source, locate_config
 from rypsok.config.rules import parse_bind, parse_egress_rule
-from rypsok.config.schema import Config
+from rypsok.config.schema import Config, CoordinationConfig
 from rypsok.config.secrets import Credential, engine_credential, file_is_world_readable
 from rypsok.shared.drivers import DRIVER_TYPES
 
@@ -140,7 +141,18 @@ def report_lines(config: Config, env: Mapping[str, str]) -> list[str]:
         f"strict_mode_urls={lim.strict_mode_urls} "
         f"robots_cache_entries={lim.robots_cache_entries}",
     ]
+    if config.coordination is not None:
+        lines.append(coordination_line(config.coordination))
     return lines
+
+
+def coordination_line(c: CoordinationConfig) -> str:
+    """The store without credentials: its address, never a user name or a password."""
+    password = "env" if c.password_env else "file" if c.password_file else "none"
+    return (
+        f"coordination: url={describe_url(parse_store_url(c.url))} key_prefix={c.key_prefix} "
+        f"timeout_ms={c.timeout_ms} replicas={c.replicas} password={password}"
+    )
 
 
 def _engine_line(config: Config, engine_id: str, credential: Credential | None) -> str:
@@ -210,10 +222,30 @@ def warnings(config: Config, env: Mapping[str, str]) -> list[str]:
             "cache.enabled: the cache is on but no enabled engine allows its results to be "
             "stored; turn the cache off, or enable an engine that allows storage"
         )
+    out += _coordination_warnings(config)
     for index, caller in enumerate(config.service.http.auth.callers):
         if caller.token_file is not None and file_is_world_readable(caller.token_file):
             out.append(
                 f"service.http.auth.callers[{index}]: the token file is readable by everyone; "
                 "chmod 600"
             )
+    return out
+
+
+def _coordination_warnings(config: Config) -> list[str]:
+    c = config.coordination
+    if c is None:
+        return []
+    out = []
+    url = parse_store_url(c.url)
+    if url.scheme == "redis" and not url.loopback:
+        out.append(
+            "coordination.url: the store's traffic (callers' ids, engines' turns, the "
+            "password) crosses the network unencrypted; rediss://, or a store on loopback "
+            "or a unix socket"
+        )
+    if c.password_file is not None and file_is_world_readable(c.password_file):
+        out.append(
+            "coordination.password_file: the password file is readable by everyone; chmod 600"
+        )
     return out

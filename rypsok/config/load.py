@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from rypsok.config.messages import ConfigError, Place, with_place
-from rypsok.config.secrets import read_caller_tokens
+from rypsok.config.secrets import read_caller_tokens, store_password
 from rypsok.config.toml import parse_toml
 from rypsok.config.validate import Validator
 
@@ -103,6 +103,8 @@ def load_config_text(text: str, env: Mapping[str, str], source: str = "text") ->
         config = Validator(positions).config(data)
         if config.service.http.auth.callers:
             read_caller_tokens(config, env)
+        # The store's password, like the tokens: what serve would refuse, check refuses.
+        store_password(config, env)
     except ConfigError as exc:
         exc.source = source
         raise

@@ -159,6 +159,18 @@ class ScrapingConfig:
 
 
 @attrs.frozen(kw_only=True)
+class CoordinationConfig:
+    """`[coordination]`: the store several processes share (absent: none is contacted)."""
+
+    url: str
+    replicas: int  # the operator's upper bound on processes sharing the store (1-1024)
+    password_env: str | None = None
+    password_file: str | None = None
+    key_prefix: str = "rypsok:"
+    timeout_ms: int = 50  # a bound on every store round trip
+
+
+@attrs.frozen(kw_only=True)
 class EngineConfig:
     """One `[engines.<id>]` table. Secrets are references: the value is read by the registry."""
 
@@ -202,4 +214,5 @@ class Config:
     status: StatusConfig = attrs.field(factory=StatusConfig)
     cache: CacheConfig = attrs.field(factory=CacheConfig)
     scraping: ScrapingConfig = attrs.field(factory=ScrapingConfig)
+    coordination: CoordinationConfig | None = None
     engines: tuple[EngineConfig, ...] = attrs.field(factory=default_engines)

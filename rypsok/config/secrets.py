@@ -28,6 +28,7 @@ __all__ = [
     "engine_credential",
     "file_is_world_readable",
     "read_caller_tokens",
+    "store_password",
 ]
 
 MIN_TOKEN_BYTES: Final = 32
@@ -147,3 +148,31 @@ def engine_credential(engine: EngineConfig, env: Mapping[str, str]) -> Credentia
     return Credential(
         needed=True, secret=None, state="inactive: neither api_key_env nor api_key_file is set"
     )
+
+
+def store_password(config: Config, env: Mapping[str, str]) -> Secret | None:
+    """The `[coordination]` store's password, or None when none is configured.
+
+    Read once at start by `check` and `serve` alike; ConfigError when the variable or the
+    file named cannot give one (the value is never part of a message).
+    """
+    coordination = config.coordination
+    if coordination is None:
+        return None
+    if coordination.password_env is not None:
+        value = env.get(coordination.password_env, "").strip()
+        if not value:
+            raise ConfigError(
+                f"coordination.password_env: environment variable {coordination.password_env} "
+                "is unset or empty"
+            )
+        return Secret(value)
+    if coordination.password_file is not None:
+        try:
+            value = _read_file(coordination.password_file)
+        except _Unreadable as exc:
+            raise ConfigError(f"coordination.password_file: {exc.reason}") from None
+        if not value:
+            raise ConfigError("coordination.password_file: the file is empty")
+        return Secret(value)
+    return None

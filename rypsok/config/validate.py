@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import cattrs
 
+from rypsok.config.coordination import read_coordination
 from rypsok.config.messages import ConfigError, kind_of, with_place
 from rypsok.config.reader import PRINTABLE_KEY, Reader, Table
 from rypsok.config.rules import (
@@ -67,6 +68,7 @@ class Validator(Reader):
                 "status",
                 "cache",
                 "scraping",
+                "coordination",
                 "engines",
             },
         )
@@ -108,6 +110,11 @@ class Validator(Reader):
         scraping_table.known(keys={"enabled"})
         scraping = {"enabled": scraping_table.get_bool("enabled", False)}
         engines = self.engines(root.sub("engines"), scraping_on=scraping["enabled"])
+        coordination = None
+        if "coordination" in data:
+            coordination = read_coordination(
+                root.sub("coordination"), env_name=_env_name, path=_path
+            )
         self.ports_need_allow(fetch["ports"], egress["allow"])
         structured: dict[str, Any] = {
             "config_version": version,
@@ -125,6 +132,8 @@ class Validator(Reader):
         }
         if engines is not None:
             structured["engines"] = engines
+        if coordination is not None:
+            structured["coordination"] = coordination
         config = _CONVERTER.structure(structured, Config)
         self.definitions_fit(config)
         return config

@@ -71,6 +71,10 @@ class ToolRateLimiter:
         calls.append(now_ns)
         return None
 
+    async def admit(self, caller: str, now: float) -> int | None:
+        """`check`, awaitable: the interface the shared limiter of [coordination] also has."""
+        return self.check(caller, now)
+
     def statistics(self) -> RateLimiterStatistics:
         return RateLimiterStatistics(per_minute=self._limit, callers=len(self._calls))
 

@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
+from rypsok.config.secrets import store_password
 from rypsok.core import errors, telemetry
+from rypsok.core.coordination.limits import SharedEngineLimiter, SharedToolLimiter
+from rypsok.core.coordination.store import Store
 from rypsok.core.engines.circuit import Circuit
 from rypsok.core.engines.http import EngineHttp
 from rypsok.core.engines.latency import LatencyWindow
@@ -36,6 +39,7 @@ from rypsok.core.model import (
     ToolError,
 )
 from rypsok.core.ratelimit import ToolRateLimiter
+from rypsok.core.search.cache import ResultCache
 from rypsok.core.search.pipeline import CALL_MARGIN_S, run_search
 from rypsok.core.search.ports import EngineSlot
 
@@ -47,8 +51,11 @@ if TYPE_CHECKING:
 
     from rypsok.config.schema import Config
     from rypsok.core.engines.base import Engine
+    from rypsok.core.search.cache import AnswerCache
 
 __all__ = ["ReturnedUrls", "Rypsok"]
+
+ToolLimit = ToolRateLimiter | SharedToolLimiter
 
 WEB_SEARCH = "web_search"
 _REFUSAL_KINDS = frozenset({ErrorKind.INVALID_REQUEST, ErrorKind.DENIED})
@@ -116,7 +123,7 @@ def _substitute(registry: Registry, engines: Sequence[Engine], config: Config) -
     return Registry(entries=tuple(entries))
 
 
-def _slots(registry: Registry) -> tuple[EngineSlot, ...]:
+def _slots(registry: Registry, store: Store | None, config: Config) -> tuple[EngineSlot, ...]:
     slots = []
     for order, entry in enumerate(registry.entries):
         if (
@@ -135,7 +142,14 @@ def _slots(registry: Registry) -> tuple[EngineSlot, ...]:
                 order=order,
                 categories=frozenset(str(c) for c in entry.config.categories),
                 circuit=entry.circuit,
-                limiter=entry.limiter,
+                limiter=entry.limiter
+                if store is None
+                else SharedEngineLimiter(
+                    entry.id,
+                    entry.engine.record,
+                    store,
+                    per_engine_in_flight=config.limits.per_engine_in_flight,
+                ),
                 latency=entry.latency,
             )
         )
@@ -152,7 +166,8 @@ class Rypsok:
     `env` is where engine keys are read (the process environment when None);
     `engine_transport` routes every engine request through an httpx transport (tests, the
     conformance harness); `engines` replaces the drivers the registry would build, while
-    the registry's rules, circuits and limiters still apply.
+    the registry's rules, circuits and limiters still apply; `cache` replaces the in-memory
+    result cache when `[cache] enabled` is true (tests).
     """
 
     def __init__(
@@ -162,18 +177,30 @@ class Rypsok:
         env: Mapping[str, str] | None = None,
         engine_transport: httpx.AsyncBaseTransport | None = None,
         engines: Sequence[Engine] | None = None,
+        cache: AnswerCache | None = None,
     ) -> None:
         self._config = config
         self._http = EngineHttp.from_config(config, transport=engine_transport)
-        registry = build_registry(config, os.environ if env is None else env, http=self._http)
+        env_map = os.environ if env is None else env
+        registry = build_registry(config, env_map, http=self._http)
         if engines is not None:
             registry = _substitute(registry, engines, config)
         self._registry = registry
-        self._slots = _slots(registry)
+        # [coordination]: the provider admissions and the callers' limits in the shared
+        # store; without the table, nothing is contacted and every limit is this process's.
+        self._store: Store | None = None
+        if config.coordination is not None:
+            self._store = Store(config.coordination, store_password(config, env_map))
+        self._slots = _slots(registry, self._store, config)
         self._served = registry.served_categories()
-        self._search_limit = ToolRateLimiter(config.limits.web_search_per_minute)
-        self._status_limit = ToolRateLimiter(config.limits.engine_status_per_minute)
+        self._search_limit = self._tool_limit(WEB_SEARCH, config.limits.web_search_per_minute)
+        self._status_limit = self._tool_limit(ENGINE_STATUS, config.limits.engine_status_per_minute)
         self._returned = ReturnedUrls(config.limits.strict_mode_urls)
+        # The result cache (LIM-K1): off unless the operator turned it on; `cache` replaces
+        # the in-memory one (tests). It lives as long as this object and its configuration.
+        self._cache: AnswerCache | None = None
+        if config.cache.enabled:
+            self._cache = cache if cache is not None else ResultCache(config.cache)
 
     @property
     def config(self) -> Config:
@@ -196,10 +223,23 @@ class Rypsok:
         """Whether web_search returned `url` in this process (strict mode, LIM-F14)."""
         return url in self._returned
 
+    def _tool_limit(self, tool: str, per_minute: int) -> ToolLimit:
+        if self._store is None:
+            return ToolRateLimiter(per_minute)
+        return SharedToolLimiter(tool, per_minute, self._store)
+
     async def aclose(self) -> None:
-        await self._http.aclose()
+        try:
+            await self._http.aclose()
+        finally:
+            if self._store is not None:
+                await self._store.__aexit__(None, None, None)
 
     async def __aenter__(self) -> Rypsok:
+        if self._store is not None:
+            # A store that cannot be reached does not stop the process: the limiters
+            # decide alone until it answers (the configuration page, [coordination]).
+            await self._store.__aenter__()
         return self
 
     async def __aexit__(
@@ -218,7 +258,7 @@ class Rypsok:
         start = trio.current_time()
         with telemetry.call_scope(caller):
             try:
-                self._admit(self._search_limit, WEB_SEARCH, caller, start)
+                await self._admit(self._search_limit, WEB_SEARCH, caller, start)
                 search = self._config.search
                 hard_stop = start + search.deadline_ms / 1000 + float(CALL_MARGIN_S)
                 with trio.move_on_at(hard_stop) as scope:
@@ -228,6 +268,8 @@ class Rypsok:
                         slots=self._slots,
                         served=self._served,
                         start=start,
+                        caller=caller,
+                        cache=self._cache,
                     )
                 if scope.cancelled_caught:
                     # LIM-S7 reached: nothing the call holds may outlive it.
@@ -258,7 +300,7 @@ class Rypsok:
         start = trio.current_time()
         with telemetry.call_scope(caller):
             try:
-                self._admit(self._status_limit, ENGINE_STATUS, caller, start)
+                await self._admit(self._status_limit, ENGINE_STATUS, caller, start)
             except ToolError as exc:
                 self._log_error(ENGINE_STATUS, exc, start)
                 raise
@@ -271,8 +313,8 @@ class Rypsok:
             )
             return response
 
-    def _admit(self, limiter: ToolRateLimiter, tool: str, caller: str, now: float) -> None:
-        wait_ms = limiter.check(caller, now)
+    async def _admit(self, limiter: ToolLimit, tool: str, caller: str, now: float) -> None:
+        wait_ms = await limiter.admit(caller, now)
         if wait_ms is not None:
             raise errors.rate_limited(tool, wait_ms)
 

@@ -32,7 +32,7 @@ DRIVER_TYPES: Final[dict[str, DriverTraits]] = {
     "brave": DriverTraits(
         keyed=True, scrapes=False, cacheable=False, shipped=True, has_endpoint=True
     ),
-    "duckduckgo": DriverTraits(keyed=False, scrapes=True, cacheable=False, shipped=False),
+    "duckduckgo": DriverTraits(keyed=False, scrapes=True, cacheable=False, shipped=True),
 }
 
 SHIPPED_TYPES: Final = tuple(kind for kind, traits in DRIVER_TYPES.items() if traits.shipped)

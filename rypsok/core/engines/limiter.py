@@ -45,13 +45,17 @@ def _not_before(t: Fraction) -> float:
 class EngineLimiter:
     """Rate and concurrency of one engine, shared by every call of the process."""
 
-    def __init__(self, record: AdmissionRecord, *, per_engine_in_flight: int) -> None:
-        if record.rate_per_minute < 1 or record.burst < 1:
-            raise ValueError("an engine's rate and burst are at least 1")
+    def __init__(
+        self, record: AdmissionRecord, *, per_engine_in_flight: int, share: int = 1
+    ) -> None:
+        """`share` > 1 keeps this process to 1/share of the record's rate and burst: the
+        fallback of a process that shares the provider with others ([coordination])."""
+        if record.rate_per_minute < 1 or record.burst < 1 or share < 1:
+            raise ValueError("an engine's rate, burst and share are at least 1")
         self._rate = record.rate_per_minute
-        self._burst = record.burst
-        self._interval = record.interval_s
-        self._tolerance = self._interval * (record.burst - 1)
+        self._burst = max(1, record.burst // share)
+        self._interval = record.interval_s * share
+        self._tolerance = self._interval * (self._burst - 1)
         self._tat: Fraction | None = None  # None: the bucket is full
         self._concurrency = max(1, min(record.concurrency, per_engine_in_flight))  # LIM-C2
         self._slots = trio.Semaphore(self._concurrency)

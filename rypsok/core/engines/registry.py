@@ -13,12 +13,14 @@ import re
 from typing import TYPE_CHECKING, Final
 
 import attrs
+import trio
 
 from rypsok.config.schema import EngineConfig
 from rypsok.config.secrets import engine_credential
 from rypsok.core.engines.base import Engine
 from rypsok.core.engines.brave import BraveEngine
 from rypsok.core.engines.circuit import Circuit
+from rypsok.core.engines.duckduckgo import DuckDuckGoEngine
 from rypsok.core.engines.latency import LatencyWindow
 from rypsok.core.engines.limiter import EngineLimiter
 from rypsok.core.engines.wikipedia import WikipediaEngine
@@ -42,8 +44,7 @@ __all__ = [
     "status_entries",
 ]
 
-# The types this release has a driver for, from the one table of driver types; a known type
-# whose driver does not ship yet (duckduckgo) is inactive, never an error.
+# The types this release has a driver for, from the one table of driver types.
 DRIVER_TYPES: Final = SHIPPED_TYPES
 _VARIABLE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
 
@@ -105,8 +106,20 @@ def _inactive(cfg: EngineConfig, reason: DisabledReason, state: str) -> Register
     )
 
 
-def build_registry(config: Config, env: Mapping[str, str], *, http: EngineHttp) -> Registry:
-    """Resolve every configured engine; raises RegistryError for a type without a driver."""
+def build_registry(
+    config: Config,
+    env: Mapping[str, str],
+    *,
+    http: EngineHttp,
+    parse_permits: trio.CapacityLimiter | None = None,
+) -> Registry:
+    """Resolve every configured engine; raises RegistryError for a type without a driver.
+
+    `parse_permits` are the process's parsing permits (LIM-C5), shared with the fetch
+    pipeline; a scraping driver parses its pages under them.
+    """
+    if parse_permits is None:
+        parse_permits = trio.CapacityLimiter(config.limits.parsing_in_flight)
     entries = []
     for cfg in config.engines:
         traits = TRAITS.get(cfg.type)
@@ -124,16 +137,6 @@ def build_registry(config: Config, env: Mapping[str, str], *, http: EngineHttp) 
             )
             continue
         engine: Engine
-        if not traits.shipped:
-            log("warn", "engine_inactive", engine=cfg.id, reason="driver_not_in_release")
-            entries.append(
-                _inactive(
-                    cfg,
-                    DisabledReason.DISABLED,
-                    f"inactive: the {cfg.type} driver is not in this release",
-                )
-            )
-            continue
         credential = engine_credential(cfg, env)
         state = credential.state
         if credential.needed and credential.secret is None:
@@ -143,6 +146,10 @@ def build_registry(config: Config, env: Mapping[str, str], *, http: EngineHttp) 
         if cfg.type == "brave":
             assert credential.secret is not None
             engine = BraveEngine(cfg.id, http, credential.secret, cfg.endpoint)
+        elif cfg.type == "duckduckgo":
+            engine = DuckDuckGoEngine(cfg.id, http, parse_permits)
+            # The operator's switch covers this engine: say so at every start (Tutorial 5).
+            log("warn", "scraping_enabled", engine=cfg.id, type=cfg.type)
         else:
             engine = WikipediaEngine(cfg.id, http, cfg.base_url)
         entries.append(

@@ -24,6 +24,8 @@ from rypsok.core.search.ports import EngineSlot
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from rypsok.core.search.cache import CacheUse
+
 
 __all__ = ["EngineOutcome", "run_engines"]
 
@@ -37,6 +39,7 @@ class EngineOutcome:
     failure: Reason | None = None  # a failure class (REQ-ENG-006)
     skipped: Reason | None = None  # rate_limited: the limiter could not admit in time
     retry_after_s: float | None = None
+    from_cache: bool = False  # the results are a cached answer; no request was made
 
     @property
     def answered(self) -> bool:
@@ -74,14 +77,32 @@ class _Child:
         self.outcome: EngineOutcome | None = None
         self.requested = False
 
-    async def run(self, query: EngineQuery, deadline: float, timeout_s: float) -> None:
+    async def run(
+        self, query: EngineQuery, deadline: float, timeout_s: float, cache: CacheUse | None
+    ) -> None:
         slot = self.slot
         try:
+            # A probe must reach the provider to tell whether it recovered (LIM-B5).
+            if cache is not None and slot.record.cacheable and not self.ticket.probe:
+                hit = cache.lookup(slot.id, query, trio.current_time())
+                if hit is not None:
+                    # Answered without a request: neither the provider's rate nor the
+                    # circuit is charged (REQ-CACHE-001).
+                    self.outcome = EngineOutcome(slot=slot, results=hit, from_cache=True)
+                    return
             if not await slot.limiter.admit(deadline):
                 self.outcome = EngineOutcome(slot=slot, skipped=Reason.RATE_LIMITED)
                 return
             async with slot.limiter.slot():
                 await self._request(query, timeout_s)
+            outcome = self.outcome
+            if (
+                cache is not None
+                and slot.record.cacheable  # REQ-CMP-007: never store what the record forbids
+                and outcome is not None
+                and outcome.results is not None
+            ):
+                cache.store(slot.id, query, outcome.results, trio.current_time())
         finally:
             self._settle(deadline)
 
@@ -90,8 +111,8 @@ class _Child:
         slot = self.slot
         now = trio.current_time()
         if self.outcome is not None:
-            if self.outcome.skipped is not None:
-                slot.circuit.released(self.ticket)  # a probe never sent is handed back
+            if self.outcome.skipped is not None or self.outcome.from_cache:
+                slot.circuit.released(self.ticket)  # a ticket never used is handed back
             return
         if now < deadline:
             # The caller cancelled the call: not the engine's failure. A probe it
@@ -154,18 +175,21 @@ async def run_engines(
     *,
     deadline: float,
     timeout_s: float,
+    cache: CacheUse | None = None,
 ) -> list[EngineOutcome]:
     """Ask every engine with its circuit ticket; returns the outcomes in the order of
     `asked`. An engine the deadline cut ends as a timeout.
 
-    `deadline` is absolute (trio.current_time() scale). The caller's cancellation passes
-    through as trio.Cancelled, with every engine request aborted and no task left.
+    `deadline` is absolute (trio.current_time() scale). `cache`, when given, answers the
+    engines whose record allows storage and keeps their fresh answers. The caller's
+    cancellation passes through as trio.Cancelled, with every engine request aborted and no
+    task left.
     """
     children = [_Child(slot, ticket) for slot, ticket in asked]
     with trio.CancelScope(deadline=deadline):
         async with trio.open_nursery() as nursery:
             for child in children:
-                nursery.start_soon(child.run, query, deadline, timeout_s)
+                nursery.start_soon(child.run, query, deadline, timeout_s, cache)
     outcomes = [child.outcome for child in children]
     # Every child settles in its `finally`; only the caller's cancellation leaves one
     # without an outcome, and that never reaches this line.

@@ -33,6 +33,7 @@ from rypsok.core.model import (
     ToolError,
 )
 from rypsok.core.search.aggregate import EngineOutcome, run_engines
+from rypsok.core.search.cache import CacheUse
 from rypsok.core.search.rank import MergedResult, Observation, merge_and_rank
 from rypsok.core.search.select import (
     ValidRequest,
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from rypsok.config.schema import Config
+    from rypsok.core.search.cache import AnswerCache
     from rypsok.core.search.ports import EngineSlot
 
 __all__ = ["CALL_MARGIN_S", "SearchRun", "run_search"]
@@ -215,10 +217,13 @@ async def run_search(
     slots: Sequence[EngineSlot],
     served: Sequence[Category],
     start: float,
+    caller: str = telemetry.LOCAL_CALLER,
+    cache: AnswerCache | None = None,
 ) -> SearchRun:
     """One web_search call; raises ToolError, or trio.Cancelled when the caller cancels.
 
     `start` is the call's start on the Trio clock: the deadlines are measured from it.
+    `cache`, when the operator enabled it, is keyed by `caller` (REQ-CACHE-004).
     """
     search = config.search
     valid = validate(request, config, served)
@@ -239,11 +244,14 @@ async def run_search(
     # Engines are cut at LIM-S4 − LIM-S6, so that normalization, ranking and cleaning run
     # inside the reserve and the call returns within LIM-S4 (REQ-AGG-003).
     fanout_deadline = start + (search.deadline_ms - search.reserve_ms) / 1000
+    # A query that carries a secret (warn mode let it through) is never kept as a key.
+    use = CacheUse(cache, caller) if cache is not None and not verdict.carries_secret else None
     outcomes = await run_engines(
         selection.asked,
         _engine_query(valid, config),
         deadline=fanout_deadline,
         timeout_s=search.engine_timeout_ms / 1000,
+        cache=use,
     )
     return await _respond(valid, config, selection.skipped, outcomes, privacy_notices)
 
@@ -301,6 +309,9 @@ async def _respond(
     notices += [
         Notice(code=NoticeCode.ENGINE_UNAVAILABLE, engine=o.slot.id, reason=o.failure)
         for o in failed
+    ]
+    notices += [
+        Notice(code=NoticeCode.FROM_CACHE, engine=o.slot.id) for o in outcomes if o.from_cache
     ]
     notices += _count_notice(NoticeCode.RESULTS_DROPPED, invalid, Reason.URL_INVALID)
     notices += _count_notice(NoticeCode.RESULTS_DROPPED, too_long, Reason.URL_TOO_LONG)

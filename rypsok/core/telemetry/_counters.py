@@ -24,6 +24,7 @@ class CountersSnapshot(TypedDict):
     http: dict[str, int]  # reason -> refused requests or connections
     engines: dict[str, dict[str, int]]  # engine -> failure class -> failed requests
     errors: dict[str, dict[str, int]]  # tool -> error kind -> calls that ended in it
+    coordination_unavailable: int  # limiter decisions made without the shared store
 
 
 def _nest(items: list[tuple[tuple[str, str], int]]) -> dict[str, dict[str, int]]:
@@ -44,6 +45,7 @@ class Counters:
         self._http: Counter[str] = Counter()
         self._engines: Counter[tuple[str, str]] = Counter()
         self._errors: Counter[tuple[str, str]] = Counter()
+        self._coordination = 0  # limiter decisions made without the shared store
         # Increments may come from worker threads as well as from Trio tasks.
         self._lock = threading.Lock()
 
@@ -65,6 +67,11 @@ class Counters:
         with self._lock:
             self._errors[(tool, str(kind))] += 1
 
+    def coordination_unavailable(self) -> None:
+        """One limiter decision made in-process because the shared store could not decide."""
+        with self._lock:
+            self._coordination += 1
+
     def snapshot(self) -> CountersSnapshot:
         """A fresh copy, keys sorted; changing it changes nothing here."""
         with self._lock:
@@ -72,7 +79,9 @@ class Counters:
             http = sorted(self._http.items())
             engines = sorted(self._engines.items())
             errors = sorted(self._errors.items())
+            coordination = self._coordination
         return {
+            "coordination_unavailable": coordination,
             "tools": _nest(tools),
             "http": dict(http),
             "engines": _nest(engines),
@@ -86,6 +95,7 @@ class Counters:
             self._http.clear()
             self._engines.clear()
             self._errors.clear()
+            self._coordination = 0
 
 
 COUNTERS: Final = Counters()
@@ -114,5 +124,6 @@ async def run_counters_reporter(
             refusals={"tools": snapshot["tools"], "http": snapshot["http"]},
             engine_failures=snapshot["engines"],
             call_errors=snapshot["errors"],
+            coordination_unavailable=snapshot["coordination_unavailable"],
         )
         due += interval_s
