@@ -590,9 +590,8 @@ def test_req_cfg_005_engine_ids_and_required_keys():
 def test_req_eng_013_the_scraping_type_needs_the_switch():
     text = v1('[engines.ddg]\ntype = "duckduckgo"\ncategories = ["general"]\n')
     assert refuse(text) == (
-        "engines.ddg.type: the duckduckgo driver scrapes a human-facing interface; it runs only "
-        "with [scraping] enabled = true, at the operator's risk under the provider's terms "
-        "(line 3, column 8)"
+        'engines.ddg: type "duckduckgo" scrapes a human-facing interface; it runs only with '
+        "[scraping] enabled = true, at the operator's risk under the provider's terms"
     )
     config = load_config_text(text + "[scraping]\nenabled = true\n", {}, source="t")
     assert config.engines[0].type == "duckduckgo"

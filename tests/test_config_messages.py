@@ -76,7 +76,7 @@ CASES: Final = [
         "scraping switch",
         v1('[engines.d]\ntype = "duckduckgo"\ncategories = ["general"]\n'),
         {},
-        "engines.d.type",
+        "engines.d",  # the book's own sentence (Tutorial 5) names the engine's table
     ),
     (
         "categories missing",

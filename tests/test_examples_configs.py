@@ -142,9 +142,8 @@ def test_req_eng_013_tutorial_5_without_its_scraping_table_fails_with_the_senten
     code, lines = check(capsys, copy)
     assert code == 1
     assert lines == [
-        "rypsok: engines.ddg.type: the duckduckgo driver scrapes a human-facing interface; it "
-        "runs only with [scraping] enabled = true, at the operator's risk under the provider's "
-        "terms (line 10, column 8)"
+        'rypsok: engines.ddg: type "duckduckgo" scrapes a human-facing interface; it runs only '
+        "with [scraping] enabled = true, at the operator's risk under the provider's terms"
     ]
     code, lines = check(capsys, directory / "tutorial-5.toml")
     assert code == 0

@@ -443,10 +443,12 @@ class Validator(Reader):
         if traits is None:
             raise self.fail((*e.path, "type"), "no such driver")
         if traits.scrapes and not scraping_on:
-            raise self.fail(
-                (*e.path, "type"),
-                f"the {kind} driver scrapes a human-facing interface; it runs only with "
-                "[scraping] enabled = true, at the operator's risk under the provider's terms",
+            # The book gives this sentence word for word (Tutorial 5): it names the engine's
+            # table, the type and the operator's responsibility, and carries no place.
+            raise ConfigError(
+                f'{format_path(e.path)}: type "{kind}" scrapes a human-facing interface; '
+                "it runs only with [scraping] enabled = true, at the operator's risk under the "
+                "provider's terms"
             )
         if "categories" not in e.data:
             raise self.missing(
