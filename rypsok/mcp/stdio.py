@@ -91,7 +91,11 @@ class _Connection:
         payload: dict[str, Any] | list[dict[str, Any]],
         request_id: jsonrpc.RequestId | None = None,
     ) -> None:
-        data = jsonrpc.encode(payload)
+        data, replaced = jsonrpc.encode_safely(payload)
+        if replaced:
+            # A defect upstream (a value JSON cannot carry): that reply became -32603, and
+            # the process serves on.
+            telemetry.error("stdio_reply_unencodable", replies=replaced)
         # Shielded: a line is written whole or the stream is ruined. While serving a write
         # waits for the host (backpressure); once stopping, all writes share one deadline.
         with trio.CancelScope(shield=True, deadline=self._write_deadline) as bound:
