@@ -3,8 +3,8 @@
 One JSON-RPC message per line in each direction. Every request runs as its own task under
 the server's nursery, in its own cancel scope (so `notifications/cancelled` can abort it);
 answers are written whole, one per line, under a lock. End of input or SIGTERM starts the
-shutdown: calls in flight get what is left of `service.shutdown_ms` (less a margin for the
-process to exit), then are aborted without an answer.
+shutdown: calls in flight get what is left of `service.shutdown_ms` (less a reserve for the
+process to exit, see `shutdown_plan`), then are aborted without an answer.
 
 Standard output carries protocol messages only. While serving, file descriptor 1 points at
 standard error and messages go to a private duplicate of the original standard output, so a
@@ -39,11 +39,23 @@ __all__ = ["run_stdio", "serve_stdio"]
 
 LOCAL_CALLER = telemetry.LOCAL_CALLER  # the caller of every call over stdio
 _READ_CHUNK = 65536
-_EXIT_MARGIN_MS = 300  # kept for closing the service and the interpreter's exit
+# What the process needs after its last write to be gone: closing the service and the
+# streams, then the interpreter's teardown (module and thread clean-up). Measured at 75 to
+# 160 ms on a busy two-core machine (book/maintainers/measurements.md); kept at about three
+# times that, and at most half of a short budget.
+_EXIT_RESERVE_MS = 500
 
 
-def _grace_s(shutdown_ms: int) -> float:
-    return max(shutdown_ms - _EXIT_MARGIN_MS, 0) / 1000
+def shutdown_plan(shutdown_ms: int) -> tuple[float, float]:
+    """When the steps of a shutdown end, in seconds after it starts (LIM-O1 is one budget):
+    calls in flight may finish until the first; their answers, and every other write, end by
+    the second; the rest of `shutdown_ms` is left for the process to exit."""
+    reserve_ms = min(_EXIT_RESERVE_MS, shutdown_ms // 2)
+    writes_ms = shutdown_ms - reserve_ms
+    # A call that finishes at the last moment still has a fifth of the reserve (at most
+    # 100 ms) to write its answer.
+    calls_ms = writes_ms - reserve_ms // 5
+    return calls_ms / 1000, writes_ms / 1000
 
 
 class _Connection:
@@ -91,6 +103,8 @@ class _Connection:
         payload: dict[str, Any] | list[dict[str, Any]],
         request_id: jsonrpc.RequestId | None = None,
     ) -> None:
+        if self._broken:
+            return  # the stream is gone or ruined: nothing more is written, nor reported
         data, replaced = jsonrpc.encode_safely(payload)
         if replaced:
             # A defect upstream (a value JSON cannot carry): that reply became -32603, and
@@ -125,7 +139,8 @@ class _Connection:
                 self._stop.set()
 
     async def line(self, line: bytes) -> None:
-        if not line.strip():
+        if not line.strip() or self._stop.is_set():
+            # Once shutting down, no new work: not even the lines already read.
             return
         message = jsonrpc.parse(line)
         if isinstance(message, jsonrpc.Batch) and self._dispatcher.batches_allowed():
@@ -281,8 +296,9 @@ async def serve_stdio(
         stopped_at = trio.current_time()
         # Every write from here on, answers of finishing calls included, ends within the
         # shutdown budget; the margin is left for closing the streams and the process.
-        connection.stopping(stopped_at + (shutdown_ms - _EXIT_MARGIN_MS / 2) / 1000)
-        with trio.move_on_at(stopped_at + _grace_s(shutdown_ms)):
+        calls_s, writes_s = shutdown_plan(shutdown_ms)
+        connection.stopping(stopped_at + writes_s)
+        with trio.move_on_at(stopped_at + calls_s):
             await connection.idle.wait()
         connection.abort_all()
         # What is still running (the reader, the counters, writes) ends with the nursery;
