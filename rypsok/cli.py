@@ -132,11 +132,6 @@ def _serve(transport: str, path: str | None, env: Mapping[str, str]) -> int:
             note="serve --transport http is not available in this release; use stdio",
         )
         return EXIT_CONFIG
-    try:
-        from rypsok.mcp.stdio import run_stdio
-    except ImportError as exc:
-        telemetry.error(
-            "transport_unavailable", transport="stdio", **telemetry.exception_fields(exc)
-        )
-        return EXIT_CONFIG
+    from rypsok.mcp.stdio import run_stdio
+
     return run_stdio(config, env)

@@ -561,3 +561,86 @@ def test_req_sec_014_any_line_gets_an_answer_or_an_error_that_encodes_as_utf8_js
         _check(payload)
     if len(replies) > 1:
         one_line(replies)  # a batch's answers go out as one array, one line
+
+
+# -- the output schemas describe both shapes of a result -----------------------------------
+
+
+def _tool_schemas() -> dict[str, dict[str, Any]]:
+    listed = reply_of(answer(dispatcher(), json.dumps(modern("tools/list"))))["result"]
+    return {tool["name"]: tool["outputSchema"] for tool in listed["tools"]}
+
+
+def _every_error() -> list[dict[str, Any]]:
+    from rypsok.core import errors
+    from rypsok.core.model import DetailReason, ErrorDetail, ErrorKind, SecretKind, ToolError
+
+    made = [
+        errors.invalid_range("max_results", 1, 20),
+        errors.invalid_length("query", 1, 400),
+        errors.invalid_allowed("category", ["general", "news"]),
+        errors.invalid_type("max_results", "an integer", 1, 20),
+        errors.required("query"),
+        errors.unknown_parameter(2),
+        errors.denied_secret(DetailReason.SECRET_IN_QUERY, SecretKind.GITHUB_TOKEN, 4),
+        errors.no_engine(),
+        errors.no_engine_skipped(1500),
+        errors.all_failed(2000),
+        errors.deadline_search(),
+        errors.rate_limited("web_search", 60_000),
+        errors.busy(),
+    ]
+    # The kinds and detail keys web_fetch will use (external design §4), at their widest.
+    every_key = ErrorDetail(
+        parameter="url",
+        min=0,
+        max=1,
+        allowed=("a",),
+        reason=DetailReason.HTTP_STATUS,
+        kind=SecretKind.URL_PASSWORD,
+        position=0,
+        status=503,
+        retry_after_ms=1,
+        location="https://example.org/",
+        media_type="application/pdf",
+        limit_bytes=10,
+    )
+    made += [ToolError(kind=kind, message="m" * 200, detail=every_key) for kind in ErrorKind]
+    return [error.to_json() for error in made]
+
+
+def test_req_mcp_011_every_error_object_conforms_to_each_tools_output_schema() -> None:
+    import jsonschema
+
+    for name, schema in _tool_schemas().items():
+        validator = jsonschema.Draft202012Validator(schema)
+        for body in _every_error():
+            validator.validate(body)
+        # The schema still refuses what the book does not have: a mixed object, an unknown
+        # detail key, a kind outside the vocabulary, a message beyond LIM-I4.
+        good = _every_error()[0]
+        refused = [
+            {**good, "outcome": "ok"},
+            {"error": {**good["error"], "detail": {"secret": "x"}}},
+            {"error": {**good["error"], "kind": "oops"}},
+            {"error": {**good["error"], "message": "m" * 201}},
+            {"error": {"kind": "busy", "message": "m"}},
+            {},
+        ]
+        for body in refused:
+            assert not validator.is_valid(body), (name, body)
+
+
+def test_req_mcp_011_the_error_schema_covers_every_detail_field_of_the_model() -> None:
+    import attrs
+
+    from rypsok.core.model import ErrorDetail
+    from rypsok.mcp.protocol.tools import _detail_value_schema
+
+    for name, schema in _tool_schemas().items():
+        detail = schema["oneOf"][1]["properties"]["error"]["properties"]["detail"]
+        assert set(detail["properties"]) == {f.name for f in attrs.fields(ErrorDetail)}, name
+        assert all("type" in field for field in detail["properties"].values()), name
+    assert _detail_value_schema(int) == {"type": "integer"}  # a field that is never absent
+    with pytest.raises(TypeError):
+        _detail_value_schema(float | None)

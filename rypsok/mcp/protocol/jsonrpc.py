@@ -187,10 +187,11 @@ def _encode_one(reply: dict[str, Any]) -> tuple[str, bool]:
         return _compact(reply), True
     except (ValueError, TypeError, RecursionError):
         pass
-    request_id = reply.get("id") if isinstance(reply, dict) else None
-    if not _valid_id(request_id) or _SURROGATE.search(str(request_id)) is not None:
-        request_id = None
-    return _compact(error_response(request_id, INTERNAL_ERROR, "Internal error")), False
+    try:
+        return _compact(error_response(reply.get("id"), INTERNAL_ERROR, "Internal error")), False
+    except ValueError:
+        # The id itself cannot be written (the parser lets none such through).
+        return _compact(error_response(None, INTERNAL_ERROR, "Internal error")), False
 
 
 def encode_safely(message: dict[str, Any] | list[dict[str, Any]]) -> tuple[bytes, int]:
