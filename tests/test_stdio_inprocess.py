@@ -50,9 +50,11 @@ class FakeService:
             raise RuntimeError("boom")
         if request.query.startswith("sleep"):
             await trio.sleep(float(request.query.split()[1]))
+        # "unclean": a defect upstream lets a surrogate through into the response.
+        title = "T\ud800" if request.query == "unclean" else request.query
         return SearchResponse(
             outcome=Outcome.OK,
-            results=(SearchResult(title=request.query, url="https://example.org/", snippet="s"),),
+            results=(SearchResult(title=title, url="https://example.org/", snippet="s"),),
         )
 
     async def status_as(self, caller: str) -> StatusResponse:
@@ -278,6 +280,41 @@ async def test_req_mcp_002_a_crash_inside_a_call_is_an_internal_error_and_servin
         "error": {"code": -32603, "message": "Internal error"},
     }
     assert after["result"]["isError"] is False
+
+
+async def test_req_mcp_002_an_unencodable_answer_is_an_internal_error_and_serving_goes_on() -> None:
+    h = Harness(FakeService(), config())
+    with capture_logs() as logs:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(h.run)
+            await h.send(search(1, "unclean"))
+            (unclean,) = await h.lines(1)
+            await h.send(search(2, "after"))
+            (after,) = await h.lines(1)
+            await h.in_send.aclose()
+    assert unclean == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "error": {"code": -32603, "message": "Internal error"},
+    }
+    assert after["result"]["isError"] is False
+    assert [e["replies"] for e in logs.named("stdio_reply_unencodable")] == [1]
+
+
+async def test_req_mcp_004_a_surrogate_in_the_query_is_refused_before_the_service_sees_it() -> None:
+    service = FakeService()
+    h = Harness(service, config())
+    line = json.dumps(search(1, "rust")).replace('"rust"', '"rust \\ud800"').encode() + b"\n"
+    assert b"\\ud800" in line
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(h.run)
+        await h.send(line, search(2, "after"))
+        refused, after = await h.lines(2)
+        await h.in_send.aclose()
+    assert refused["id"] is None
+    assert refused["error"]["code"] == -32700
+    assert after["id"] == 2
+    assert service.callers == ["local"]  # only the second call reached the service
 
 
 async def test_req_mcp_001_batch_in_revision_2025_03_26_gets_one_array() -> None:
