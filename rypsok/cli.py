@@ -43,8 +43,8 @@ class _Parser(argparse.ArgumentParser):
         super().print_help(sys.stderr if file is None else file)
 
     def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
-        if message:
-            sys.stderr.write(message)
+        # argparse passes a message only from error(), which raises _UsageError instead;
+        # what calls this is --help, after printing the help.
         raise _Exit(status)
 
 

@@ -80,11 +80,15 @@ def test_req_ops_001_usage_errors_exit_2_on_stderr(capsys, argv):
     assert any(line.startswith("rypsok: error: ") for line in err)
 
 
-def test_req_ops_001_help_goes_to_stderr_and_exits_0(capsys):
-    code, out, err = run(capsys, "--help")
+@pytest.mark.parametrize(
+    ("argv", "names"),
+    [(["--help"], "serve"), (["serve", "--help"], "--transport"), (["check", "-h"], "--config")],
+)
+def test_req_ops_001_help_goes_to_stderr_and_exits_0(capsys, argv, names):
+    code, out, err = run(capsys, *argv)
     assert code == 0
     assert out == ""
-    assert any("serve" in line for line in err)
+    assert any(names in line for line in err)
 
 
 def test_req_ops_001_the_module_entry_point_exits_2_on_a_usage_error():

@@ -118,8 +118,9 @@ class _Connection:
                 await self._send(data, request_id)
             finally:
                 self._writes.discard(bound)
-        if bound.cancelled_caught:
-            # Cut midway: what follows would be glued to a fragment. Nothing more is written.
+        if bound.cancelled_caught and not self._broken:
+            # Cut midway: what follows would be glued to a fragment. Nothing more is written;
+            # the writes queued behind this one end with it, reported once.
             self._broken = True
             telemetry.warn("stdio_output_stalled")
             self._stop.set()
