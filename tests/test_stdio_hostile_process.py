@@ -230,3 +230,57 @@ def test_lim_o1_sigterm_while_the_host_does_not_read_stdout_exits_within_shutdow
     assert len(whole) >= 1
     for line in whole:
         assert json.loads(line)["id"] == 1
+
+
+async def test_req_sec_015_surrogates_from_each_json_driver_are_removed_and_counted(
+    tmp_path: Path,
+) -> None:
+    # The facade with both JSON drivers behind their real origins (routed to local servers):
+    # Wikipedia builds a URL from the title, Brave returns its own URLs.
+    from servers import RoutingTransport
+
+    from rypsok import Rypsok, SearchRequest
+    from rypsok.config.load import load_config
+
+    wiki_body = (
+        b'{"query":{"search":[{"ns":0,"title":"Rust\\ud800 lang","pageid":1,'
+        b'"snippet":"a \\udbff<b>b</b>","timestamp":"2026-01-02T03:04:05Z"}]}}'
+    )
+    brave_body = (
+        b'{"web":{"results":['
+        b'{"title":"Brave \\udc00title","url":"https://example.org/kept","description":"d\\udfff"},'
+        b'{"title":"Bad url","url":"https://example.org/\\ud800","description":"x"}]}}'
+    )
+    json_type = (("content-type", "application/json"),)
+    config_path = tmp_path / "two.toml"
+    config_path.write_text(
+        "config_version = 1\n"
+        '[engines.wikipedia]\ntype = "wikipedia"\ncategories = ["general"]\n'
+        '[engines.brave]\ntype = "brave"\ncategories = ["general"]\n'
+        'api_key_env = "BRAVE_API_KEY"\n',
+        encoding="utf-8",
+    )
+    env = {"BRAVE_API_KEY": "BSA-test-key-0123456789"}
+    async with (
+        serve_http({"/w/api.php": Reply(body=wiki_body, headers=json_type)}) as wiki,
+        serve_http({"/res/v1/web/search": Reply(body=brave_body, headers=json_type)}) as brave,
+    ):
+        transport = RoutingTransport(
+            {"https://en.wikipedia.org": wiki.url, "https://api.search.brave.com": brave.url}
+        )
+        config = load_config(str(config_path), env)
+        async with Rypsok(config, env=env, engine_transport=transport) as rypsok:
+            response = (await rypsok.search(SearchRequest(query="rust"))).to_json()
+    assert len(wiki.requests) == len(brave.requests) == 1
+    assert response["outcome"] == "ok"
+    by_title = {r["title"]: r for r in response["results"]}
+    assert set(by_title) == {"Rust lang", "Brave title"}
+    assert by_title["Rust lang"]["url"] == "https://en.wikipedia.org/wiki/Rust_lang"
+    assert by_title["Rust lang"]["snippet"] == "a b"
+    assert by_title["Brave title"]["snippet"] == "d"
+    notices = response["notices"]
+    assert {"code": "characters_removed", "count": 4} in notices
+    # Brave's URL with a surrogate cannot be a link: that result is dropped and counted.
+    assert {"code": "results_dropped", "reason": "url_invalid", "count": 1} in notices
+    one_line_of = json.dumps(response, ensure_ascii=False).encode("utf-8")
+    assert b"\\ud8" not in one_line_of
