@@ -345,6 +345,53 @@ async def test_req_mcp_001_batch_in_revision_2025_03_26_gets_one_array() -> None
     assert "structuredContent" not in answers[1]["result"]
 
 
+async def test_req_sec_014_a_defect_in_the_method_table_answers_internal_error_and_serves_on(
+    monkeypatch: Any,
+) -> None:
+    from rypsok.mcp.protocol.dispatch import Dispatcher
+
+    real = Dispatcher._legacy
+
+    def broken(self: Dispatcher, request: Any, params: dict[str, Any]) -> Any:
+        if request.method == "ping" and request.id == "boom":
+            raise RuntimeError("a defect")
+        return real(self, request, params)
+
+    monkeypatch.setattr(Dispatcher, "_legacy", broken)
+    h = Harness(FakeService(), config())
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-03-26", "capabilities": {}},
+    }
+    boom = {"jsonrpc": "2.0", "id": "boom", "method": "ping"}
+    with capture_logs() as logs:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(h.run)
+            await h.send(init, boom)
+            _, alone = await h.lines(2)
+            # In a batch, the element alone fails; its neighbours are answered.
+            await h.send(
+                json.dumps([boom, {"jsonrpc": "2.0", "id": 1, "method": "ping"}]).encode() + b"\n"
+            )
+            line = b""
+            while b"\n" not in line:
+                line += await h.out_recv.receive_some(65536)
+            await h.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+            (after,) = await h.lines(1)
+            await h.in_send.aclose()
+    internal = {
+        "jsonrpc": "2.0",
+        "id": "boom",
+        "error": {"code": -32603, "message": "Internal error"},
+    }
+    assert alone == internal
+    assert json.loads(line) == [internal, {"jsonrpc": "2.0", "id": 1, "result": {}}]
+    assert after == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    assert [e["exception"] for e in logs.named("dispatch_failed")] == ["RuntimeError"] * 2
+
+
 async def test_req_mcp_001_duplicate_in_flight_id_is_refused(autojump_clock: Any) -> None:
     service = FakeService()
     h = Harness(service, config())

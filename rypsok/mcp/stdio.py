@@ -24,7 +24,7 @@ import trio
 from rypsok import _early
 from rypsok.core import telemetry
 from rypsok.mcp.calls import ToolService, execute, make_dispatcher
-from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Reply, jsonrpc
+from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Nothing, Reply, jsonrpc
 from rypsok.mcp.protocol.framing import MAX_LINE_BYTES, LineSplitter
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from rypsok.config.schema import Config
     from rypsok.core.engines.base import Engine
+    from rypsok.mcp.protocol.dispatch import Action
 
 __all__ = ["run_stdio", "serve_stdio"]
 
@@ -148,7 +149,7 @@ class _Connection:
             self._job_started()
             self._nursery.start_soon(self._batch, message)
             return
-        action = self._dispatcher.handle(message)
+        action = self._act(message, batch_item=False)
         if isinstance(action, Reply):
             await self.write(action.payload)
         elif isinstance(action, Cancel):
@@ -160,6 +161,23 @@ class _Connection:
                 return
             self._job_started()
             self._nursery.start_soon(self._run_call, action, scope)
+
+    def _act(self, message: jsonrpc.Message, *, batch_item: bool) -> Action:
+        """The dispatcher's action; a defect in it for one message answers that message
+        -32603 (a notification: nothing) instead of ending the process."""
+        try:
+            if batch_item:
+                return self._dispatcher.handle_batch_item(message)
+            return self._dispatcher.handle(message)
+        except Exception as exc:
+            telemetry.log_exception("dispatch_failed", exc)
+            if isinstance(message, jsonrpc.Request):
+                return Reply(
+                    payload=jsonrpc.error_response(
+                        message.id, jsonrpc.INTERNAL_ERROR, "Internal error"
+                    )
+                )
+            return Nothing()
 
     def _cancel(self, request_id: jsonrpc.RequestId) -> None:
         scope = self._in_flight.get(request_id)
@@ -218,7 +236,7 @@ class _Connection:
         try:
             async with trio.open_nursery() as nursery:
                 for index, item in enumerate(batch.items):
-                    action = self._dispatcher.handle_batch_item(item)
+                    action = self._act(item, batch_item=True)
                     if isinstance(action, Reply):
                         answers[index] = action.payload
                     elif isinstance(action, Cancel):
