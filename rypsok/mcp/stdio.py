@@ -41,9 +41,9 @@ __all__ = ["run_stdio", "serve_stdio"]
 LOCAL_CALLER = telemetry.LOCAL_CALLER  # the caller of every call over stdio
 _READ_CHUNK = 65536
 # What the process needs after its last write to be gone: closing the service and the
-# streams, then the interpreter's teardown (module and thread clean-up). Measured at 75 to
-# 160 ms on a busy two-core machine (book/maintainers/measurements.md); kept at about three
-# times that, and at most half of a short budget.
+# streams, then the interpreter's teardown (module and thread clean-up). Measured at 70 to
+# 180 ms on a busy two-core machine (tools/bench-shutdown, book/maintainers/measurements.md);
+# kept at about three times that, and at most half of a short budget.
 _EXIT_RESERVE_MS = 500
 
 
