@@ -7,12 +7,15 @@ leaves the machine whatever a generated line asks for.
 
 from __future__ import annotations
 
+import array
+import fcntl
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import termios
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -181,6 +184,27 @@ async def test_req_sec_015_a_surrogate_in_a_providers_json_is_removed_not_the_an
     assert second["title"] == "Rust & Bone"
 
 
+def _unread(fd: int) -> int:
+    count = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, count, True)
+    return count[0]
+
+
+def _wait_until_the_pipe_is_full(fd: int) -> None:
+    # A pipe stops taking writes before its byte capacity (it is filled by pages), so
+    # "full" is: something written, then nothing more for half a second.
+    deadline = time.monotonic() + 30
+    seen, since = -1, time.monotonic()
+    while True:
+        now, unread = time.monotonic(), _unread(fd)
+        if unread != seen:
+            seen, since = unread, now
+        elif unread > 0 and now - since >= 0.5:
+            return
+        assert now < deadline, "the server never filled its pipe"
+        time.sleep(0.02)
+
+
 def test_lim_o1_sigterm_while_the_host_does_not_read_stdout_exits_within_shutdown_ms(
     tmp_path: Path,
 ) -> None:
@@ -203,11 +227,10 @@ def test_lim_o1_sigterm_while_the_host_does_not_read_stdout_exits_within_shutdow
                 assert proc.stdin is not None
                 proc.stdin.write(tools_list * 60)
                 proc.stdin.flush()
-                deadline = time.monotonic() + 30
-                while b'"serving"' not in stderr.read_bytes():
-                    assert time.monotonic() < deadline, "the server never started"
-                    time.sleep(0.02)
-                time.sleep(0.3)  # it serves the lines until the pipe is full
+                assert proc.stdout is not None
+                # Wait until the pipe takes no more: 60 answers of kilobytes each can never
+                # all fit in it, so from then on the server is blocked in a write.
+                _wait_until_the_pipe_is_full(proc.stdout.fileno())
                 sent = time.monotonic()
                 proc.send_signal(signal.SIGTERM)
                 code = proc.wait(timeout=30)
@@ -224,6 +247,9 @@ def test_lim_o1_sigterm_while_the_host_does_not_read_stdout_exits_within_shutdow
     assert code == 0
     assert elapsed < 3.0
     events = [json.loads(line)["event"] for line in stderr.read_bytes().splitlines()]
+    assert "sigterm_received" in events
+    # The blocked write is cut by the shutdown's deadline and reported once, not once per
+    # answer queued behind it.
     assert events.count("stdio_output_stalled") == 1
     # What reached stdout is whole answers, then at most one fragment cut by the deadline.
     whole = written.split(b"\n")[:-1]
