@@ -91,6 +91,7 @@ SURROGATE_LINES = {
     ),
     "a batch": '[{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}]',
     "a response": '{"jsonrpc":"2.0","id":"\\ud800","result":{}}',
+    "neither a request nor a notification": '{"jsonrpc":"2.0","x":"\\ud800"}',
 }
 
 

@@ -256,7 +256,7 @@ def parse(line: bytes) -> Message:
     except (UnicodeDecodeError, ValueError):
         return Invalid(reply=error_response(None, PARSE_ERROR, "Parse error"))
     if _SURROGATE_ESCAPE.search(line) is not None and _has_surrogate(obj):
-        if isinstance(obj, dict) and "id" not in obj:
+        if isinstance(obj, dict) and "method" in obj and "id" not in obj:
             return Invalid(reply=None)  # a notification is never answered, whatever it holds
         return Invalid(reply=error_response(None, PARSE_ERROR, _SURROGATE_MESSAGE))
     if isinstance(obj, list):
