@@ -93,6 +93,8 @@ Message = Request | Notification | Response | Invalid | Batch
 # JSON numbers that CPython will not turn into an int (its int-string digit limit guards
 # against quadratic conversion): kept as a marker, never converted.
 MAX_INT_DIGITS = 4300
+# No interpreter limit can be set below 640 digits (sys.set_int_max_str_digits).
+_ALWAYS_CONVERTED = 640
 
 _INVALID_REQUEST = "Invalid Request"
 _SURROGATE_MESSAGE = (
@@ -124,6 +126,8 @@ def _reject_constant(name: str) -> Any:
 
 
 def _parse_int(text: str) -> int | HugeInteger:
+    if len(text) <= _ALWAYS_CONVERTED:
+        return int(text)
     digits = len(text) - text.startswith("-")
     limit = sys.get_int_max_str_digits()
     if digits > MAX_INT_DIGITS or (limit and digits > limit):
