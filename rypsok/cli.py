@@ -43,8 +43,8 @@ class _Parser(argparse.ArgumentParser):
         super().print_help(sys.stderr if file is None else file)
 
     def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
-        if message:
-            sys.stderr.write(message)
+        # argparse passes a message only from error(), which raises _UsageError instead;
+        # what calls this is --help, after printing the help.
         raise _Exit(status)
 
 
@@ -132,11 +132,6 @@ def _serve(transport: str, path: str | None, env: Mapping[str, str]) -> int:
             note="serve --transport http is not available in this release; use stdio",
         )
         return EXIT_CONFIG
-    try:
-        from rypsok.mcp.stdio import run_stdio
-    except ImportError as exc:
-        telemetry.error(
-            "transport_unavailable", transport="stdio", **telemetry.exception_fields(exc)
-        )
-        return EXIT_CONFIG
+    from rypsok.mcp.stdio import run_stdio
+
     return run_stdio(config, env)

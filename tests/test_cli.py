@@ -80,11 +80,15 @@ def test_req_ops_001_usage_errors_exit_2_on_stderr(capsys, argv):
     assert any(line.startswith("rypsok: error: ") for line in err)
 
 
-def test_req_ops_001_help_goes_to_stderr_and_exits_0(capsys):
-    code, out, err = run(capsys, "--help")
+@pytest.mark.parametrize(
+    ("argv", "names"),
+    [(["--help"], "serve"), (["serve", "--help"], "--transport"), (["check", "-h"], "--config")],
+)
+def test_req_ops_001_help_goes_to_stderr_and_exits_0(capsys, argv, names):
+    code, out, err = run(capsys, *argv)
     assert code == 0
     assert out == ""
-    assert any("serve" in line for line in err)
+    assert any(names in line for line in err)
 
 
 def test_req_ops_001_the_module_entry_point_exits_2_on_a_usage_error():
@@ -321,9 +325,17 @@ def test_req_priv_004_serve_warns_at_start_when_queries_are_logged(capsys, conf)
 def test_req_ops_001_serve_stdio_with_a_valid_file_serves_until_end_of_input(conf):
     path = conf('config_version = 1\n[engines.w]\ntype = "wikipedia"\ncategories = ["general"]\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RYPSOK_", "BRAVE_"))}
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        {"jsonrpc": "2.0", "id": "two", "method": "server/discover", "params": {"_meta": meta}},
+    ]
     proc = subprocess.run(
         [sys.executable, "-m", "rypsok", "serve", "--config", path],
-        stdin=subprocess.DEVNULL,
+        input="".join(json.dumps(line) + "\n" for line in lines),
         capture_output=True,
         text=True,
         timeout=60,
@@ -332,9 +344,14 @@ def test_req_ops_001_serve_stdio_with_a_valid_file_serves_until_end_of_input(con
         check=False,
     )
     assert proc.returncode == 0
-    assert proc.stdout == ""
-    for line in proc.stderr.splitlines():
-        json.loads(line)
+    answers = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert answers[0] == {"jsonrpc": "2.0", "id": 1, "result": {}}
+    assert answers[1]["id"] == "two"
+    assert answers[1]["result"]["supportedVersions"][0] == "2026-07-28"
+    assert len(answers) == 2
+    events = [json.loads(line)["event"] for line in proc.stderr.splitlines()]
+    assert "serving" in events
+    assert "stdio_end_of_input" in events
 
 
 # -- the property: any bytes, exit 0 or 1, one line on failure, never a traceback ----------

@@ -60,3 +60,44 @@ async def test_req_mcp_006_sdk_client_lists_and_calls_the_tools(
             assert refused.structured_content is not None
             assert refused.structured_content["error"]["kind"] == "invalid_request"
         nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_req_mcp_011_error_results_conform_to_the_output_schema_of_each_tool(
+    tmp_path: Path, mode: str
+) -> None:
+    # The SDK validates only results without isError on its own; its validator is called
+    # here on error results too, as a host that validates every structured content would.
+    async with trio.open_nursery() as nursery:
+        wiki = FixtureWiki()
+        port = await nursery.start(wiki.serve)
+        config = write_config(tmp_path, "[limits]\nweb_search_per_minute = 2\n")
+        argv = launch_argv(config, port)
+        params = StdioServerParameters(command=sys.executable, args=argv[1:], cwd=ROOT)
+        async with Client(params, mode=mode) as client:
+            await client.list_tools()
+            calls = [
+                ("web_search", {"query": "x", "max_results": 99}),  # detail: min, max
+                ("web_search", {"query": "key AKIAIOSFODNN7EXAMPLE"}),  # reason, kind, position
+                ("engine_status", {"verbose": True}),  # detail: nothing but the rule
+                # The third search in a minute over a limit of two: reason, retry_after_ms.
+                ("web_search", {"query": "rust programming language"}),
+            ]
+            kinds = []
+            for name, arguments in calls:
+                result = await client.call_tool(name, arguments)
+                assert result.is_error is True
+                assert result.structured_content is not None
+                await client.session.validate_tool_result(name, result)
+                kinds.append(result.structured_content["error"]["kind"])
+            assert kinds == ["invalid_request", "denied", "invalid_request", "unavailable"]
+            limited = result
+            # And the validator is no rubber stamp: an error object with a field the book does
+            # not have is refused for both tools.
+            forged = limited.model_copy(
+                update={"structured_content": {"error": {"kind": "denied", "x": 1}}}
+            )
+            for name in ("web_search", "engine_status"):
+                with pytest.raises(RuntimeError, match="Invalid structured content"):
+                    await client.session.validate_tool_result(name, forged)
+        nursery.cancel_scope.cancel()

@@ -14,6 +14,7 @@ from typing import Any
 
 import trio
 import trio.testing
+from search_fakes import capture_logs
 from test_stdio_inprocess import FakeService, config, search
 
 from rypsok.mcp.stdio import serve_stdio
@@ -108,19 +109,22 @@ async def test_req_ops_002_a_host_that_stops_reading_cannot_stretch_the_shutdown
         await serve_stdio(FakeService(), config(shutdown_ms=1000), stdin=in_recv, stdout=out_send)
         done.set()
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(serve)
-        # Several large answers, none read: each write blocks on the full pipe.
-        for request_id in range(1, 4):
-            await in_send.send_all(_line(search(request_id, "x" * 300_000)))
-        await trio.sleep(0.1)
-        stopped = trio.current_time()
-        await in_send.aclose()  # end of input: the shutdown budget starts
-        with trio.move_on_after(3 * shutdown_s):
-            await done.wait()
-        elapsed = trio.current_time() - stopped
-        nursery.cancel_scope.cancel()
+    with capture_logs() as logs:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve)
+            # Several large answers, none read: each write blocks on the full pipe.
+            for request_id in range(1, 4):
+                await in_send.send_all(_line(search(request_id, "x" * 300_000)))
+            await trio.sleep(0.1)
+            stopped = trio.current_time()
+            await in_send.aclose()  # end of input: the shutdown budget starts
+            with trio.move_on_after(3 * shutdown_s):
+                await done.wait()
+            elapsed = trio.current_time() - stopped
+            nursery.cancel_scope.cancel()
     await out_send.aclose()
     await out_recv.aclose()
     assert done.is_set()
     assert elapsed <= shutdown_s
+    # One write was cut, the two queued behind it ended with it: one warning, not three.
+    assert len(logs.named("stdio_output_stalled")) == 1

@@ -22,6 +22,13 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 FIRST_SEARCH = ROOT / "examples" / "first-search.jsonl"
+# service.shutdown_ms of the shutdown tests, and the bound LIM-O1 sets with it.
+SHUTDOWN = "[service]\nshutdown_ms = 1000\n"
+SHUTDOWN_S = 1.0
+
+
+def _events(child: Child, event: str) -> list[dict[str, Any]]:
+    return [line for line in child.log_lines() if line["event"] == event]
 
 
 def search(request_id: int, query: str) -> dict[str, Any]:
@@ -108,16 +115,19 @@ async def test_req_ops_002_end_of_input_with_a_call_in_flight_exits_within_shutd
     tmp_path: Path,
 ) -> None:
     async with trio.open_nursery() as nursery:
-        child, wiki = await start(nursery, tmp_path, "[service]\nshutdown_ms = 500\n")
+        child, wiki = await start(nursery, tmp_path, SHUTDOWN)
         await child.send(search(1, "hang"))
         with trio.fail_after(5):
             await wiki.hung.wait()
         eof = await child.close_stdin()
         code = await child.wait()
         elapsed = time.monotonic() - eof
+        # The behaviour: a clean exit, the call aborted (its request to the engine closed)
+        # and never answered; and the contract's bound, service.shutdown_ms (LIM-O1).
         assert code == 0
-        assert elapsed < 0.5  # service.shutdown_ms
+        assert wiki.hung_closed.is_set()
         assert await child.rest_of_stdout() == b""
+        assert elapsed < SHUTDOWN_S
         nursery.cancel_scope.cancel()
 
 
@@ -125,27 +135,35 @@ async def test_req_ops_002_sigterm_with_a_call_in_flight_exits_within_shutdown_m
     tmp_path: Path,
 ) -> None:
     async with trio.open_nursery() as nursery:
-        child, wiki = await start(nursery, tmp_path, "[service]\nshutdown_ms = 500\n")
+        child, wiki = await start(nursery, tmp_path, SHUTDOWN)
         await child.send(search(1, "hang"))
         with trio.fail_after(5):
             await wiki.hung.wait()
         sent = time.monotonic()
         child.process.send_signal(signal.SIGTERM)
         code = await child.wait()
+        elapsed = time.monotonic() - sent
+        # As for end of input: the call is aborted without an answer, the exit is clean and
+        # within service.shutdown_ms. The process plans to be gone half a second before
+        # that bound (stdio.shutdown_plan), so the bound holds on a loaded machine too.
         assert code == 0
-        assert time.monotonic() - sent < 0.5  # service.shutdown_ms
+        assert wiki.hung_closed.is_set()
+        assert await child.rest_of_stdout() == b""
+        assert [e["in_flight"] for e in _events(child, "shutdown_started")] == [1]
+        assert elapsed < SHUTDOWN_S
         nursery.cancel_scope.cancel()
 
 
 async def test_req_ops_002_sigterm_before_the_first_message_exits_cleanly(tmp_path: Path) -> None:
     async with trio.open_nursery() as nursery:
-        child, _ = await start(nursery, tmp_path, "[service]\nshutdown_ms = 500\n")
+        child, _ = await start(nursery, tmp_path, SHUTDOWN)
         await child.wait_for_log("serving")
         sent = time.monotonic()
         child.process.send_signal(signal.SIGTERM)
         assert await child.wait() == 0
-        assert time.monotonic() - sent < 0.5
+        assert time.monotonic() - sent < SHUTDOWN_S
         assert await child.rest_of_stdout() == b""
+        assert [e["in_flight"] for e in _events(child, "shutdown_started")] == [0]
         nursery.cancel_scope.cancel()
 
 

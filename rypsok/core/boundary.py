@@ -27,6 +27,7 @@ __all__ = [
     "clean_markup_text",
     "looks_like_instruction",
     "remove_invisible",
+    "without_surrogates",
 ]
 
 ZWNJ = "\u200c"
@@ -265,6 +266,19 @@ def remove_invisible(text: str) -> tuple[str, int]:
 
     out = _INVISIBLE_RUN.sub(replace, text)
     return out, removed
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_surrogates(text: str) -> str:
+    """The text without its surrogates: a provider's JSON may escape one (`"\\ud800"`), which
+    no UTF-8 encoder accepts. For what a driver derives from external text before cleaning
+    (a URL built from a title); the text itself is cleaned, and the removal counted, by the
+    cleaners (surrogates are in INVISIBLE_RANGES)."""
+    if text.isascii():
+        return text
+    return _SURROGATE.sub("", text)
 
 
 # --- markup -----------------------------------------------------------------------------

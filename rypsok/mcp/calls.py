@@ -14,7 +14,7 @@ from rypsok.core.model import SearchRequest, SearchResponse, StatusResponse, Too
 from rypsok.mcp.protocol import Call, Dispatcher, build_toolset
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Sequence
 
     from rypsok.config.schema import Config
 
@@ -22,25 +22,25 @@ __all__ = ["ToolService", "execute", "make_dispatcher"]
 
 
 class ToolService(Protocol):
+    """What a transport needs of the service: the two calls, and the view of the
+    configuration that shapes the tools (the categories it serves, the languages it offers)."""
+
+    @property
+    def served_categories(self) -> Sequence[str]: ...
+
+    @property
+    def languages(self) -> Sequence[str]: ...
+
     async def search_as(self, caller: str, request: SearchRequest) -> SearchResponse: ...
 
     async def status_as(self, caller: str) -> StatusResponse: ...
 
 
-def _values(source: object) -> Iterable[str]:
-    # The facade exposes these as attributes or as methods; accept either.
-    value = source() if callable(source) else source
-    return [str(v) for v in value]  # type: ignore[union-attr]
-
-
-def make_dispatcher(service: Any, config: Config) -> Dispatcher:
-    """The protocol state for one process (stdio) or session, from the service's view of the
-    configuration: the categories it serves and the languages it offers."""
-    categories = _values(service.served_categories)
-    languages_source: object = getattr(service, "languages", config.search.languages)
+def make_dispatcher(service: ToolService, config: Config) -> Dispatcher:
+    """The protocol state for one process (stdio) or session."""
     toolset = build_toolset(
-        served_categories=categories,
-        languages=_values(languages_source),
+        served_categories=[str(c) for c in service.served_categories],
+        languages=[str(language) for language in service.languages],
         status_enabled=config.status.enabled,
         max_results_default=config.search.max_results,
         max_results_ceiling=config.search.max_results_ceiling,

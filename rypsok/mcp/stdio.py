@@ -3,8 +3,8 @@
 One JSON-RPC message per line in each direction. Every request runs as its own task under
 the server's nursery, in its own cancel scope (so `notifications/cancelled` can abort it);
 answers are written whole, one per line, under a lock. End of input or SIGTERM starts the
-shutdown: calls in flight get what is left of `service.shutdown_ms` (less a margin for the
-process to exit), then are aborted without an answer.
+shutdown: calls in flight get what is left of `service.shutdown_ms` (less a reserve for the
+process to exit, see `shutdown_plan`), then are aborted without an answer.
 
 Standard output carries protocol messages only. While serving, file descriptor 1 points at
 standard error and messages go to a private duplicate of the original standard output, so a
@@ -24,7 +24,7 @@ import trio
 from rypsok import _early
 from rypsok.core import telemetry
 from rypsok.mcp.calls import ToolService, execute, make_dispatcher
-from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Reply, jsonrpc
+from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Nothing, Reply, jsonrpc
 from rypsok.mcp.protocol.framing import MAX_LINE_BYTES, LineSplitter
 
 if TYPE_CHECKING:
@@ -34,16 +34,29 @@ if TYPE_CHECKING:
 
     from rypsok.config.schema import Config
     from rypsok.core.engines.base import Engine
+    from rypsok.mcp.protocol.dispatch import Action
 
 __all__ = ["run_stdio", "serve_stdio"]
 
 LOCAL_CALLER = telemetry.LOCAL_CALLER  # the caller of every call over stdio
 _READ_CHUNK = 65536
-_EXIT_MARGIN_MS = 300  # kept for closing the service and the interpreter's exit
+# What the process needs after its last write to be gone: closing the service and the
+# streams, then the interpreter's teardown (module and thread clean-up). Measured at 70 to
+# 180 ms on a busy two-core machine (tools/bench-shutdown, book/maintainers/measurements.md);
+# kept at about three times that, and at most half of a short budget.
+_EXIT_RESERVE_MS = 500
 
 
-def _grace_s(shutdown_ms: int) -> float:
-    return max(shutdown_ms - _EXIT_MARGIN_MS, 0) / 1000
+def shutdown_plan(shutdown_ms: int) -> tuple[float, float]:
+    """When the steps of a shutdown end, in seconds after it starts (LIM-O1 is one budget):
+    calls in flight may finish until the first; their answers, and every other write, end by
+    the second; the rest of `shutdown_ms` is left for the process to exit."""
+    reserve_ms = min(_EXIT_RESERVE_MS, shutdown_ms // 2)
+    writes_ms = shutdown_ms - reserve_ms
+    # A call that finishes at the last moment still has a fifth of the reserve (at most
+    # 100 ms) to write its answer.
+    calls_ms = writes_ms - reserve_ms // 5
+    return calls_ms / 1000, writes_ms / 1000
 
 
 class _Connection:
@@ -91,7 +104,13 @@ class _Connection:
         payload: dict[str, Any] | list[dict[str, Any]],
         request_id: jsonrpc.RequestId | None = None,
     ) -> None:
-        data = jsonrpc.encode(payload)
+        if self._broken:
+            return  # the stream is gone or ruined: nothing more is written, nor reported
+        data, replaced = jsonrpc.encode_safely(payload)
+        if replaced:
+            # A defect upstream (a value JSON cannot carry): that reply became -32603, and
+            # the process serves on.
+            telemetry.error("stdio_reply_unencodable", replies=replaced)
         # Shielded: a line is written whole or the stream is ruined. While serving a write
         # waits for the host (backpressure); once stopping, all writes share one deadline.
         with trio.CancelScope(shield=True, deadline=self._write_deadline) as bound:
@@ -100,8 +119,9 @@ class _Connection:
                 await self._send(data, request_id)
             finally:
                 self._writes.discard(bound)
-        if bound.cancelled_caught:
-            # Cut midway: what follows would be glued to a fragment. Nothing more is written.
+        if bound.cancelled_caught and not self._broken:
+            # Cut midway: what follows would be glued to a fragment. Nothing more is written;
+            # the writes queued behind this one end with it, reported once.
             self._broken = True
             telemetry.warn("stdio_output_stalled")
             self._stop.set()
@@ -121,14 +141,15 @@ class _Connection:
                 self._stop.set()
 
     async def line(self, line: bytes) -> None:
-        if not line.strip():
+        if not line.strip() or self._stop.is_set():
+            # Once shutting down, no new work: not even the lines already read.
             return
         message = jsonrpc.parse(line)
         if isinstance(message, jsonrpc.Batch) and self._dispatcher.batches_allowed():
             self._job_started()
             self._nursery.start_soon(self._batch, message)
             return
-        action = self._dispatcher.handle(message)
+        action = self._act(message, batch_item=False)
         if isinstance(action, Reply):
             await self.write(action.payload)
         elif isinstance(action, Cancel):
@@ -140,6 +161,23 @@ class _Connection:
                 return
             self._job_started()
             self._nursery.start_soon(self._run_call, action, scope)
+
+    def _act(self, message: jsonrpc.Message, *, batch_item: bool) -> Action:
+        """The dispatcher's action; a defect in it for one message answers that message
+        -32603 (a notification: nothing) instead of ending the process."""
+        try:
+            if batch_item:
+                return self._dispatcher.handle_batch_item(message)
+            return self._dispatcher.handle(message)
+        except Exception as exc:
+            telemetry.log_exception("dispatch_failed", exc)
+            if isinstance(message, jsonrpc.Request):
+                return Reply(
+                    payload=jsonrpc.error_response(
+                        message.id, jsonrpc.INTERNAL_ERROR, "Internal error"
+                    )
+                )
+            return Nothing()
 
     def _cancel(self, request_id: jsonrpc.RequestId) -> None:
         scope = self._in_flight.get(request_id)
@@ -198,7 +236,7 @@ class _Connection:
         try:
             async with trio.open_nursery() as nursery:
                 for index, item in enumerate(batch.items):
-                    action = self._dispatcher.handle_batch_item(item)
+                    action = self._act(item, batch_item=True)
                     if isinstance(action, Reply):
                         answers[index] = action.payload
                     elif isinstance(action, Cancel):
@@ -277,8 +315,9 @@ async def serve_stdio(
         stopped_at = trio.current_time()
         # Every write from here on, answers of finishing calls included, ends within the
         # shutdown budget; the margin is left for closing the streams and the process.
-        connection.stopping(stopped_at + (shutdown_ms - _EXIT_MARGIN_MS / 2) / 1000)
-        with trio.move_on_at(stopped_at + _grace_s(shutdown_ms)):
+        calls_s, writes_s = shutdown_plan(shutdown_ms)
+        connection.stopping(stopped_at + writes_s)
+        with trio.move_on_at(stopped_at + calls_s):
             await connection.idle.wait()
         connection.abort_all()
         # What is still running (the reader, the counters, writes) ends with the nursery;

@@ -21,6 +21,7 @@ from urllib.parse import quote
 import attrs
 import httpx
 
+from rypsok.core.boundary import without_surrogates
 from rypsok.core.engines.answers import (
     calendar_date,
     json_object,
@@ -143,6 +144,9 @@ class WikipediaEngine:
         return EngineAnswer(results=self._parse(response.body, origin, script))
 
     def _result_url(self, origin: EngineOrigin, script: str, title: str) -> str:
+        # The title is cleaned later, its surrogates removed and counted; its URL must be
+        # built without them now, or encoding it fails and the whole answer is lost.
+        title = without_surrogates(title)
         if self._mirror is None:
             path = article_path(title)
             return str(origin.url("/")).rstrip("/") + path

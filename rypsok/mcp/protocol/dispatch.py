@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from rypsok.core import telemetry
-from rypsok.core.model import SearchRequest, ToolError, canonical_json
+from rypsok.core.model import MAX_MESSAGE_CHARS, SearchRequest, ToolError, canonical_json
 from rypsok.mcp.protocol import eras, jsonrpc
 from rypsok.mcp.protocol.jsonrpc import (
     INVALID_PARAMS,
@@ -75,6 +75,12 @@ class Call:
 
 
 Action = Reply | Nothing | Cancel | Call
+
+
+def _echo(text: str) -> str:
+    """The caller's text as rypsok repeats it in an error: at most LIM-I4 characters, like
+    every message it writes (a parsed string holds no surrogate, so any cut is whole)."""
+    return text[:MAX_MESSAGE_CHARS]
 
 
 def _invalid_params(request_id: RequestId, why: str) -> Reply:
@@ -164,7 +170,7 @@ class Dispatcher:
                     "Unsupported protocol version",
                     {
                         "supported": eras.supported_versions(legacy_enabled=self._legacy_enabled),
-                        "requested": version,
+                        "requested": _echo(version),
                     },
                 )
             )
@@ -211,7 +217,7 @@ class Dispatcher:
                     f"Unsupported protocol version; this server speaks {eras.MODERN_REVISION}",
                     {
                         "supported": [eras.MODERN_REVISION],
-                        "requested": requested,
+                        "requested": _echo(requested),
                     },
                 )
             )
@@ -276,10 +282,11 @@ class Dispatcher:
             arguments = {}
         if not isinstance(arguments, dict):
             return _invalid_params(request.id, "arguments must be an object")
-        if self._tools.get(name) is None:
+        tool = self._tools.get(name)
+        if tool is None:
             return Reply(payload=jsonrpc.error_response(request.id, INVALID_PARAMS, "unknown tool"))
         try:
-            call_request = self._tools.request_for(name, arguments)
+            call_request = self._tools.request_for(tool, arguments)
         except ToolError as error:
             # Refused before the service sees it: counted here, as the service counts its
             # own refusals (REQ-OBS-007) and call errors (REQ-OBS-003).

@@ -4,11 +4,17 @@ Nothing else in the project reads or writes raw JSON-RPC. The rules are those of
 narrowed by MCP: an id is a string or an integer, never null; params, when present, is an
 object; a batch is an array and is only accepted where a revision allows it (the caller
 decides, this module only recognizes one).
+
+Every string of a parsed message is Unicode text: a line whose JSON holds an unpaired
+surrogate escape (`"\\ud800"`) is a parse error, so no string that cannot be written as UTF-8
+goes further than this module (book/maintainers/decisions.md, "Protocol input").
 """
 
 from __future__ import annotations
 
 import json
+import re
+import sys
 from typing import Any
 
 import attrs
@@ -21,6 +27,7 @@ __all__ = [
     "PARSE_ERROR",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "Batch",
+    "HugeInteger",
     "Invalid",
     "Message",
     "Notification",
@@ -28,6 +35,7 @@ __all__ = [
     "RequestId",
     "Response",
     "encode",
+    "encode_safely",
     "error_response",
     "parse",
     "parse_one",
@@ -82,9 +90,65 @@ class Batch:
 Message = Request | Notification | Response | Invalid | Batch
 
 
+# JSON numbers that CPython will not turn into an int (its int-string digit limit guards
+# against quadratic conversion): kept as a marker, never converted.
+MAX_INT_DIGITS = 4300
+# No interpreter limit can be set below 640 digits (sys.set_int_max_str_digits).
+_ALWAYS_CONVERTED = 640
+
+_INVALID_REQUEST = "Invalid Request"
+_SURROGATE_MESSAGE = (
+    "Parse error: a string holds an unpaired UTF-16 surrogate escape (\\ud800 to \\udfff); "
+    "send Unicode text"
+)
+_TOO_DEEP_MESSAGE = "Parse error: the JSON is nested too deeply"
+_PARAMS_MESSAGE = "Invalid params: params must be an object"
+_HUGE_ID_MESSAGE = f"Invalid Request: an integer id has more than {MAX_INT_DIGITS} digits"
+
+# Only a `\u` escape of D800..DFFF can put a surrogate in a decoded string (strict UTF-8
+# decoding refuses encoded surrogates), so the walk over the strings runs only when the raw
+# line has one (or an escaped backslash followed by such text, which the walk clears).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+@attrs.frozen
+class HugeInteger:
+    """A JSON integer with more than MAX_INT_DIGITS digits: valid JSON, but too long to be
+    converted; only its sign is kept. It is no valid id, and no valid integer argument."""
+
+    negative: bool
+
+
 def _reject_constant(name: str) -> Any:
     # NaN and Infinity are not JSON; Python's parser accepts them unless told otherwise.
     raise ValueError("not JSON")
+
+
+def _parse_int(text: str) -> int | HugeInteger:
+    if len(text) <= _ALWAYS_CONVERTED:
+        return int(text)
+    digits = len(text) - text.startswith("-")
+    limit = sys.get_int_max_str_digits()
+    if digits > MAX_INT_DIGITS or (limit and digits > limit):
+        return HugeInteger(text.startswith("-"))
+    return int(text)
+
+
+def _has_surrogate(value: Any) -> bool:
+    """True when any string in the decoded value (a key or a value) holds a surrogate."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item) is not None:
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
 
 
 def _valid_id(value: Any) -> bool:
@@ -104,52 +168,103 @@ def result_response(request_id: RequestId, result: dict[str, Any]) -> dict[str, 
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
+def _invalid(request_id: RequestId | None, message: str = _INVALID_REQUEST) -> Invalid:
+    return Invalid(reply=error_response(request_id, INVALID_REQUEST, message))
+
+
 def encode(message: dict[str, Any] | list[dict[str, Any]]) -> bytes:
     """One line: compact JSON and a newline. JSON escapes every newline inside a string, so
-    the line can never be split by the content it carries."""
+    the line can never be split by the content it carries. Raises ValueError (a string that
+    is not Unicode text, a number JSON cannot carry), TypeError or RecursionError."""
+    return _compact(message).encode("utf-8") + b"\n"
+
+
+def _compact(message: Any) -> str:
     text = json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return text.encode("utf-8") + b"\n"
+    text.encode("utf-8")  # a string that is not Unicode text fails here, not in the writer
+    return text
+
+
+def _encode_one(reply: dict[str, Any]) -> tuple[str, bool]:
+    """The reply as JSON text, or its stand-in -32603 (False) when it cannot be encoded."""
+    try:
+        return _compact(reply), True
+    except (ValueError, TypeError, RecursionError):
+        pass
+    try:
+        return _compact(error_response(reply.get("id"), INTERNAL_ERROR, "Internal error")), False
+    except ValueError:
+        # The id itself cannot be written (the parser lets none such through).
+        return _compact(error_response(None, INTERNAL_ERROR, "Internal error")), False
+
+
+def encode_safely(message: dict[str, Any] | list[dict[str, Any]]) -> tuple[bytes, int]:
+    """`encode`, except that a reply which cannot be encoded becomes -32603 "Internal error"
+    for its id (in a batch, that element alone). Returns the line and how many replies were
+    replaced: encoding one reply never fails the transport that writes it."""
+    try:
+        return encode(message), 0
+    except (ValueError, TypeError, RecursionError):
+        pass
+    replies = message if isinstance(message, list) else [message]
+    parts = []
+    replaced = 0
+    for reply in replies:
+        text, ok = _encode_one(reply)
+        replaced += not ok
+        parts.append(text)
+    line = ",".join(parts)
+    if isinstance(message, list):
+        line = "[" + line + "]"
+    return line.encode("utf-8") + b"\n", replaced
 
 
 def parse_one(obj: Any) -> Request | Notification | Response | Invalid:
     """Classify one decoded JSON value as a JSON-RPC message."""
     if not isinstance(obj, dict):
-        return Invalid(reply=error_response(None, INVALID_REQUEST, "Invalid Request"))
+        return _invalid(None)
     raw_id = obj.get("id")
     answerable_id: RequestId | None = raw_id if _valid_id(raw_id) else None
     if obj.get("jsonrpc") != "2.0":
-        return Invalid(reply=error_response(answerable_id, INVALID_REQUEST, "Invalid Request"))
+        return _invalid(answerable_id)
     if "method" not in obj:
         if "result" in obj or "error" in obj:
             return Response(id=answerable_id)
-        return Invalid(reply=error_response(answerable_id, INVALID_REQUEST, "Invalid Request"))
+        return _invalid(answerable_id)
     method = obj["method"]
-    has_id = "id" in obj
     if not isinstance(method, str):
-        return Invalid(reply=error_response(answerable_id, INVALID_REQUEST, "Invalid Request"))
-    if has_id and not _valid_id(raw_id):
-        # An id of null (or of any other type) is not a request, and not a notification.
-        return Invalid(reply=error_response(None, INVALID_REQUEST, "Invalid Request"))
+        return _invalid(answerable_id)
     params = obj.get("params")
-    if "params" in obj and not isinstance(params, dict):
-        if has_id:
-            return Invalid(reply=error_response(raw_id, INVALID_REQUEST, "Invalid Request"))
-        return Invalid(reply=None)
-    if not has_id:
-        return Notification(method=method, params=params)
-    if isinstance(raw_id, bool) or not isinstance(raw_id, str | int):  # narrowed above
-        return Invalid(reply=error_response(None, INVALID_REQUEST, "Invalid Request"))
-    return Request(id=raw_id, method=method, params=params)
+    params_valid = "params" not in obj or isinstance(params, dict)
+    if "id" not in obj:
+        # A malformed notification is not answered, and not acted on either.
+        return Notification(method=method, params=params) if params_valid else Invalid(reply=None)
+    if answerable_id is None:
+        # An id of null (or of any other type) is not a request, and not a notification.
+        message = _HUGE_ID_MESSAGE if isinstance(raw_id, HugeInteger) else _INVALID_REQUEST
+        return _invalid(None, message)
+    if not params_valid:
+        # By-position params are JSON-RPC, but no MCP method takes them.
+        return Invalid(reply=error_response(answerable_id, INVALID_PARAMS, _PARAMS_MESSAGE))
+    return Request(id=answerable_id, method=method, params=params)
 
 
 def parse(line: bytes) -> Message:
     """Decode one line (without its newline) into a message."""
     try:
-        obj = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        obj = json.loads(
+            line.decode("utf-8"), parse_constant=_reject_constant, parse_int=_parse_int
+        )
+    except RecursionError:
+        return Invalid(reply=error_response(None, PARSE_ERROR, _TOO_DEEP_MESSAGE))
+    except (UnicodeDecodeError, ValueError):
         return Invalid(reply=error_response(None, PARSE_ERROR, "Parse error"))
+    if _SURROGATE_ESCAPE.search(line) is not None and _has_surrogate(obj):
+        if isinstance(obj, dict) and "method" in obj and "id" not in obj:
+            return Invalid(reply=None)  # a notification is never answered, whatever it holds
+        return Invalid(reply=error_response(None, PARSE_ERROR, _SURROGATE_MESSAGE))
     if isinstance(obj, list):
         if not obj:
-            return Invalid(reply=error_response(None, INVALID_REQUEST, "Invalid Request"))
+            return _invalid(None)
         return Batch(items=tuple(parse_one(item) for item in obj))
     return parse_one(obj)

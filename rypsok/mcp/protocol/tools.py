@@ -4,24 +4,33 @@ The descriptions and the instructions are contract strings of the book (external
 and §3) and change only through review; the fixture tests/fixtures/tools-list.json pins them.
 Input schemas are flat objects that vary with the configuration only (served categories,
 languages, limits), never per connection. Output schemas are generated from the model's
-vocabularies so that a new notice code or state cannot be forgotten here.
+vocabularies so that a new notice code or state cannot be forgotten here. Each output schema
+describes both shapes a call can return: the tool's response, and the error object of an
+error result (`isError: true`), whose detail keys come from the model's `ErrorDetail`.
 """
 
 from __future__ import annotations
 
+import enum
+import re
+import typing
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from rypsok.core import errors
 from rypsok.core.model import (
+    MAX_MESSAGE_CHARS,
     DisabledReason,
     EngineState,
+    ErrorDetail,
+    ErrorKind,
     NoticeCode,
     Outcome,
     Reason,
     SearchRequest,
 )
+from rypsok.mcp.protocol.jsonrpc import HugeInteger
 
 # The parts LIM-I1 counts are built below the configuration, which checks their size.
 from rypsok.shared.tooldefs import (
@@ -80,6 +89,57 @@ def _envelope(outcomes: Iterable[Outcome]) -> dict[str, Any]:
     }
 
 
+def _detail_value_schema(hint: Any) -> dict[str, Any]:
+    """The JSON Schema of one `ErrorDetail` field, from its type (None means "absent")."""
+    members = [h for h in typing.get_args(hint) if h is not type(None)] or [hint]
+    (value,) = members
+    if isinstance(value, type) and issubclass(value, enum.Enum):
+        return {"type": "string", "enum": [str(v) for v in value]}
+    if value is str:
+        return {"type": "string"}
+    if value is int:
+        return {"type": "integer"}
+    if typing.get_origin(value) is tuple and typing.get_args(value)[0] is str:
+        return {"type": "array", "items": {"type": "string"}}
+    # A field type this mapping does not know yet: fail where the schema is built (at import),
+    # never with a schema that says nothing about the field.
+    raise TypeError(f"no JSON Schema for ErrorDetail fields of type {value!r}")
+
+
+def _error_schema() -> dict[str, Any]:
+    """`{"error": {kind, message, detail}}` (external design §4)."""
+    hints = typing.get_type_hints(ErrorDetail)
+    detail = {
+        "type": "object",
+        "properties": {
+            f.name: _detail_value_schema(hints[f.name]) for f in attrs.fields(ErrorDetail)
+        },
+        "additionalProperties": False,
+    }
+    error = {
+        "type": "object",
+        "properties": {
+            "kind": {"type": "string", "enum": [str(k) for k in ErrorKind]},
+            "message": {"type": "string", "maxLength": MAX_MESSAGE_CHARS},
+            "detail": detail,
+        },
+        "required": ["kind", "message", "detail"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {"error": error},
+        "required": ["error"],
+        "additionalProperties": False,
+    }
+
+
+def _response_or_error(response: dict[str, Any]) -> dict[str, Any]:
+    # The revisions with output schemas want `"type": "object"` at the top; the two shapes
+    # share no required key, so exactly one of them matches a valid structured content.
+    return {"type": "object", "oneOf": [response, _error_schema()]}
+
+
 def _search_output_schema() -> dict[str, Any]:
     result = {
         "type": "object",
@@ -93,12 +153,14 @@ def _search_output_schema() -> dict[str, Any]:
         "required": ["title", "url", "snippet"],
         "additionalProperties": False,
     }
-    return {
-        "type": "object",
-        "properties": {**_envelope(Outcome), "results": {"type": "array", "items": result}},
-        "required": ["outcome", "notices", "results"],
-        "additionalProperties": False,
-    }
+    return _response_or_error(
+        {
+            "type": "object",
+            "properties": {**_envelope(Outcome), "results": {"type": "array", "items": result}},
+            "required": ["outcome", "notices", "results"],
+            "additionalProperties": False,
+        }
+    )
 
 
 def _status_output_schema() -> dict[str, Any]:
@@ -113,29 +175,38 @@ def _status_output_schema() -> dict[str, Any]:
         "required": ["id", "state", "latency_ms"],
         "additionalProperties": False,
     }
-    return {
-        "type": "object",
-        "properties": {**_envelope(Outcome), "engines": {"type": "array", "items": engine}},
-        "required": ["outcome", "notices", "engines"],
-        "additionalProperties": False,
-    }
+    return _response_or_error(
+        {
+            "type": "object",
+            "properties": {**_envelope(Outcome), "engines": {"type": "array", "items": engine}},
+            "required": ["outcome", "notices", "engines"],
+            "additionalProperties": False,
+        }
+    )
 
 
 _EXPECTED = {"string": "a string", "integer": "an integer"}
+# A parsed message holds no surrogate (the JSON-RPC parser refuses it); a transport that
+# builds arguments another way meets the same rule here, before any work (REQ-MCP-004).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _check_type(name: str, value: Any, json_type: str) -> Any:
+def _check_type(name: str, value: Any, schema: Mapping[str, Any]) -> Any:
     """The value with its JSON type checked; a whole-number float counts as an integer, as
     JSON Schema says. Never echoes the value (it is the caller's text)."""
-    if json_type == "string":
+    if schema["type"] == "string":
         if isinstance(value, str):
+            if _SURROGATE.search(value) is not None:
+                raise errors.invalid_type(name, "Unicode text (it holds an unpaired surrogate)")
             return value
-    elif json_type == "integer":
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-    raise errors.invalid_type(name, _EXPECTED[json_type])
+    elif isinstance(value, int) and not isinstance(value, bool):
+        return value
+    elif isinstance(value, float) and value.is_integer():
+        return int(value)
+    elif isinstance(value, HugeInteger):
+        # An integer too long to convert is beyond every bound of the schema.
+        raise errors.invalid_range(name, schema["minimum"], schema["maximum"])
+    raise errors.invalid_type(name, _EXPECTED[schema["type"]])
 
 
 @attrs.frozen(kw_only=True)
@@ -172,7 +243,7 @@ class Tool:
                 if name in self.input_schema.get("required", ()):
                     raise errors.required(name)
                 continue
-            checked[name] = _check_type(name, arguments[name], schema["type"])
+            checked[name] = _check_type(name, arguments[name], schema)
         return checked
 
 
@@ -181,9 +252,6 @@ class ToolSet:
     """The tools this process serves, in their deterministic order."""
 
     tools: tuple[Tool, ...]
-
-    def names(self) -> tuple[str, ...]:
-        return tuple(t.name for t in self.tools)
 
     def get(self, name: str) -> Tool | None:
         for tool in self.tools:
@@ -194,13 +262,10 @@ class ToolSet:
     def definitions(self, *, with_output_schema: bool = True) -> list[dict[str, Any]]:
         return [t.definition(with_output_schema=with_output_schema) for t in self.tools]
 
-    def request_for(self, name: str, arguments: Mapping[str, Any]) -> SearchRequest | StatusCall:
+    def request_for(self, tool: Tool, arguments: Mapping[str, Any]) -> SearchRequest | StatusCall:
         """Validate and build the service request; raises ToolError (invalid_request)."""
-        tool = self.get(name)
-        if tool is None:
-            raise KeyError(name)
         checked = tool.validate(arguments)
-        if name == WEB_SEARCH:
+        if tool.name == WEB_SEARCH:
             return SearchRequest(**checked)
         return StatusCall()
 
