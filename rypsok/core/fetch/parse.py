@@ -45,7 +45,6 @@ SKIPPED_ELEMENTS: Final = frozenset(
         "frame",
         "frameset",
         "object",
-        "embed",
         "applet",
         "svg",
         "math",
@@ -63,11 +62,12 @@ SKIPPED_ELEMENTS: Final = frozenset(
         "head",
         "link",
         "base",
-        "param",
-        "source",
-        "track",
     }
 )
+
+# Void elements that libxml2 does not know as void: the text after one would become its
+# content, so they are left out of the tree but what follows them is kept.
+TRANSPARENT_VOID: Final = frozenset({"embed", "param", "source", "track", "keygen", "area"})
 
 # Elements whose end tag HTML lets an author leave out; one still open at the end of the
 # document is not a sign of a cut or broken document.
@@ -156,9 +156,12 @@ class _BoundedTarget:
         self.skip_depth = 0  # > 0 inside a subtree that is not built
         self.stack: list[str] = []  # the built elements still open
         self.open_tags: list[str] = []  # every element still open, built or not
+        self.built: list[bool] = []  # for each open element outside a skipped subtree
         self.stopped = False
         self.root_started = False
         self.in_title = False
+        self.title_level = 0
+        self.skip_root = ""
         self.title_parts: list[str] = []
         self.title_done = False
         self.og_title: str | None = None
@@ -180,20 +183,28 @@ class _BoundedTarget:
             self.max_seen = self.depth
         name = tag.lower() if isinstance(tag, str) else ""
         self.open_tags.append(name)
+        if not self.skip_depth or self.skip_root == "head":
+            # The title and og:title are read from the head, which is otherwise not built.
+            if name == "title" and not self.title_done and not self.in_title:
+                self.in_title = True
+                self.title_level = self.depth
+            elif name == "meta" and self.og_title is None:
+                prop = attrib.get("property") or attrib.get("name") or ""
+                if prop.strip().lower() == "og:title":
+                    self.og_title = attrib.get("content", "")
         if self.skip_depth:
             self.skip_depth += 1
             return
-        if name == "title" and not self.title_done:
-            self.in_title = True
-        elif name == "meta" and self.og_title is None:
-            prop = attrib.get("property") or attrib.get("name") or ""
-            if prop.strip().lower() == "og:title":
-                self.og_title = attrib.get("content", "")
-        if name in SKIPPED_ELEMENTS or not name or is_hidden(name, attrib):
+        if name in SKIPPED_ELEMENTS or name in ("title", "meta") or not name:
             self.skip_depth = 1
+            self.skip_root = name
             return
-        if name in ("title", "meta"):
+        if is_hidden(name, attrib):
             self.skip_depth = 1
+            self.skip_root = ""
+            return
+        if name in TRANSPARENT_VOID:
+            self.built.append(False)
             return
         if not self.root_started and name != "html":
             # A fragment without an html element still gets one root.
@@ -203,19 +214,20 @@ class _BoundedTarget:
         kept = {k: v for k, v in attrib.items() if k in KEPT_ATTRIBUTES}
         self.builder.start(name, kept)
         self.stack.append(name)
+        self.built.append(True)
 
     def end(self, tag: object) -> None:
         if self.stopped or not self.open_tags:
             return
         self.depth -= 1
         self.open_tags.pop()
+        if self.in_title and self.depth < self.title_level:
+            self.in_title = False
+            self.title_done = True
         if self.skip_depth:
             self.skip_depth -= 1
-            if self.in_title and self.skip_depth == 0:
-                self.in_title = False
-                self.title_done = True
             return
-        if self.stack:
+        if self.built and self.built.pop() and self.stack:
             self.builder.end(self.stack.pop())
 
     def data(self, text: str) -> None:
