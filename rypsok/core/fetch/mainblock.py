@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 import attrs
 from lxml import etree
 
+from rypsok.core.fetch.markdown import INLINE_ELEMENTS
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -76,7 +78,10 @@ _NEGATIVE: Final = re.compile(
     re.IGNORECASE,
 )
 
-_SCORED_BLOCKS: Final = frozenset({"p", "pre", "td"})
+# Blocks whose own text does not make their parent the main block.
+_UNSCORED: Final = frozenset(
+    {"li", "h1", "h2", "h3", "h4", "h5", "h6", "th", "dt", "caption", "figcaption", "body", "html"}
+)
 _BLOCK_TAGS: Final = frozenset(
     {
         "address",
@@ -152,25 +157,63 @@ class MainBlock:
 
 
 class _Stats:
-    """Text and link-text length of every element, measured in one pass from the leaves up."""
+    """Lengths of every element, measured in one pass from the leaves up.
+
+    `text` is the length of all the text under an element and `links` the part of it inside
+    links; `inline`, `inline_links` and `commas` count only the element's own run of inline
+    content (its text, its inline children, the tails of its children), which is what a
+    reader sees as the element's paragraph.
+    """
 
     def __init__(self, root: Element) -> None:
         self.text: dict[Element, int] = {}
         self.links: dict[Element, int] = {}
+        self.inline: dict[Element, int] = {}
+        self.inline_links: dict[Element, int] = {}
+        self.commas: dict[Element, int] = {}
+        text_of = self.text
+        links_of = self.links
+        inline_of = self.inline
+        inline_links_of = self.inline_links
+        commas_of = self.commas
         for element in reversed(list(root.iter())):
-            length = len(element.text.strip()) if element.text else 0
+            own = element.text
+            length = len(own.strip()) if own else 0
+            inline = length
+            commas = own.count(",") if own else 0
             links = 0
+            inline_links = 0
             for child in element:
-                length += self.text.get(child, 0)
-                links += self.links.get(child, 0)
-                if child.tail:
-                    length += len(child.tail.strip())
-            self.text[element] = length
-            self.links[element] = length if element.tag == "a" else links
+                child_length = text_of[child]
+                length += child_length
+                links += links_of[child]
+                if child.tag in INLINE_ELEMENTS:
+                    inline += child_length
+                    inline_links += links_of[child]
+                    commas += commas_of[child]
+                tail = child.tail
+                if tail:
+                    tail_length = len(tail.strip())
+                    length += tail_length
+                    inline += tail_length
+                    commas += tail.count(",")
+            text_of[element] = length
+            if element.tag == "a":
+                links_of[element] = length
+                inline_links_of[element] = inline
+            else:
+                links_of[element] = links
+                inline_links_of[element] = inline_links
+            inline_of[element] = inline
+            commas_of[element] = commas
 
     def density(self, element: Element) -> float:
         length = self.text.get(element, 0)
         return self.links.get(element, 0) / length if length else 0.0
+
+    def inline_density(self, element: Element) -> float:
+        length = self.inline.get(element, 0)
+        return self.inline_links.get(element, 0) / length if length else 0.0
 
 
 def _words(element: Element) -> str:
@@ -239,22 +282,30 @@ def _is_inline_leaf(element: Element) -> bool:
     return not any(child.tag in _BLOCK_TAGS for child in element)
 
 
-def _score_candidates(body: Element, stats: _Stats) -> dict[Element, float]:
+def _score_candidates(
+    body: Element, stats: _Stats
+) -> tuple[dict[Element, float], dict[Element, int]]:
+    """Each container's score, and the length of the paragraph text under each element."""
     scores: dict[Element, float] = {}
+    good: dict[Element, int] = {}
 
     def initial(element: Element) -> float:
         return _TAG_WEIGHT.get(str(element.tag), 0) + _class_weight(element)
 
     for element in body.iter():
         tag = element.tag
-        if tag not in _SCORED_BLOCKS and not (
-            tag in ("div", "section", "article", "span", "font") and _is_inline_leaf(element)
-        ):
+        length = stats.inline[element]
+        if length < _MIN_BLOCK or tag in INLINE_ELEMENTS or tag in _UNSCORED:
             continue
-        if stats.text.get(element, 0) < _MIN_BLOCK:
-            continue
-        text = _block_text(element)
-        score = 1.0 + text.count(",") + text.count("，") + min(len(text) // 100, 3)
+        score = 1.0 + stats.commas[element] + min(length // 100, 3)
+        if stats.inline_density(element) < 0.5:
+            holder: Element | None = element
+            while holder is not None:
+                good[holder] = good.get(holder, 0) + length
+                holder = holder.getparent()
+        if tag in _BLOCK_TAGS and tag != "p":
+            # Text straight inside a container is a paragraph of that container.
+            scores[element] = scores.get(element, initial(element)) + score
         ancestor = element.getparent()
         level = 0
         while ancestor is not None and level < 5:
@@ -264,7 +315,22 @@ def _score_candidates(body: Element, stats: _Stats) -> dict[Element, float]:
             scores[ancestor] += score / divider
             ancestor = ancestor.getparent()
             level += 1
-    return {element: score * (1 - stats.density(element)) for element, score in scores.items()}
+    weighed = {element: score * (1 - stats.density(element)) for element, score in scores.items()}
+    return weighed, good
+
+
+def _narrow(top: Element, good: dict[Element, int]) -> Element:
+    """The descendant of `top` that holds nearly all its paragraph text."""
+    while True:
+        total = good.get(top, 0)
+        if not total:
+            return top
+        for child in top:
+            if good.get(child, 0) >= 0.9 * total:
+                top = child
+                break
+        else:
+            return top
 
 
 def _container_of(top: Element, stats: _Stats) -> Element:
@@ -306,17 +372,24 @@ def _with_siblings(top: Element, scores: dict[Element, float], stats: _Stats) ->
     return chosen
 
 
-def _clean(elements: Iterable[Element], scores: dict[Element, float], stats: _Stats) -> None:
+def _clean(
+    elements: Iterable[Element],
+    scores: dict[Element, float],
+    good: dict[Element, int],
+    stats: _Stats,
+) -> None:
     """Remove the chrome-like parts left inside the main block (readability's conditional
     cleaning, in spirit)."""
     for root in elements:
+        # A part holding this much of the block's paragraph text is the block, not chrome.
+        keep = 0.3 * good.get(root, 0)
         candidates = [
             e
             for e in root.iter("div", "section", "ul", "ol", "table", "dl", "figure", "aside")
             if e is not root
         ]
         for element in reversed(candidates):
-            if element.getparent() is None:
+            if element.getparent() is None or (keep and good.get(element, 0) >= keep):
                 continue
             weight = _class_weight(element)
             if weight + scores.get(element, 0.0) < 0:
@@ -358,11 +431,12 @@ def select_main_block(root: Element) -> MainBlock:
     heading = _first_heading(body)
     _remove_chrome(body)
     stats = _Stats(body)
-    scores = _score_candidates(body, stats)
+    scores, good = _score_candidates(body, stats)
     if not scores:
         return MainBlock(elements=(body,), heading=heading)
     top = max(scores, key=lambda e: scores[e])
+    top = _narrow(top, good)
     top = _container_of(top, stats)
     elements = _with_siblings(top, scores, stats) if top is not body else [body]
-    _clean(elements, scores, stats)
+    _clean(elements, scores, good, stats)
     return MainBlock(elements=tuple(elements), heading=heading)
