@@ -60,7 +60,8 @@ _CHROME_WORDS: Final = re.compile(
     r"|social|related|recommend|promo|advert|(?:^|[-_ ])ads?(?:$|[-_ ])|sponsor|banner|newsletter"
     r"|subscri|signup|sign-up|cookie|consent|popup|modal|widget|toolbar|pagination|pager"
     r"|(?:^|[-_ ])tags?(?:$|[-_ ])|byline|author|login|skip|outbrain|taboola|disqus|rating"
-    r"|print|follow|most-?popular|trending|teaser",
+    r"|print|follow|most-?popular|trending|teaser|caption|credit|gallery|slideshow|carousel"
+    r"|(?:^|[-_ ])(?:date|time|timestamp|dateline)(?:$|[-_ ])",
     re.IGNORECASE,
 )
 _CONTENT_WORDS: Final = re.compile(
@@ -233,8 +234,11 @@ def _class_weight(element: Element) -> int:
 
 def _is_chrome(element: Element) -> bool:
     tag = element.tag
-    if tag in CHROME_ELEMENTS:
+    if tag in CHROME_ELEMENTS or tag == "figcaption":
         return True
+    if tag == "figure":
+        # A figure is an illustration and its caption, unless it holds text of its own.
+        return not any(True for _ in element.iter("pre", "blockquote", "table", "p"))
     role = element.get("role")
     if role is not None and role.strip().lower() in CHROME_ROLES:
         return True
