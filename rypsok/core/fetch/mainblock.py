@@ -21,6 +21,7 @@ Three steps over the tree the bounded parse built:
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, Final, TypeAlias
 
@@ -222,13 +223,17 @@ def _words(element: Element) -> str:
 
 
 def _class_weight(element: Element) -> int:
+    return _words_weight(element.get("class")) + _words_weight(element.get("id"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _words_weight(value: str | None) -> int:
     weight = 0
-    for value in (element.get("class"), element.get("id")):
-        if value:
-            if _NEGATIVE.search(value):
-                weight -= 25
-            if _POSITIVE.search(value):
-                weight += 25
+    if value:
+        if _NEGATIVE.search(value):
+            weight -= 25
+        if _POSITIVE.search(value):
+            weight += 25
     return weight
 
 
@@ -247,7 +252,13 @@ def _is_chrome(element: Element) -> bool:
     if element.get("itemprop", "").lower() == "articlebody":
         return False
     words = _words(element)
-    return bool(words) and bool(_CHROME_WORDS.search(words)) and not _CONTENT_WORDS.search(words)
+    return bool(words) and _chrome_words(words)
+
+
+@functools.lru_cache(maxsize=4096)
+def _chrome_words(words: str) -> bool:
+    # Pages repeat their class names; the cache spares the regexes most of their work.
+    return bool(_CHROME_WORDS.search(words)) and not _CONTENT_WORDS.search(words)
 
 
 def _drop(element: Element) -> None:

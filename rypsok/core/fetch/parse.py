@@ -119,6 +119,9 @@ def is_hidden(tag: str, attrib: dict[str, str]) -> bool:
     return tag == "dialog" and "open" not in attrib
 
 
+_HEAD_READ: Final = frozenset({"title", "meta"})
+
+
 class _Stop(Exception):
     """Raised inside the target to end the parse at a bound."""
 
@@ -173,46 +176,56 @@ class _BoundedTarget:
     def start(self, tag: object, attrib: dict[str, str]) -> None:
         if self.stopped:
             return
-        self.nodes += 1
-        self.depth += 1
-        if self.nodes > self.max_nodes or self.depth > self.max_depth:
-            self.nodes -= 1
-            self.depth -= 1
+        nodes = self.nodes + 1
+        depth = self.depth + 1
+        if nodes > self.max_nodes or depth > self.max_depth:
             self._stop()
-        if self.depth > self.max_seen:
-            self.max_seen = self.depth
-        name = tag.lower() if isinstance(tag, str) else ""
+        self.nodes = nodes
+        self.depth = depth
+        if depth > self.max_seen:
+            self.max_seen = depth
+        # libxml2's HTML parser hands tag names in lower case.
+        name = tag if isinstance(tag, str) else ""
         self.open_tags.append(name)
-        if not self.skip_depth or self.skip_root == "head":
+        skip_depth = self.skip_depth
+        if name in _HEAD_READ and (not skip_depth or self.skip_root == "head"):
             # The title and og:title are read from the head, which is otherwise not built.
-            if name == "title" and not self.title_done and not self.in_title:
-                self.in_title = True
-                self.title_level = self.depth
-            elif name == "meta" and self.og_title is None:
+            if name == "title":
+                if not self.title_done and not self.in_title:
+                    self.in_title = True
+                    self.title_level = depth
+            elif self.og_title is None:
                 prop = attrib.get("property") or attrib.get("name") or ""
                 if prop.strip().lower() == "og:title":
                     self.og_title = attrib.get("content", "")
-        if self.skip_depth:
-            self.skip_depth += 1
+        if skip_depth:
+            self.skip_depth = skip_depth + 1
             return
-        if name in SKIPPED_ELEMENTS or name in ("title", "meta") or not name:
+        if name in SKIPPED_ELEMENTS or name in _HEAD_READ or not name:
             self.skip_depth = 1
             self.skip_root = name
             return
-        if is_hidden(name, attrib):
+        if attrib and is_hidden(name, attrib):
+            self.skip_depth = 1
+            self.skip_root = ""
+            return
+        if name == "dialog" and "open" not in attrib:
             self.skip_depth = 1
             self.skip_root = ""
             return
         if name in TRANSPARENT_VOID:
             self.built.append(False)
             return
-        if not self.root_started and name != "html":
-            # A fragment without an html element still gets one root.
-            self.builder.start("html", {})
-            self.stack.append("html")
-        self.root_started = True
-        kept = {k: v for k, v in attrib.items() if k in KEPT_ATTRIBUTES}
-        self.builder.start(name, kept)
+        if not self.root_started:
+            self.root_started = True
+            if name != "html":
+                # A fragment without an html element still gets one root.
+                self.builder.start("html", {})
+                self.stack.append("html")
+        if attrib:
+            self.builder.start(name, {k: v for k, v in attrib.items() if k in KEPT_ATTRIBUTES})
+        else:
+            self.builder.start(name, {})
         self.stack.append(name)
         self.built.append(True)
 
