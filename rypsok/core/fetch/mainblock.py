@@ -348,6 +348,46 @@ def _narrow(top: Element, good: dict[Element, int]) -> Element:
             return top
 
 
+def _ancestors(element: Element) -> list[Element]:
+    chain = []
+    parent = element.getparent()
+    while parent is not None:
+        chain.append(parent)
+        parent = parent.getparent()
+    return chain
+
+
+def _merge_parts(
+    top: Element, best: float, scores: dict[Element, float], good: dict[Element, int]
+) -> Element:
+    """A container of `top` and the other parts of a story split across containers.
+
+    A page may cut its story into chunks (around advertisements, or a lead and a body) in
+    separate containers. Another well-scored container that is neither inside nor around
+    `top` joins it when their nearest common ancestor holds little paragraph text besides.
+    """
+    ranked = sorted(scores, key=scores.__getitem__, reverse=True)[:12]
+    for other in ranked:
+        if other is top or scores[other] < 0.5 * best:
+            continue
+        # Only a substantial part joins: a teaser or a boilerplate paragraph does not.
+        if good.get(other, 0) < max(0.4 * good.get(top, 0), 400):
+            continue
+        top_chain = _ancestors(top)
+        if other in top_chain:
+            continue
+        other_chain = _ancestors(other)
+        if top in other_chain:
+            continue
+        other_ids = {id(e) for e in other_chain}
+        common = next((e for e in top_chain if id(e) in other_ids), None)
+        if common is None or common.tag in ("html", "body"):
+            continue
+        if good.get(common, 0) <= 1.25 * (good.get(top, 0) + good.get(other, 0)):
+            top = common
+    return top
+
+
 def _container_of(top: Element, stats: _Stats) -> Element:
     """An article (or articleBody) around `top` when `top` is only part of it."""
     ancestor = top.getparent()
@@ -449,8 +489,10 @@ def select_main_block(root: Element) -> MainBlock:
     scores, good = _score_candidates(body, stats)
     if not scores:
         return MainBlock(elements=(body,), heading=heading)
-    top = max(scores, key=lambda e: scores[e])
+    top = max(scores, key=scores.__getitem__)
+    best = scores[top]
     top = _narrow(top, good)
+    top = _merge_parts(top, best, scores, good)
     top = _container_of(top, stats)
     elements = _with_siblings(top, scores, stats) if top is not body else [body]
     _clean(elements, scores, good, stats)
