@@ -110,8 +110,10 @@ def _finish_inline(parts: list[str]) -> str:
 
 
 class _Writer:
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, *, inline_only: bool = False) -> None:
         self.base_url = base_url
+        # Inside a link or a heading, block structure is flattened to text.
+        self.inline_only = inline_only
         self.blocks: list[str] = []
         self.inline: list[str] = []
 
@@ -150,6 +152,11 @@ class _Writer:
             self.inline_node(element, tag)
             return
         level = _HEADINGS.get(tag)
+        if self.inline_only:
+            self.flush()
+            self.children(element)
+            self.flush()
+            return
         if level is not None:
             self.flush()
             text = self.inline_text(element)
@@ -187,7 +194,7 @@ class _Writer:
     # Inline -----------------------------------------------------------------------------
 
     def inline_text(self, element: etree._Element) -> str:
-        writer = _Writer(self.base_url)
+        writer = _Writer(self.base_url, inline_only=True)
         writer.children(element)
         # Block content inside an inline context (a div in a heading) is joined by spaces.
         writer.flush()
