@@ -8,6 +8,7 @@ charsets, the worker thread) is tested with the fetch pipeline.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -491,3 +492,48 @@ def test_req_page_006_any_markup_gives_a_result(parts: list[str]) -> None:
     assert isinstance(result, Extraction)
     assert result.nodes <= 64
     assert result.depth <= 8
+
+
+# --- Shapes that cost the most per node: still bounded, still extracted ------------------------
+
+
+def test_lim_f10_deep_chains_with_text_at_the_node_bound() -> None:
+    chain = "".join("<div>" + "y" * 30 for _ in range(200)) + "</div>" * 200
+    html = "<html><body>" + chain * 600 + "</body></html>"
+    result = extract(html)
+    assert result.nodes == MAX_NODES
+    assert result.partial
+    assert result.outcome is ExtractionOutcome.OK
+
+
+def test_lim_f11_nested_tables_and_lists_at_the_depth_bound() -> None:
+    tables = "<table><tr><td>cell text" * 90 + "</td></tr></table>" * 90
+    lists = "<ul><li>item text" * 130 + "</li></ul>" * 130
+    for html in (tables, lists):
+        result = extract(page(html))
+        assert result.depth <= MAX_DEPTH
+        assert result.outcome is ExtractionOutcome.OK
+        assert "text" in result.content
+
+
+def test_req_page_006_writer_beyond_the_interpreters_recursion_gives_text() -> None:
+    # A caller may set LIM-F11 above what the interpreter's recursion allows; the text
+    # still comes back, marked partial, instead of an exception.
+    html = page(
+        "<article>"
+        + "<blockquote>" * 150
+        + "deep words"
+        + "</blockquote>" * 150
+        + ARTICLE
+        + "</article>"
+    )
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(250)
+    try:
+        result = extract(html)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert result.outcome is ExtractionOutcome.OK
+    assert result.partial
+    assert "deep words" in result.content
+    assert "The main text of this page" in result.content

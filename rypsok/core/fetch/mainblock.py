@@ -303,6 +303,7 @@ def _score_candidates(
     """Each container's score, and the length of the paragraph text under each element."""
     scores: dict[Element, float] = {}
     good: dict[Element, int] = {}
+    own_good: dict[Element, int] = {}
 
     def initial(element: Element) -> float:
         return _TAG_WEIGHT.get(str(element.tag), 0) + _class_weight(element)
@@ -314,10 +315,7 @@ def _score_candidates(
             continue
         score = 1.0 + stats.commas[element] + min(length // 100, 3)
         if stats.inline_density(element) < 0.5:
-            holder: Element | None = element
-            while holder is not None:
-                good[holder] = good.get(holder, 0) + length
-                holder = holder.getparent()
+            own_good[element] = length
         if tag in _BLOCK_TAGS and tag != "p":
             # Text straight inside a container is a paragraph of that container.
             scores[element] = scores.get(element, initial(element)) + score
@@ -330,6 +328,13 @@ def _score_candidates(
             scores[ancestor] += score / divider
             ancestor = ancestor.getparent()
             level += 1
+    # Paragraph text summed from the leaves up, in one pass.
+    for element in reversed(list(body.iter())):
+        total = own_good.get(element, 0)
+        for child in element:
+            total += good.get(child, 0)
+        if total:
+            good[element] = total
     weighed = {element: score * (1 - stats.density(element)) for element, score in scores.items()}
     return weighed, good
 
@@ -427,47 +432,73 @@ def _with_siblings(top: Element, scores: dict[Element, float], stats: _Stats) ->
     return chosen
 
 
+_CLEANED: Final = frozenset({"div", "section", "ul", "ol", "table", "dl", "figure", "aside"})
+
+
 def _clean(
     elements: Iterable[Element],
     scores: dict[Element, float],
     good: dict[Element, int],
-    stats: _Stats,
 ) -> None:
     """Remove the chrome-like parts left inside the main block (readability's conditional
-    cleaning, in spirit)."""
+    cleaning, in spirit).
+
+    One pass from the leaves up: each element's counts are summed from the children it
+    still has, so a part removed below is already out of its container's counts, and the
+    work stays linear in the size of the block however deep it is.
+    """
     for root in elements:
         # A part holding this much of the block's paragraph text is the block, not chrome.
         keep = 0.3 * good.get(root, 0)
-        candidates = [
-            e
-            for e in root.iter("div", "section", "ul", "ol", "table", "dl", "figure", "aside")
-            if e is not root
-        ]
-        for element in reversed(candidates):
-            if element.getparent() is None or (keep and good.get(element, 0) >= keep):
-                continue
-            weight = _class_weight(element)
-            if weight + scores.get(element, 0.0) < 0:
-                _drop(element)
-                continue
-            text = _block_text(element)
-            if text.count(",") >= 10:
-                continue
-            paragraphs = sum(1 for _ in element.iter("p"))
-            images = sum(1 for _ in element.iter("img"))
-            items = sum(1 for _ in element.iter("li")) - 100
-            density = stats.density(element)
-            length = len(text.strip())
+        # element -> [text length, link text length, commas, p, img, li]
+        counts: dict[Element, list[int]] = {}
+        for element in reversed(list(root.iter())):
             tag = element.tag
-            in_list = tag in ("ul", "ol")
-            if (
-                (images > 1 and paragraphs / images < 0.5)
-                or (not in_list and items > paragraphs)
-                or (weight < 25 and density > 0.2 and not (in_list and density < 0.5))
-                or (weight >= 25 and density > 0.5)
-                or (length < _MIN_BLOCK and images == 0 and tag not in ("table", "ul", "ol"))
-            ):
+            own = element.text
+            total = [len(own.strip()) if own else 0, 0, own.count(",") if own else 0, 0, 0, 0]
+            for child in element:
+                sub = counts.get(child)
+                if sub is not None:
+                    for index in range(6):
+                        total[index] += sub[index]
+                tail = child.tail
+                if tail:
+                    total[0] += len(tail.strip())
+                    total[2] += tail.count(",")
+            if tag == "a":
+                total[1] = total[0]
+            elif tag == "p":
+                total[3] += 1
+            elif tag == "img":
+                total[4] += 1
+            elif tag == "li":
+                total[5] += 1
+            counts[element] = total
+            if tag not in _CLEANED or element is root:
+                continue
+            if keep and good.get(element, 0) >= keep:
+                continue
+            if _should_drop(element, scores, total):
                 _drop(element)
+
+
+def _should_drop(element: Element, scores: dict[Element, float], counts: list[int]) -> bool:
+    length, links, commas, paragraphs, images, items = counts
+    weight = _class_weight(element)
+    if weight + scores.get(element, 0.0) < 0:
+        return True
+    if commas >= 10:
+        return False
+    items -= 100
+    density = links / length if length else 0.0
+    in_list = element.tag in ("ul", "ol")
+    return (
+        (images > 1 and paragraphs / images < 0.5)
+        or (not in_list and items > paragraphs)
+        or (weight < 25 and density > 0.2 and not (in_list and density < 0.5))
+        or (weight >= 25 and density > 0.5)
+        or (length < _MIN_BLOCK and images == 0 and element.tag not in ("table", "ul", "ol"))
+    )
 
 
 def _first_heading(body: Element) -> str | None:
@@ -495,5 +526,5 @@ def select_main_block(root: Element) -> MainBlock:
     top = _merge_parts(top, best, scores, good)
     top = _container_of(top, stats)
     elements = _with_siblings(top, scores, stats) if top is not body else [body]
-    _clean(elements, scores, good, stats)
+    _clean(elements, scores, good)
     return MainBlock(elements=tuple(elements), heading=heading)
