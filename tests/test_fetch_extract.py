@@ -537,3 +537,41 @@ def test_req_page_006_writer_beyond_the_interpreters_recursion_gives_text() -> N
     assert result.partial
     assert "deep words" in result.content
     assert "The main text of this page" in result.content
+
+
+# --- Hostile characters: every string the wire can carry ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "char",
+    [
+        *(chr(c) for c in range(0x00, 0x09)),
+        "\x0b",
+        "\x0c",
+        *(chr(c) for c in range(0x0E, 0x20)),
+        "\ufffe",
+        "\uffff",
+        "\ud800",
+        "\udbff",
+        "\udc00",
+        "\udfff",
+    ],
+)
+def test_req_page_006_unparseable_character_never_loses_the_page(char: str) -> None:
+    html = page(f'<article><p class="a{char}b">Text {char}kept, ' + ARTICLE[3:] + "</article>")
+    result = extract(html)
+    assert result.outcome is ExtractionOutcome.OK
+    assert "kept, " in result.content
+    assert "main text of this page" in result.content
+    assert char not in result.content
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.text(st.characters(exclude_categories=())),
+    kind=st.sampled_from(list(DocumentKind)),
+)
+def test_req_page_006_any_code_point_gives_a_result(text: str, kind: DocumentKind) -> None:
+    result = extract(f"<p>{text}</p>" if kind is DocumentKind.HTML else text, kind=kind)
+    assert isinstance(result, Extraction)
+    assert not any("\ud800" <= c <= "\udfff" for c in result.content)

@@ -75,13 +75,14 @@ _LINE_END: Final = re.compile(r"\r\n?")
 _TRAILING_SPACE: Final = re.compile(r"[ \t]+\n")
 _BLANK_LINES: Final = re.compile(r"\n{3,}")
 _NUL: Final = "\x00"
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _TITLE_SPACE: Final = re.compile(r"\s+")
 
 
 def normalise_text(text: str) -> str:
     """Plain text or Markdown as returned: one line-end form, no trailing spaces on a line,
     at most one blank line in a row, no NUL, no blank start or end."""
-    text = _LINE_END.sub("\n", text).replace(_NUL, "")
+    text = _SURROGATE.sub("\ufffd", _LINE_END.sub("\n", text).replace(_NUL, ""))
     text = _TRAILING_SPACE.sub("\n", text)
     return _BLANK_LINES.sub("\n\n", text).strip()
 

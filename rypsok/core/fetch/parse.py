@@ -121,6 +121,16 @@ def is_hidden(tag: str, attrib: dict[str, str]) -> bool:
 
 _HEAD_READ: Final = frozenset({"title", "meta"})
 
+# Characters an lxml tree cannot hold (XML 1.0 excludes them): C0 controls but tab, line feed
+# and carriage return, U+FFFE, U+FFFF, and lone surrogates. Browsers show none of them; they
+# are dropped from text and attribute values rather than failing the page.
+_NOT_XML: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _xml_safe(text: str) -> str:
+    return _NOT_XML.sub("", text) if _NOT_XML.search(text) is not None else text
+
 
 class _Stop(Exception):
     """Raised inside the target to end the parse at a bound."""
@@ -223,7 +233,9 @@ class _BoundedTarget:
                 self.builder.start("html", {})
                 self.stack.append("html")
         if attrib:
-            self.builder.start(name, {k: v for k, v in attrib.items() if k in KEPT_ATTRIBUTES})
+            self.builder.start(
+                name, {k: _xml_safe(v) for k, v in attrib.items() if k in KEPT_ATTRIBUTES}
+            )
         else:
             self.builder.start(name, {})
         self.stack.append(name)
@@ -251,7 +263,7 @@ class _BoundedTarget:
             return
         if self.skip_depth or not self.stack:
             return
-        self.builder.data(text)
+        self.builder.data(_xml_safe(text))
 
     def comment(self, text: str) -> None:
         if self.stopped:
@@ -294,6 +306,9 @@ def parse_html(
     """
     target = _BoundedTarget(max_nodes, max_depth)
     malformed = False
+    if isinstance(document, str) and not document.isascii():
+        # A lone surrogate cannot be encoded for the parser; it is a replacement character.
+        document = _SURROGATE.sub("\ufffd", document)
     try:
         parser = etree.HTMLParser(
             target=target,
