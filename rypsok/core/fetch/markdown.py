@@ -110,8 +110,13 @@ def _finish_inline(parts: list[str]) -> str:
 
 
 class _Writer:
-    def __init__(self, base_url: str, *, inline_only: bool = False) -> None:
+    def __init__(
+        self, base_url: str, seen_alts: set[str] | None = None, *, inline_only: bool = False
+    ) -> None:
         self.base_url = base_url
+        # Alternative texts already written: a picture repeated (share buttons, carousels)
+        # says nothing new the second time.
+        self.seen_alts: set[str] = set() if seen_alts is None else seen_alts
         # Inside a link or a heading, block structure is flattened to text.
         self.inline_only = inline_only
         self.blocks: list[str] = []
@@ -128,7 +133,7 @@ class _Writer:
 
     def child_blocks(self, element: etree._Element) -> list[str]:
         """The blocks of `element`'s content, written by a fresh writer."""
-        writer = _Writer(self.base_url)
+        writer = _Writer(self.base_url, self.seen_alts)
         writer.children(element)
         writer.flush()
         return writer.blocks
@@ -194,7 +199,7 @@ class _Writer:
     # Inline -----------------------------------------------------------------------------
 
     def inline_text(self, element: etree._Element) -> str:
-        writer = _Writer(self.base_url, inline_only=True)
+        writer = _Writer(self.base_url, self.seen_alts, inline_only=True)
         writer.children(element)
         # Block content inside an inline context (a div in a heading) is joined by spaces.
         writer.flush()
@@ -205,9 +210,10 @@ class _Writer:
             self.inline.append(_BREAK)
             return
         if tag == "img":
-            alt = element.get("alt")
-            if alt and alt.strip():
-                self.inline.append(" " + alt.strip() + " ")
+            alt = " ".join(element.get("alt", "").split())
+            if alt and alt not in self.seen_alts:
+                self.seen_alts.add(alt)
+                self.inline.append(" " + alt + " ")
             return
         if tag == "a":
             text = self.inline_text(element)
@@ -263,7 +269,7 @@ class _Writer:
             self.blocks.append("\n".join(items))
 
     def child_blocks_of(self, element: etree._Element) -> list[str]:
-        writer = _Writer(self.base_url)
+        writer = _Writer(self.base_url, self.seen_alts)
         writer.node(element)
         writer.flush()
         return writer.blocks
