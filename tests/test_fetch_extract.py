@@ -282,6 +282,41 @@ def test_req_fetch_004_images_become_alt_text() -> None:
     assert "x.png" not in content
 
 
+def test_req_fetch_004_image_alt_written_once_and_file_names_skipped() -> None:
+    html = page(
+        "<article>"
+        '<p>First <img src="/a.png" alt="a red bicycle"> and again '
+        '<img src="/b.png" alt="a red  bicycle"> here.</p>'
+        '<p>A camera default: <img src="/up/2014/IMG_2953-1.jpg" alt="IMG_2953"> there.</p>'
+        f"{ARTICLE}</article>"
+    )
+    content = extract(html).content
+    assert content.count("a red bicycle") == 1
+    assert "IMG_2953" not in content
+    assert "A camera default: there." in content
+
+
+def test_req_fetch_004_heading_inside_link_is_its_text() -> None:
+    html = page(
+        f'<article>{ARTICLE}<p>See <a href="/next"><h3>The next story</h3></a> too, '
+        "for more about the subject of this page.</p></article>"
+    )
+    content = extract(html).content
+    assert "[The next story](https://example.org/next)" in content
+    assert "[###" not in content
+
+
+def test_req_page_002_link_only_paragraph_removed() -> None:
+    html = page(
+        f"<article>{ARTICLE}"
+        '<p><a href="/promo">READ MORE ABOUT SOMETHING ELSE ENTIRELY HERE</a></p>'
+        "<p>The story goes on after the promotion, with more words, and ends.</p></article>"
+    )
+    content = extract(html).content
+    assert "READ MORE" not in content
+    assert "The story goes on after the promotion" in content
+
+
 def test_req_fetch_004_structure_written_as_markdown() -> None:
     html = page(
         "<article><h2>Section</h2><h3>Sub</h3>"

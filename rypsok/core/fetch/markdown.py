@@ -211,7 +211,7 @@ class _Writer:
             return
         if tag == "img":
             alt = " ".join(element.get("alt", "").split())
-            if alt and alt not in self.seen_alts:
+            if alt and alt not in self.seen_alts and not _names_the_file(alt, element.get("src")):
                 self.seen_alts.add(alt)
                 self.inline.append(" " + alt + " ")
             return
@@ -318,6 +318,19 @@ class _Writer:
             if index == 0:
                 lines.append("|" + " --- |" * width)
         self.blocks.append("\n".join(lines))
+
+
+_NOT_ALNUM: Final = re.compile(r"[\W_]+")
+
+
+def _names_the_file(alt: str, src: str | None) -> bool:
+    """Whether an alternative text is only the image's file name (a publishing tool's
+    default), which describes nothing."""
+    if not src:
+        return False
+    stem = src.split("?", 1)[0].split("#", 1)[0].rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    key = _NOT_ALNUM.sub("", alt.lower())
+    return bool(key) and key in _NOT_ALNUM.sub("", stem.lower())
 
 
 def _has_block_child(element: etree._Element) -> bool:
