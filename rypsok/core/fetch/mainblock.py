@@ -393,12 +393,13 @@ def _merge_parts(
     return top
 
 
-def _container_of(top: Element, stats: _Stats) -> Element:
-    """An article (or articleBody) around `top` when `top` is only part of it."""
+def _container_of(top: Element, good: dict[Element, int]) -> Element:
+    """An article (or articleBody) around `top` when `top` holds less than 80 % of its
+    paragraph text."""
     ancestor = top.getparent()
     while ancestor is not None:
         if ancestor.tag == "article" or ancestor.get("itemprop", "").lower() == "articlebody":
-            if stats.text.get(top, 0) >= 0.6 * stats.text.get(ancestor, 1):
+            if good.get(top, 0) >= 0.8 * good.get(ancestor, 1):
                 return top
             return ancestor
         ancestor = ancestor.getparent()
@@ -528,7 +529,7 @@ def select_main_block(root: Element) -> MainBlock:
     best = scores[top]
     top = _narrow(top, good)
     top = _merge_parts(top, best, scores, good)
-    top = _container_of(top, stats)
+    top = _container_of(top, good)
     elements = _with_siblings(top, scores, stats) if top is not body else [body]
     _clean(elements, scores, good)
     return MainBlock(elements=tuple(elements), heading=heading)
