@@ -181,7 +181,7 @@ def extract_document(
             if isinstance(document, bytes):
                 document = document.decode(encoding or "utf-8", errors="replace")
             text = normalise_text(document)
-            title = _markdown_title(text) if kind is DocumentKind.MARKDOWN else None
+            title = _markdown_title(text) if kind == DocumentKind.MARKDOWN else None
             if not text:
                 return _nothing(partial=False)
             return Extraction(
