@@ -271,6 +271,55 @@ def test_req_fetch_004_links_absolute_other_schemes_dropped() -> None:
         assert scheme not in content
 
 
+@pytest.mark.parametrize(
+    "href",
+    [
+        "JaVaScRiPt:alert(1)",
+        " javascript:alert(1)",
+        "java\tscript:alert(1)",
+        "java\nscript:alert(1)",
+        "vbscript:msgbox(1)",
+        "file:///etc/passwd",
+        "about:blank",
+        "blob:https://example.org/uuid",
+        "tel:+100",
+        "http://",
+        "https://[::1",
+        "",
+    ],
+)
+def test_req_fetch_004_link_without_http_target_is_text(href: str) -> None:
+    html = page(f'<article>{ARTICLE}<p>A link <a href="{href}">called here</a> ends.</p></article>')
+    content = extract(html).content
+    assert "A link called here ends." in content
+    assert "](" not in content
+
+
+@pytest.mark.parametrize(
+    ("href", "url"),
+    [
+        ("HTTPS://EXAMPLE.COM/Path", "https://EXAMPLE.COM/Path"),
+        ("http://example.com/a b", "http://example.com/a%20b"),
+        ("/wiki/Rust_(language)", "https://example.org/wiki/Rust_%28language%29"),
+        ("?q=1", "https://example.org/notes/page?q=1"),
+    ],
+)
+def test_req_fetch_004_link_made_absolute(href: str, url: str) -> None:
+    html = page(f'<article>{ARTICLE}<p>A link <a href="{href}">called here</a> ends.</p></article>')
+    assert f"[called here]({url})" in extract(html).content
+
+
+def test_req_fetch_004_links_resolve_against_the_documents_base() -> None:
+    head = '<title>T</title><base href="https://cdn.example.net/docs/">'
+    html = page(f'<article>{ARTICLE}<p>See <a href="guide">the guide</a>.</p></article>', head)
+    assert "[the guide](https://cdn.example.net/docs/guide)" in extract(html).content
+    odd = page(
+        f'<article>{ARTICLE}<p>See <a href="guide">the guide</a>.</p></article>',
+        '<base href="javascript:alert(1)//">',
+    )
+    assert "[the guide](https://example.org/notes/guide)" in extract(odd).content
+
+
 def test_req_fetch_004_images_become_alt_text() -> None:
     html = page(
         '<article><p>A picture: <img src="/cat.png" alt="a sleeping cat"> and an unnamed '

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Final
 import attrs
 
 from rypsok.core.fetch.mainblock import select_main_block
-from rypsok.core.fetch.markdown import render_markdown
+from rypsok.core.fetch.markdown import absolute_http_url, render_markdown
 from rypsok.core.fetch.parse import parse_html
 
 if TYPE_CHECKING:
@@ -140,6 +140,9 @@ def _extract_html(
             nodes=parsed.nodes,
             depth=parsed.depth,
         )
+    if parsed.base_href is not None:
+        # Links resolve against the document's <base>, as in a browser, when it is http(s).
+        base_url = absolute_http_url(base_url, parsed.base_href) or base_url
     main = select_main_block(parsed.root)
     try:
         content = render_markdown(main.elements, base_url)

@@ -119,7 +119,7 @@ def is_hidden(tag: str, attrib: dict[str, str]) -> bool:
     return tag == "dialog" and "open" not in attrib
 
 
-_HEAD_READ: Final = frozenset({"title", "meta"})
+_HEAD_READ: Final = frozenset({"title", "meta", "base"})
 
 # Characters an lxml tree cannot hold (XML 1.0 excludes them): C0 controls but tab, line feed
 # and carriage return, U+FFFE, U+FFFF, and lone surrogates. Browsers show none of them; they
@@ -142,7 +142,8 @@ class ParsedDocument:
 
     `root` is the ``html`` element of the tree built so far (None when nothing was built).
     `title` and `og_title` are the document's ``<title>`` text and its ``og:title`` meta
-    property, as the parser decoded them (None when absent). `nodes` and `depth` are what the
+    property, as the parser decoded them, and `base_href` the ``href`` of its first
+    ``<base>`` (None when absent). `nodes` and `depth` are what the
     parse counted; `bound_hit` says the parse stopped at LIM-F10 or LIM-F11, `malformed` that
     the parser had to give up or the document ended with elements left open.
     """
@@ -150,6 +151,7 @@ class ParsedDocument:
     root: etree._Element | None
     title: str | None
     og_title: str | None
+    base_href: str | None
     nodes: int
     depth: int
     bound_hit: bool
@@ -178,6 +180,7 @@ class _BoundedTarget:
         self.title_parts: list[str] = []
         self.title_done = False
         self.og_title: str | None = None
+        self.base_href: str | None = None
 
     def _stop(self) -> None:
         self.stopped = True
@@ -204,6 +207,9 @@ class _BoundedTarget:
                 if not self.title_done and not self.in_title:
                     self.in_title = True
                     self.title_level = depth
+            elif name == "base":
+                if self.base_href is None and "href" in attrib:
+                    self.base_href = _xml_safe(attrib["href"])
             elif self.og_title is None:
                 prop = attrib.get("property") or attrib.get("name") or ""
                 if prop.strip().lower() == "og:title":
@@ -343,6 +349,7 @@ def parse_html(
         root=root,
         title=title,
         og_title=target.og_title,
+        base_href=target.base_href,
         nodes=target.nodes,
         depth=target.max_seen,
         bound_hit=target.stopped,
