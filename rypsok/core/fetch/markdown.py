@@ -15,10 +15,11 @@ import re
 from typing import TYPE_CHECKING, Final
 from urllib.parse import urljoin, urlsplit
 
+from lxml import etree
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from lxml import etree
 
 __all__ = ["absolute_http_url", "render_markdown"]
 
@@ -220,7 +221,12 @@ class _Writer:
             if not text:
                 return
             href = element.get("href")
-            url = absolute_http_url(self.base_url, href) if href is not None else None
+            # A link within the page (an anchor, a table of contents) is only its text.
+            url = (
+                absolute_http_url(self.base_url, href)
+                if href is not None and not href.strip().startswith("#")
+                else None
+            )
             if url is None:
                 self.inline.append(text)
             else:
@@ -275,14 +281,13 @@ class _Writer:
         return writer.blocks
 
     def code_block(self, element: etree._Element) -> None:
-        text = str(element.xpath("string()")).replace(_BREAK, "")
-        text = text.strip("\n").rstrip()
+        text = _pre_text(element).strip("\n").rstrip()
         if not text.strip():
             return
         fence = "```"
         while fence in text:
             fence += "`"
-        self.blocks.append(f"{fence}\n{text}\n{fence}")
+        self.blocks.append(f"{fence}{_code_language(element)}\n{text}\n{fence}")
 
     def table(self, element: etree._Element) -> None:
         rows: list[list[str]] = []
@@ -318,6 +323,32 @@ class _Writer:
             if index == 0:
                 lines.append("|" + " --- |" * width)
         self.blocks.append("\n".join(lines))
+
+
+_LANGUAGE: Final = re.compile(r"(?:^|\s)(?:language|lang)-([A-Za-z0-9_+#.-]{1,32})(?:\s|$)")
+
+
+def _pre_text(element: etree._Element) -> str:
+    """The text of a preformatted block as written, a ``<br>`` being a line end."""
+    parts: list[str] = []
+    for event, node in etree.iterwalk(element, events=("start", "end")):
+        if event == "start":
+            if node.tag == "br":
+                parts.append("\n")
+            if node.text:
+                parts.append(node.text)
+        elif node is not element and node.tail:
+            parts.append(node.tail)
+    return "".join(parts).replace(_BREAK, "")
+
+
+def _code_language(element: etree._Element) -> str:
+    """The language a code block names in its class (``language-rust``), for the fence."""
+    for node in (element, *element.iterchildren("code")):
+        match = _LANGUAGE.search(node.get("class", ""))
+        if match is not None:
+            return match.group(1)
+    return ""
 
 
 _NOT_ALNUM: Final = re.compile(r"[\W_]+")
