@@ -360,10 +360,14 @@ def test_req_page_002_link_only_paragraph_removed() -> None:
     html = page(
         f"<article>{ARTICLE}"
         '<p><a href="/promo">READ MORE ABOUT SOMETHING ELSE ENTIRELY HERE</a></p>'
+        '<p>Related: <a href="/other">Another story about another subject entirely</a></p>'
+        '<p>A sentence citing <a href="/src">its source</a> stays where it is.</p>'
         "<p>The story goes on after the promotion, with more words, and ends.</p></article>"
     )
     content = extract(html).content
     assert "READ MORE" not in content
+    assert "Another story" not in content
+    assert "A sentence citing [its source](https://example.org/src) stays" in content
     assert "The story goes on after the promotion" in content
 
 

@@ -475,8 +475,8 @@ def _clean(
             elif tag == "li":
                 total[5] += 1
             counts[element] = total
-            if tag == "p" and element is not root and total[0] and total[1] >= 0.9 * total[0]:
-                # A paragraph that is nothing but a link is a promotion of another page.
+            if tag == "p" and element is not root and total[0] and total[1] >= 0.8 * total[0]:
+                # A paragraph that is (almost) only a link promotes another page: "Read more: …".
                 _drop(element)
                 continue
             if tag not in _CLEANED or element is root:
