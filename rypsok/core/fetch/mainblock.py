@@ -1,22 +1,30 @@
 """The choice of a page's main block (REQ-FETCH-002, REQ-PAGE-002).
 
-Three steps over the tree the bounded parse built:
+Four steps over the tree the bounded parse built (book: "How web_fetch reads a page"):
 
-1. Chrome removal. Navigation, headers, footers, sidebars, forms and dialogs go, by element
-   (nav, header, footer, aside, form, menu), by ARIA role (navigation, banner, contentinfo,
-   complementary, search…) and by class or id words that name chrome (menu, sidebar, share,
-   related, comment…) unless a content word (article, content, post…) is there too. An
-   element holding most of the page's text is never removed this way: a site that puts its
-   article in a ``<form>`` or names its wrapper ``has-sidebar`` keeps it.
-2. Scoring. Every paragraph-like block (p, pre, td, and blocks of inline content) of at least
-   25 characters scores by its length and its commas; the score goes to its parent in full
-   and to the next ancestors in part. A container's score is weighed by its tag, its class
-   and id words, and the share of its text that is link text. The best container is the main
-   block; its siblings join it when they score close to it or are plain paragraphs. An
-   ``<article>`` (or ``itemprop="articleBody"``) holding the best block is preferred to it
-   when the block is a small part of it.
-3. Cleaning. Inside the block, lists, tables and divisions that are mostly links, images or
-   short fragments are removed, as are the page-title heading and short runs of chrome text.
+1. Chrome removal. Navigation, headers, footers, sidebars, forms, dialogs and figures go, by
+   element (nav, header, footer, aside, form, menu, dialog, figure, figcaption), by ARIA
+   role (navigation, banner, contentinfo, complementary, search…) and by class or id words
+   that name chrome (menu, sidebar, share, related, comment…) unless a content word
+   (article, content, post…) is there too. An element holding 40 % of the page's text is
+   never removed this way: a site that puts its article in a ``<form>`` or names its wrapper
+   ``has-sidebar`` keeps it.
+2. Scoring. Every block's own run of inline text (a paragraph, or text written straight into
+   a container) of at least 25 characters scores by its length and its commas; the score
+   goes to its container in full and to the next ancestors in part. A container's score is
+   weighed by its element, its class and id words, and the share of its text that is link
+   text.
+3. The block. The best container is narrowed to the descendant holding 90 % of its
+   paragraph text, widened to the common container of a story split into substantial parts,
+   and to an enclosing ``<article>`` (or ``itemprop="articleBody"``) of whose paragraph text
+   it holds less than 80 %. Its siblings join it when they score close to it or are plain
+   paragraphs.
+4. Cleaning. Inside the block, lists, tables, divisions and sections that are mostly links,
+   images or short fragments are removed (never a part holding 30 % of the block's paragraph
+   text), and so are paragraphs that are 80 % link text.
+
+Every step is linear in the size of the tree, whatever its depth: counts are summed from the
+leaves up in one pass, never recomputed per element over its subtree.
 """
 
 from __future__ import annotations
@@ -146,6 +154,7 @@ _TAG_WEIGHT: Final = {
     "th": -5,
 }
 _MIN_BLOCK: Final = 25
+_TEXT_HOLDERS: Final = frozenset({"p", "pre", "blockquote", "table"})
 # An element holding this share of the body's text is never removed as chrome.
 _GUARD_SHARE: Final = 0.4
 
@@ -178,6 +187,10 @@ class _Stats:
         inline_of = self.inline
         inline_links_of = self.inline_links
         commas_of = self.commas
+        # The elements holding a paragraph, code, a quote or a table (a figure that does is
+        # content, not an illustration).
+        self.holds_text: set[Element] = set()
+        holds_text = self.holds_text
         for element in reversed(list(root.iter())):
             own = element.text
             length = len(own.strip()) if own else 0
@@ -186,6 +199,8 @@ class _Stats:
             links = 0
             inline_links = 0
             for child in element:
+                if child in holds_text or child.tag in _TEXT_HOLDERS:
+                    holds_text.add(element)
                 child_length = text_of[child]
                 length += child_length
                 links += links_of[child]
@@ -237,13 +252,13 @@ def _words_weight(value: str | None) -> int:
     return weight
 
 
-def _is_chrome(element: Element) -> bool:
+def _is_chrome(element: Element, stats: _Stats) -> bool:
     tag = element.tag
     if tag in CHROME_ELEMENTS or tag == "figcaption":
         return True
     if tag == "figure":
         # A figure is an illustration and its caption, unless it holds text of its own.
-        return not any(True for _ in element.iter("pre", "blockquote", "table", "p"))
+        return element not in stats.holds_text
     role = element.get("role")
     if role is not None and role.strip().lower() in CHROME_ROLES:
         return True
@@ -283,7 +298,9 @@ def _remove_chrome(body: Element) -> None:
     doomed = [
         element
         for element in body.iterdescendants()
-        if isinstance(element.tag, str) and _is_chrome(element) and stats.text[element] <= guard
+        if isinstance(element.tag, str)
+        and _is_chrome(element, stats)
+        and stats.text[element] <= guard
     ]
     for element in doomed:
         _drop(element)
@@ -291,10 +308,6 @@ def _remove_chrome(body: Element) -> None:
 
 def _block_text(element: Element) -> str:
     return str(element.xpath("string()"))
-
-
-def _is_inline_leaf(element: Element) -> bool:
-    return not any(child.tag in _BLOCK_TAGS for child in element)
 
 
 def _score_candidates(

@@ -292,17 +292,12 @@ class _Writer:
     def table(self, element: etree._Element) -> None:
         rows: list[list[str]] = []
         layout = False
-        for row in element.iter("tr"):
-            if _nearest_table(row) is not element:
-                continue
+        for row in _rows(element):
             cells: list[str] = []
             for cell in row:
                 if cell.tag not in ("td", "th"):
                     continue
-                if any(
-                    isinstance(d.tag, str) and d.tag in _BLOCK_CONTENT
-                    for d in cell.iterdescendants()
-                ):
+                if next(cell.iter(*_BLOCK_CONTENT), None) is not None:
                     layout = True
                     break
                 cells.append(self.inline_text(cell).replace("\n", " ").replace("|", "\\|"))
@@ -368,11 +363,15 @@ def _has_block_child(element: etree._Element) -> bool:
     return any(isinstance(child.tag, str) and child.tag not in INLINE_ELEMENTS for child in element)
 
 
-def _nearest_table(element: etree._Element) -> etree._Element | None:
-    parent = element.getparent()
-    while parent is not None and parent.tag != "table":
-        parent = parent.getparent()
-    return parent
+def _rows(table: etree._Element) -> list[etree._Element]:
+    """The table's own rows, directly or in its row groups (not those of a nested table)."""
+    rows: list[etree._Element] = []
+    for child in table:
+        if child.tag == "tr":
+            rows.append(child)
+        elif child.tag in ("thead", "tbody", "tfoot"):
+            rows.extend(row for row in child if row.tag == "tr")
+    return rows
 
 
 def render_markdown(elements: Sequence[etree._Element], base_url: str) -> str:
