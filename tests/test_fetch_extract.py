@@ -120,6 +120,32 @@ def test_req_page_002_scored_block_without_semantic_markup() -> None:
     assert "Terms" not in result.content
 
 
+LINKS_19 = "[Page number 19](https://example.org/p19)"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            "<div>"
+            + " ".join(f'<a href="/p{i}">Page number {i}</a>' for i in range(20))
+            + "</div>",
+            LINKS_19,
+        ),
+        (
+            "<ul>" + "".join(f'<li><a href="/p{i}">Page number {i}</a></li>' for i in range(20)),
+            LINKS_19,
+        ),
+        ("<p>Short.</p>", "Short."),
+        ("Text straight in the body", "Text straight in the body"),
+    ],
+)
+def test_req_fetch_002_page_without_paragraphs_is_its_content(body: str, expected: str) -> None:
+    result = extract(page(body))
+    assert result.outcome is ExtractionOutcome.OK
+    assert expected in result.content
+
+
 # --- REQ-CTX-005: what a reader never sees is never returned ----------------------------------
 
 HIDDEN_CONTENT = "SECRETWORD"

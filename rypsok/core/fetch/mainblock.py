@@ -537,9 +537,13 @@ def select_main_block(root: Element) -> MainBlock:
     stats = _Stats(body)
     scores, good = _score_candidates(body, stats)
     if not scores:
+        # Nothing long enough to score: the page is short, and all of it is content.
         return MainBlock(elements=(body,), heading=heading)
     top = max(scores, key=scores.__getitem__)
     best = scores[top]
+    if best <= 0 or top is root:
+        # No paragraph text anywhere (a page of links, an index): the page is its content.
+        return MainBlock(elements=(body,), heading=heading)
     top = _narrow(top, good)
     top = _merge_parts(top, best, scores, good)
     top = _container_of(top, good)
