@@ -683,6 +683,17 @@ def test_req_page_006_unparseable_character_never_loses_the_page(char: str) -> N
     assert char not in result.content
 
 
+def test_req_page_006_character_references_to_unparseable_characters() -> None:
+    refs = "&#0;&#1;&#8;&#11;&#31;&#xD800;&#xFFFE;&#xFFFF;&#x110000;"
+    html = page(
+        f'<article><p title="{refs}">Before{refs}after, and &#12;more.</p>{ARTICLE}</article>'
+    )
+    result = extract(html)
+    assert result.outcome is ExtractionOutcome.OK
+    assert "after, and more." in result.content
+    assert "The main text of this page" in result.content
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     text=st.text(st.characters(exclude_categories=())),

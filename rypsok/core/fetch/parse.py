@@ -129,7 +129,12 @@ _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 def _xml_safe(text: str) -> str:
-    return _NOT_XML.sub("", text) if _NOT_XML.search(text) is not None else text
+    # Runs on every text and kept attribute, since character references (&#1;) bring these
+    # characters back whatever the document's own bytes were.
+    if _NOT_XML.search(text) is None:
+        return text
+    # A form feed is white space to HTML; the others are nothing.
+    return _NOT_XML.sub("", text.replace("\x0c", " "))
 
 
 class _Stop(Exception):
