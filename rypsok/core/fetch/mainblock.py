@@ -380,29 +380,46 @@ def _merge_parts(
 ) -> Element:
     """A container of `top` and the other parts of a story split across containers.
 
-    A page may cut its story into chunks (around advertisements, or a lead and a body) in
-    separate containers. Another well-scored container that is neither inside nor around
-    `top` joins it when their nearest common ancestor holds little paragraph text besides.
+    A page may cut its story into chunks (around advertisements, a lead and a body, the
+    sections of a reference page) in separate containers. The nearest common container of
+    `top` and another well-scored, substantial part replaces `top` when the parts cover most
+    of its paragraph text (it holds little else besides them).
     """
     ranked = sorted(scores, key=scores.__getitem__, reverse=True)[:12]
-    for other in ranked:
-        if other is top or scores[other] < 0.5 * best:
-            continue
-        # Only a substantial part joins: a teaser or a boilerplate paragraph does not.
-        if good.get(other, 0) < max(0.4 * good.get(top, 0), 400):
-            continue
-        top_chain = _ancestors(top)
-        if other in top_chain:
-            continue
-        other_chain = _ancestors(other)
-        if top in other_chain:
+    # Only a substantial part joins: a teaser or a boilerplate paragraph does not.
+    least = max(0.4 * good.get(top, 0), 400)
+    parts = [e for e in ranked if scores[e] >= 0.5 * best and good.get(e, 0) >= least]
+    chains = {id(e): _ancestors(e) for e in [top, *parts]}
+    for other in parts:
+        top_chain = chains.setdefault(id(top), _ancestors(top))
+        other_chain = chains[id(other)]
+        if other is top or other in top_chain or top in other_chain:
             continue
         other_ids = {id(e) for e in other_chain}
         common = next((e for e in top_chain if id(e) in other_ids), None)
         if common is None or common.tag in ("html", "body"):
             continue
-        if good.get(common, 0) <= 1.25 * (good.get(top, 0) + good.get(other, 0)):
+        inside = [e for e in [top, *parts] if common in chains.get(id(e), ())]
+        outermost = [
+            e for e in inside if not any(o is not e and o in chains[id(e)] for o in inside)
+        ]
+        if good.get(common, 0) <= 1.25 * sum(good.get(e, 0) for e in outermost):
             top = common
+    return top
+
+
+def _climb(
+    top: Element, best: float, scores: dict[Element, float], good: dict[Element, int]
+) -> Element:
+    """An ancestor of `top` that scores well in its own right and of whose paragraph text
+    `top` holds less than 60 %: the page's content is larger than its best part (a
+    reference page's description, its sections and its lists of items)."""
+    ancestor = top.getparent()
+    while ancestor is not None and ancestor.tag not in ("body", "html"):
+        score = scores.get(ancestor)
+        if score is not None and score >= 0.4 * best and good.get(top, 0) < 0.6 * good[ancestor]:
+            top = ancestor
+        ancestor = ancestor.getparent()
     return top
 
 
@@ -546,6 +563,7 @@ def select_main_block(root: Element) -> MainBlock:
         return MainBlock(elements=(body,), heading=heading)
     top = _narrow(top, good)
     top = _merge_parts(top, best, scores, good)
+    top = _climb(top, best, scores, good)
     top = _container_of(top, good)
     elements = _with_siblings(top, scores, stats) if top is not body else [body]
     _clean(elements, scores, good)
