@@ -146,6 +146,18 @@ def test_req_fetch_002_page_without_paragraphs_is_its_content(body: str, expecte
     assert expected in result.content
 
 
+def test_req_fetch_002_disclosure_label_kept() -> None:
+    method = (
+        '<details><summary><section class="method"><a href="/src">Source</a>'
+        '<h4>pub fn <a href="#push">push</a>(&amp;mut self)</h4></section></summary>'
+        "<div><p>Appends an element to the back of a collection, growing it, "
+        "when there is no room left, by a factor.</p></div></details>"
+    )
+    result = extract(page(f"<main>{ARTICLE}{method * 3}</main>"))
+    assert "#### pub fn push(&mut self)" in result.content
+    assert "Appends an element to the back" in result.content
+
+
 # --- REQ-CTX-005: what a reader never sees is never returned ----------------------------------
 
 HIDDEN_CONTENT = "SECRETWORD"

@@ -16,12 +16,12 @@ Four steps over the tree the bounded parse built (book: "How web_fetch reads a p
    text.
 3. The block. The best container is narrowed to the descendant holding 90 % of its
    paragraph text, widened to the common container of a story split into substantial parts,
-   and to an enclosing ``<article>`` (or ``itemprop="articleBody"``) of whose paragraph text
-   it holds less than 80 %. Its siblings join it when they score close to it or are plain
-   paragraphs.
+   to a well-scored ancestor of whose paragraph text it holds less than 60 %, and to an
+   enclosing ``<article>`` (or ``itemprop="articleBody"``) of whose paragraph text it holds
+   less than 80 %. Its siblings join it when they score close to it or are plain paragraphs.
 4. Cleaning. Inside the block, lists, tables, divisions and sections that are mostly links,
    images or short fragments are removed (never a part holding 30 % of the block's paragraph
-   text), and so are paragraphs that are 80 % link text.
+   text, nor a disclosure's label), and so are paragraphs that are 80 % link text.
 
 Every step is linear in the size of the tree, whatever its depth: counts are summed from the
 leaves up in one pass, never recomputed per element over its subtree.
@@ -519,6 +519,10 @@ def _clean(
 
 def _should_drop(element: Element, scores: dict[Element, float], counts: list[int]) -> bool:
     length, links, commas, paragraphs, images, items = counts
+    parent = element.getparent()
+    if parent is not None and parent.tag == "summary":
+        # The label of a disclosure (an item's signature on a reference page) is content.
+        return False
     weight = _class_weight(element)
     if weight + scores.get(element, 0.0) < 0:
         return True
