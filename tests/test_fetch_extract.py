@@ -26,7 +26,6 @@ from rypsok.core.fetch.parse import FEED_SLICE, SKIPPED_ELEMENTS, TRANSPARENT_VO
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "conformance" / "fixtures" / "rust-ownership.html"
 CALLS = ROOT / "conformance" / "calls"
-SPEC_CALLS = Path("/work/shared/spec/examples/calls")
 MAX_NODES = 100_000  # LIM-F10
 MAX_DEPTH = 256  # LIM-F11
 BASE = "https://example.org/notes/page"
@@ -57,13 +56,10 @@ def page(body: str, head: str = "<title>A page</title>") -> str:
 
 
 def example_content(name: str) -> dict[str, object]:
-    for folder in (CALLS, SPEC_CALLS):
-        path = folder / name
-        if path.exists():
-            data = json.loads(path.read_text(encoding="utf-8"))
-            result: dict[str, object] = data["response"]["result"]["structuredContent"]
-            return result
-    pytest.fail(f"the example {name} is missing")
+    """The structured content of one of the book's example calls (conformance/calls/)."""
+    data = json.loads((CALLS / name).read_text(encoding="utf-8"))
+    result: dict[str, object] = data["response"]["result"]["structuredContent"]
+    return result
 
 
 # --- REQ-PAGE-002 / REQ-FETCH-002: the article, not the chrome -------------------------------
