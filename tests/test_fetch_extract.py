@@ -711,3 +711,35 @@ def test_req_page_006_any_code_point_gives_a_result(text: str, kind: DocumentKin
     result = extract(f"<p>{text}</p>" if kind is DocumentKind.HTML else text, kind=kind)
     assert isinstance(result, Extraction)
     assert not any("\ud800" <= c <= "\udfff" for c in result.content)
+
+
+HIDING_PARTS = st.sampled_from(
+    [
+        f"<script>{HIDDEN_CONTENT}</script>",
+        f"<style>{HIDDEN_CONTENT}</style>",
+        f"<noscript>{HIDDEN_CONTENT}</noscript>",
+        f"<template><p>{HIDDEN_CONTENT}</p></template>",
+        f"<!-- {HIDDEN_CONTENT} -->",
+        f'<span hidden="">{HIDDEN_CONTENT}</span>',
+        f'<span aria-hidden="true">{HIDDEN_CONTENT}</span>',
+        f'<span style="display:none">{HIDDEN_CONTENT}</span>',
+        f"<nav><p>{HIDDEN_CONTENT}</p></nav>",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(
+        st.one_of(
+            HIDING_PARTS,
+            TAGS.map(lambda t: f"<{t}>"),
+            TAGS.map(lambda t: f"</{t}>"),
+            st.sampled_from(["Some words, of text. ", "More words here, and more. ", "&amp;"]),
+        ),
+        max_size=40,
+    )
+)
+def test_req_ctx_005_hidden_content_never_returned_whatever_surrounds_it(parts: list[str]) -> None:
+    result = extract(page("".join(parts)))
+    assert HIDDEN_CONTENT not in result.content
