@@ -411,7 +411,8 @@ def test_req_fetch_004_structure_written_as_markdown() -> None:
         f"{ARTICLE}"
         "<ol><li>first</li><li>second</li></ol>"
         "<ul><li>outer<ul><li>inner</li></ul></li></ul>"
-        "<pre>fn main() {\n    println!();\n}</pre>"
+        "<pre>fn main() {\n    println!();\n}\n\n\n\nfn other() {}</pre>"
+        "<p>one<br><br><br><br>two</p>"
         '<pre class="language-rust"><code>let x = 1;<br>let y = 2;</code></pre>'
         '<pre><code class="hljs lang-python">print(1)</code></pre>'
         "<p>Call <code>drop(x)</code> to end it early.</p>"
@@ -423,7 +424,8 @@ def test_req_fetch_004_structure_written_as_markdown() -> None:
     assert "## Section\n\n### Sub" in content
     assert "1. first\n2. second" in content
     assert "- outer\n  - inner" in content
-    assert "```\nfn main() {\n    println!();\n}\n```" in content
+    assert "```\nfn main() {\n    println!();\n}\n\n\n\nfn other() {}\n```" in content
+    assert "one\n\ntwo" in content
     assert "```rust\nlet x = 1;\nlet y = 2;\n```" in content
     assert "```python\nprint(1)\n```" in content
     assert "Call `drop(x)` to end it early." in content

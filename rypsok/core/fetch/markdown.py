@@ -107,6 +107,8 @@ def _finish_inline(parts: list[str]) -> str:
     text = _collapse("".join(parts))
     if _BREAK in text:
         text = "\n".join(line.strip() for line in text.split(_BREAK))
+        # Line breaks in a row are at most one blank line.
+        text = _BLANK_LINES.sub("\n\n", text)
     return text.strip()
 
 
@@ -381,4 +383,5 @@ def render_markdown(elements: Sequence[etree._Element], base_url: str) -> str:
         writer.node(element)
     writer.flush()
     text = "\n\n".join(writer.blocks)
-    return _BLANK_LINES.sub("\n\n", text).strip()
+    # Blocks are stripped and joined by one blank line; code keeps its own blank lines.
+    return text.strip()
