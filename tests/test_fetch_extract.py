@@ -561,6 +561,18 @@ def test_req_page_006_malformed_html_partial(html: str) -> None:
     assert "The main text of this page" in result.content
 
 
+@pytest.mark.parametrize("tag", ["o:p", "w:sdt", "foo:bar", "x-custom-element", "a.b", "font"])
+def test_req_page_006_element_names_lxml_refuses_keep_the_page(tag: str) -> None:
+    html = page(
+        f"<article><p>Words before <{tag}>inside the odd element</{tag}> and after it, "
+        f"in one paragraph.</p>{ARTICLE}</article>"
+    )
+    result = extract(html)
+    assert not result.partial
+    assert "Words before inside the odd element and after it, in one paragraph." in result.content
+    assert "The main text of this page" in result.content
+
+
 def test_req_page_006_well_formed_html_not_partial() -> None:
     assert not extract(page(f"<article>{ARTICLE}</article>")).partial
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 import attrs
 from lxml import etree
 
-from rypsok.core.fetch.markdown import INLINE_ELEMENTS
+from rypsok.core.fetch.markdown import BLOCK_ELEMENTS
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -208,7 +208,7 @@ class _Stats:
                 child_length = text_of[child]
                 length += child_length
                 links += links_of[child]
-                if child.tag in INLINE_ELEMENTS:
+                if child.tag not in BLOCK_ELEMENTS:
                     inline += child_length
                     inline_links += links_of[child]
                     commas += commas_of[child]
@@ -330,7 +330,7 @@ def _score_candidates(
     for element in body.iter():
         tag = element.tag
         length = stats.inline[element]
-        if length < _MIN_BLOCK or tag in INLINE_ELEMENTS or tag in _UNSCORED:
+        if length < _MIN_BLOCK or tag not in BLOCK_ELEMENTS or tag in _UNSCORED:
             continue
         score = 1.0 + stats.commas[element] + min(length // 100, 3)
         if stats.inline_density(element) < 0.5:
