@@ -154,6 +154,17 @@ def test_req_fetch_002_disclosure_label_kept() -> None:
     assert "Appends an element to the back" in result.content
 
 
+def test_req_fetch_002_link_dense_text_only_is_still_extracted() -> None:
+    # Every block is mostly link text: scored, yet none counts as paragraph text.
+    para = '<p><a href="/x">A long link text that fills most of the block</a> and a tail.</p>'
+    result = extract(page(f"<div><div>{para * 3}</div></div>"))
+    assert result.outcome is ExtractionOutcome.OK
+    assert not result.partial
+    assert "[A long link text that fills most of the block](https://example.org/x)" in (
+        result.content
+    )
+
+
 # --- REQ-CTX-005: what a reader never sees is never returned ----------------------------------
 
 HIDDEN_CONTENT = "SECRETWORD"

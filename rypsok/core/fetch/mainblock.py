@@ -423,7 +423,11 @@ def _climb(
     ancestor = top.getparent()
     while ancestor is not None and ancestor.tag not in ("body", "html"):
         score = scores.get(ancestor)
-        if score is not None and score >= 0.4 * best and good.get(top, 0) < 0.6 * good[ancestor]:
+        if (
+            score is not None
+            and score >= 0.4 * best
+            and good.get(top, 0) < 0.6 * good.get(ancestor, 0)
+        ):
             top = ancestor
         ancestor = ancestor.getparent()
     return top
@@ -485,8 +489,11 @@ def _clean(
     work stays linear in the size of the block however deep it is.
     """
     for root in elements:
+        if not good.get(root):
+            # Without paragraph text there is nothing to tell the content from the rest by.
+            continue
         # A part holding this much of the block's paragraph text is the block, not chrome.
-        keep = 0.3 * good.get(root, 0)
+        keep = 0.3 * good[root]
         # element -> [text length, link text length, commas, p, img, li]
         counts: dict[Element, list[int]] = {}
         for element in reversed(list(root.iter())):
