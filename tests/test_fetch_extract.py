@@ -21,6 +21,8 @@ from rypsok.core.fetch.extract import (
     ExtractionOutcome,
     extract_document,
 )
+from rypsok.core.fetch.mainblock import select_main_block
+from rypsok.core.fetch.markdown import render_markdown
 from rypsok.core.fetch.parse import FEED_SLICE, SKIPPED_ELEMENTS, TRANSPARENT_VOID, parse_html
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -768,3 +770,82 @@ HIDING_PARTS = st.sampled_from(
 def test_req_ctx_005_hidden_content_never_returned_whatever_surrounds_it(parts: list[str]) -> None:
     result = extract(page("".join(parts)))
     assert HIDDEN_CONTENT not in result.content
+
+
+FUZZ_TAGS = st.sampled_from(
+    [
+        "div",
+        "p",
+        "a",
+        "table",
+        "tr",
+        "td",
+        "th",
+        "ul",
+        "ol",
+        "li",
+        "pre",
+        "code",
+        "h1",
+        "h2",
+        "span",
+        "b",
+        "img",
+        "br",
+        "form",
+        "nav",
+        "header",
+        "figure",
+        "figcaption",
+        "details",
+        "summary",
+        "dialog",
+        "article",
+        "main",
+        "section",
+        "o:p",
+        "x-y",
+    ]
+)
+FUZZ_ATTRIBUTES = st.sampled_from(
+    [
+        'href="/a b"',
+        'href="javascript:x"',
+        'href="#f"',
+        'alt="a picture"',
+        'src="/pic.png"',
+        'class="nav menu"',
+        'class="article-body"',
+        'role="navigation"',
+        "hidden",
+        "open",
+        'start="99999999999999999999"',
+        'class="language-rust"',
+        'title="&#1;"',
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(
+        st.one_of(
+            st.tuples(FUZZ_TAGS, st.lists(FUZZ_ATTRIBUTES, max_size=2)).map(
+                lambda t: f"<{t[0]} {' '.join(t[1])}>"
+            ),
+            FUZZ_TAGS.map(lambda t: f"</{t}>"),
+            st.sampled_from(
+                ["Words, and more words of text here. ", "short ", "&#0;", "<!-- c -->", "\n"]
+            ),
+        ),
+        max_size=50,
+    )
+)
+def test_req_page_006_main_block_and_writer_never_raise(parts: list[str]) -> None:
+    # extract_document turns any exception into "nothing"; the stages themselves must not
+    # need that net on any tree the bounded parse can build.
+    parsed = parse_html("".join(parts), max_nodes=400, max_depth=24)
+    if parsed.root is None:
+        return
+    main = select_main_block(parsed.root)
+    render_markdown(main.elements, BASE)
