@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -849,3 +850,28 @@ def test_req_page_006_main_block_and_writer_never_raise(parts: list[str]) -> Non
         return
     main = select_main_block(parsed.root)
     render_markdown(main.elements, BASE)
+
+
+async def test_req_page_008_worker_threads_extract_independently() -> None:
+    # The pipeline runs extraction in worker threads under the parsing limiter (LIM-C5);
+    # one parser per call means concurrent calls give exactly what calls one by one give.
+    documents = [
+        FIXTURE.read_text(encoding="utf-8"),
+        page(f"<article>{ARTICLE}</article>"),
+        "<html><body>" + "<div>" * 1000 + "deep" + "</div>" * 1000 + "</body></html>",
+        "<html><body>" + "<p>x</p>" * 2000 + "</body></html>",
+    ] * 4
+    expected = [extract(doc, max_nodes=1500) for doc in documents]
+    got: list[Extraction | None] = [None] * len(documents)
+    limiter = trio.CapacityLimiter(4)
+
+    async def one(index: int) -> None:
+        got[index] = await trio.to_thread.run_sync(
+            lambda: extract(documents[index], max_nodes=1500), limiter=limiter
+        )
+
+    async with trio.open_nursery() as nursery:
+        for index in range(len(documents)):
+            nursery.start_soon(one, index)
+    assert got == expected
+    assert any(result.partial for result in expected)
