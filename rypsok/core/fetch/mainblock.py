@@ -1,0 +1,587 @@
+"""The choice of a page's main block (REQ-FETCH-002, REQ-PAGE-002).
+
+Four steps over the tree the bounded parse built (book: "How web_fetch reads a page"):
+
+1. Chrome removal. Navigation, headers, footers, sidebars, menus, dialogs and captions go by
+   element (nav, header, footer, aside, menu, dialog, figcaption) and by ARIA role
+   (navigation, banner, contentinfo, complementary, search…), whatever they hold. Forms,
+   figures and elements whose class or id words name chrome (menu, sidebar, share, related,
+   comment…, unless a content word such as article, content or post is there too) go as
+   well unless they hold 40 % of the page's text: a site that puts its article in a
+   ``<form>`` or names its wrapper ``has-sidebar`` keeps it.
+2. Scoring. Every block's own run of inline text (a paragraph, or text written straight into
+   a container) of at least 25 characters scores by its length and its commas; the score
+   goes to its container in full and to the next ancestors in part. A container's score is
+   weighed by its element, its class and id words, and the share of its text that is link
+   text.
+3. The block. The best container is narrowed to the descendant holding 90 % of its
+   paragraph text, widened to the common container of a story split into substantial parts,
+   to a well-scored ancestor of whose paragraph text it holds less than 60 %, and to an
+   enclosing ``<article>`` (or ``itemprop="articleBody"``) of whose paragraph text it holds
+   less than 80 %. Its siblings join it when they score close to it or are plain paragraphs.
+4. Cleaning. Inside the block, lists, tables, divisions and sections that are mostly links,
+   images or short fragments are removed (never a part holding 30 % of the block's paragraph
+   text, nor a disclosure's label), and so are paragraphs that are 80 % link text.
+
+Every step is linear in the size of the tree, whatever its depth: counts are summed from the
+leaves up in one pass, never recomputed per element over its subtree.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import TYPE_CHECKING, Final, TypeAlias
+
+import attrs
+from lxml import etree
+
+from rypsok.core.fetch.markdown import BLOCK_ELEMENTS
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["MainBlock", "select_main_block"]
+
+Element: TypeAlias = etree._Element
+
+# Removed whatever they hold (REQ-CTX-005 names navigation); a form may wrap a whole page,
+# so it is judged like a class word instead.
+CHROME_ELEMENTS: Final = frozenset(
+    {"nav", "header", "footer", "aside", "menu", "dialog", "figcaption"}
+)
+CHROME_ROLES: Final = frozenset(
+    {
+        "navigation",
+        "banner",
+        "contentinfo",
+        "complementary",
+        "search",
+        "menu",
+        "menubar",
+        "toolbar",
+        "dialog",
+        "alertdialog",
+        "tablist",
+        "tab",
+        "form",
+    }
+)
+
+_CHROME_WORDS: Final = re.compile(
+    r"comment|sidebar|side-bar|footer|masthead|menu|(?:^|[-_ ])nav|breadcrumb|share|sharing"
+    r"|social|related|recommend|promo|advert|(?:^|[-_ ])ads?(?:$|[-_ ])|sponsor|banner|newsletter"
+    r"|subscri|signup|sign-up|cookie|consent|popup|modal|widget|toolbar|pagination|pager"
+    r"|(?:^|[-_ ])tags?(?:$|[-_ ])|byline|author|login|skip|outbrain|taboola|disqus|rating"
+    r"|print|follow|most-?popular|trending|teaser|caption|credit|gallery|slideshow|carousel"
+    r"|(?:^|[-_ ])(?:date|time|timestamp|dateline)(?:$|[-_ ])",
+    re.IGNORECASE,
+)
+_CONTENT_WORDS: Final = re.compile(
+    r"article|body|content|entry|main|post|story|text|blog|column|shadow", re.IGNORECASE
+)
+_POSITIVE: Final = re.compile(
+    r"article|body|content|entry|hentry|h-entry|main|page|pagination|post|text|blog|story",
+    re.IGNORECASE,
+)
+_NEGATIVE: Final = re.compile(
+    r"-ad-|hidden|^hid$| hid$| hid |^hid |banner|combx|comment|com-|contact|foot|footer"
+    r"|footnote|gdpr|masthead|media|meta|outbrain|promo|related|scroll|share|shoutbox|sidebar"
+    r"|skyscraper|sponsor|shopping|tags|tool|widget|byline|author|caption|social|newsletter"
+    r"|subscribe|recommend",
+    re.IGNORECASE,
+)
+
+# Blocks whose own text does not make their parent the main block.
+_UNSCORED: Final = frozenset(
+    {"li", "h1", "h2", "h3", "h4", "h5", "h6", "th", "dt", "caption", "figcaption", "body", "html"}
+)
+_BLOCK_TAGS: Final = frozenset(
+    {
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "dd",
+        "details",
+        "dialog",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hgroup",
+        "hr",
+        "li",
+        "main",
+        "nav",
+        "ol",
+        "p",
+        "pre",
+        "section",
+        "table",
+        "ul",
+    }
+)
+_TAG_WEIGHT: Final = {
+    "div": 5,
+    "article": 10,
+    "main": 5,
+    "section": 3,
+    "pre": 3,
+    "td": 3,
+    "blockquote": 3,
+    "address": -3,
+    "ol": -3,
+    "ul": -3,
+    "dl": -3,
+    "dd": -3,
+    "dt": -3,
+    "li": -3,
+    "form": -3,
+    "h1": -5,
+    "h2": -5,
+    "h3": -5,
+    "h4": -5,
+    "h5": -5,
+    "h6": -5,
+    "th": -5,
+}
+_MIN_BLOCK: Final = 25
+_TEXT_HOLDERS: Final = frozenset({"p", "pre", "blockquote", "table"})
+# An element holding this share of the body's text is never removed as chrome.
+_GUARD_SHARE: Final = 0.4
+
+
+@attrs.frozen
+class MainBlock:
+    """The elements of the main block, in document order, and the page's first heading."""
+
+    elements: tuple[Element, ...]
+    heading: str | None
+
+
+class _Stats:
+    """Lengths of every element, measured in one pass from the leaves up.
+
+    `text` is the length of all the text under an element and `links` the part of it inside
+    links; `inline`, `inline_links` and `commas` count only the element's own run of inline
+    content (its text, its inline children, the tails of its children), which is what a
+    reader sees as the element's paragraph.
+    """
+
+    def __init__(self, root: Element) -> None:
+        self.text: dict[Element, int] = {}
+        self.links: dict[Element, int] = {}
+        self.inline: dict[Element, int] = {}
+        self.inline_links: dict[Element, int] = {}
+        self.commas: dict[Element, int] = {}
+        text_of = self.text
+        links_of = self.links
+        inline_of = self.inline
+        inline_links_of = self.inline_links
+        commas_of = self.commas
+        # The elements holding a paragraph, code, a quote or a table (a figure that does is
+        # content, not an illustration).
+        self.holds_text: set[Element] = set()
+        holds_text = self.holds_text
+        for element in reversed(list(root.iter())):
+            own = element.text
+            length = len(own.strip()) if own else 0
+            inline = length
+            commas = own.count(",") if own else 0
+            links = 0
+            inline_links = 0
+            for child in element:
+                if child in holds_text or child.tag in _TEXT_HOLDERS:
+                    holds_text.add(element)
+                child_length = text_of[child]
+                length += child_length
+                links += links_of[child]
+                if child.tag not in BLOCK_ELEMENTS:
+                    inline += child_length
+                    inline_links += links_of[child]
+                    commas += commas_of[child]
+                tail = child.tail
+                if tail:
+                    tail_length = len(tail.strip())
+                    length += tail_length
+                    inline += tail_length
+                    commas += tail.count(",")
+            text_of[element] = length
+            if element.tag == "a":
+                links_of[element] = length
+                inline_links_of[element] = inline
+            else:
+                links_of[element] = links
+                inline_links_of[element] = inline_links
+            inline_of[element] = inline
+            commas_of[element] = commas
+
+    def density(self, element: Element) -> float:
+        length = self.text.get(element, 0)
+        return self.links.get(element, 0) / length if length else 0.0
+
+    def inline_density(self, element: Element) -> float:
+        length = self.inline.get(element, 0)
+        return self.inline_links.get(element, 0) / length if length else 0.0
+
+
+def _words(element: Element) -> str:
+    return f"{element.get('class', '')} {element.get('id', '')}".strip()
+
+
+def _class_weight(element: Element) -> int:
+    return _words_weight(element.get("class")) + _words_weight(element.get("id"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _words_weight(value: str | None) -> int:
+    weight = 0
+    if value:
+        if _NEGATIVE.search(value):
+            weight -= 25
+        if _POSITIVE.search(value):
+            weight += 25
+    return weight
+
+
+def _chrome_kind(element: Element, stats: _Stats) -> int:
+    """0: content; 1: chrome by a guess (a form, a figure, class or id words), removed
+    unless it holds much of the page; 2: chrome by its element or role, always removed."""
+    tag = element.tag
+    if tag in CHROME_ELEMENTS:
+        return 2
+    if tag == "form":
+        return 1
+    if tag == "figure":
+        # A figure is an illustration and its caption, unless it holds text of its own.
+        return 0 if element in stats.holds_text else 1
+    role = element.get("role")
+    if role is not None and role.strip().lower() in CHROME_ROLES:
+        return 2
+    if tag in ("body", "html", "article", "main", "a"):
+        return 0
+    if element.get("itemprop", "").lower() == "articlebody":
+        return 0
+    words = _words(element)
+    return 1 if words and _chrome_words(words) else 0
+
+
+@functools.lru_cache(maxsize=4096)
+def _chrome_words(words: str) -> bool:
+    # Pages repeat their class names; the cache spares the regexes most of their work.
+    return bool(_CHROME_WORDS.search(words)) and not _CONTENT_WORDS.search(words)
+
+
+def _drop(element: Element) -> None:
+    """Remove `element` but keep its tail text in place."""
+    parent = element.getparent()
+    if parent is None:
+        return
+    tail = element.tail
+    if tail:
+        previous = element.getprevious()
+        if previous is not None:
+            previous.tail = (previous.tail or "") + tail
+        else:
+            parent.text = (parent.text or "") + tail
+    parent.remove(element)
+
+
+def _remove_chrome(body: Element) -> None:
+    stats = _Stats(body)
+    total = stats.text.get(body, 0)
+    guard = total * _GUARD_SHARE
+    doomed = []
+    for element in body.iterdescendants():
+        kind = _chrome_kind(element, stats)
+        if kind == 2 or (kind == 1 and stats.text[element] <= guard):
+            doomed.append(element)
+    for element in doomed:
+        _drop(element)
+
+
+def _block_text(element: Element) -> str:
+    return str(element.xpath("string()"))
+
+
+def _score_candidates(
+    body: Element, stats: _Stats
+) -> tuple[dict[Element, float], dict[Element, int]]:
+    """Each container's score, and the length of the paragraph text under each element."""
+    scores: dict[Element, float] = {}
+    good: dict[Element, int] = {}
+    own_good: dict[Element, int] = {}
+
+    def initial(element: Element) -> float:
+        return _TAG_WEIGHT.get(str(element.tag), 0) + _class_weight(element)
+
+    for element in body.iter():
+        tag = element.tag
+        length = stats.inline[element]
+        if length < _MIN_BLOCK or tag not in BLOCK_ELEMENTS or tag in _UNSCORED:
+            continue
+        score = 1.0 + stats.commas[element] + min(length // 100, 3)
+        if stats.inline_density(element) < 0.5:
+            own_good[element] = length
+        if tag in _BLOCK_TAGS and tag != "p":
+            # Text straight inside a container is a paragraph of that container.
+            scores[element] = scores.get(element, initial(element)) + score
+        ancestor = element.getparent()
+        level = 0
+        while ancestor is not None and level < 5:
+            if ancestor not in scores:
+                scores[ancestor] = initial(ancestor)
+            divider = 1 if level == 0 else 2 if level == 1 else level * 3
+            scores[ancestor] += score / divider
+            ancestor = ancestor.getparent()
+            level += 1
+    # Paragraph text summed from the leaves up, in one pass.
+    for element in reversed(list(body.iter())):
+        total = own_good.get(element, 0)
+        for child in element:
+            total += good.get(child, 0)
+        if total:
+            good[element] = total
+    weighed = {element: score * (1 - stats.density(element)) for element, score in scores.items()}
+    return weighed, good
+
+
+def _narrow(top: Element, good: dict[Element, int]) -> Element:
+    """The descendant of `top` that holds nearly all its paragraph text."""
+    while True:
+        total = good.get(top, 0)
+        if not total:
+            return top
+        for child in top:
+            if good.get(child, 0) >= 0.9 * total:
+                top = child
+                break
+        else:
+            return top
+
+
+def _ancestors(element: Element) -> list[Element]:
+    chain = []
+    parent = element.getparent()
+    while parent is not None:
+        chain.append(parent)
+        parent = parent.getparent()
+    return chain
+
+
+def _merge_parts(
+    top: Element, best: float, scores: dict[Element, float], good: dict[Element, int]
+) -> Element:
+    """A container of `top` and the other parts of a story split across containers.
+
+    A page may cut its story into chunks (around advertisements, a lead and a body, the
+    sections of a reference page) in separate containers. The nearest common container of
+    `top` and another well-scored, substantial part replaces `top` when the parts cover most
+    of its paragraph text (it holds little else besides them).
+    """
+    ranked = sorted(scores, key=scores.__getitem__, reverse=True)[:12]
+    # Only a substantial part joins: a teaser or a boilerplate paragraph does not.
+    least = max(0.4 * good.get(top, 0), 400)
+    parts = [e for e in ranked if scores[e] >= 0.5 * best and good.get(e, 0) >= least]
+    chains = {id(e): _ancestors(e) for e in [top, *parts]}
+    for other in parts:
+        top_chain = chains.setdefault(id(top), _ancestors(top))
+        other_chain = chains[id(other)]
+        if other is top or other in top_chain or top in other_chain:
+            continue
+        other_ids = {id(e) for e in other_chain}
+        common = next((e for e in top_chain if id(e) in other_ids), None)
+        if common is None or common.tag in ("html", "body"):
+            continue
+        inside = [e for e in [top, *parts] if common in chains.get(id(e), ())]
+        outermost = [
+            e for e in inside if not any(o is not e and o in chains[id(e)] for o in inside)
+        ]
+        if good.get(common, 0) <= 1.25 * sum(good.get(e, 0) for e in outermost):
+            top = common
+    return top
+
+
+def _climb(
+    top: Element, best: float, scores: dict[Element, float], good: dict[Element, int]
+) -> Element:
+    """An ancestor of `top` that scores well in its own right and of whose paragraph text
+    `top` holds less than 60 %: the page's content is larger than its best part (a
+    reference page's description, its sections and its lists of items)."""
+    ancestor = top.getparent()
+    while ancestor is not None and ancestor.tag not in ("body", "html"):
+        score = scores.get(ancestor)
+        if (
+            score is not None
+            and score >= 0.4 * best
+            and good.get(top, 0) < 0.6 * good.get(ancestor, 0)
+        ):
+            top = ancestor
+        ancestor = ancestor.getparent()
+    return top
+
+
+def _container_of(top: Element, good: dict[Element, int]) -> Element:
+    """An article (or articleBody) around `top` when `top` holds less than 80 % of its
+    paragraph text."""
+    ancestor = top.getparent()
+    while ancestor is not None:
+        if ancestor.tag == "article" or ancestor.get("itemprop", "").lower() == "articlebody":
+            if good.get(top, 0) >= 0.8 * good.get(ancestor, 1):
+                return top
+            return ancestor
+        ancestor = ancestor.getparent()
+    return top
+
+
+def _with_siblings(top: Element, scores: dict[Element, float], stats: _Stats) -> list[Element]:
+    parent = top.getparent()
+    if parent is None:
+        return [top]
+    threshold = max(10.0, scores.get(top, 0.0) * 0.2)
+    top_class = top.get("class")
+    chosen: list[Element] = []
+    for sibling in parent:
+        if sibling is top:
+            chosen.append(sibling)
+            continue
+        if not isinstance(sibling.tag, str):
+            continue
+        bonus = scores.get(top, 0.0) * 0.2 if top_class and sibling.get("class") == top_class else 0
+        if scores.get(sibling, -1e9) + bonus >= threshold:
+            chosen.append(sibling)
+        elif sibling.tag == "p":
+            length = stats.text.get(sibling, 0)
+            density = stats.density(sibling)
+            text = _block_text(sibling).strip()
+            if (length > 80 and density < 0.25) or (
+                0 < length <= 80 and density == 0 and re.search(r"\.( |$)", text)
+            ):
+                chosen.append(sibling)
+    return chosen
+
+
+_CLEANED: Final = frozenset({"div", "section", "ul", "ol", "table", "dl", "figure", "aside"})
+
+
+def _clean(
+    elements: Iterable[Element],
+    scores: dict[Element, float],
+    good: dict[Element, int],
+) -> None:
+    """Remove the chrome-like parts left inside the main block (readability's conditional
+    cleaning, in spirit).
+
+    One pass from the leaves up: each element's counts are summed from the children it
+    still has, so a part removed below is already out of its container's counts, and the
+    work stays linear in the size of the block however deep it is.
+    """
+    for root in elements:
+        if not good.get(root):
+            # Without paragraph text there is nothing to tell the content from the rest by.
+            continue
+        # A part holding this much of the block's paragraph text is the block, not chrome.
+        keep = 0.3 * good[root]
+        # element -> [text length, link text length, commas, p, img, li]
+        counts: dict[Element, list[int]] = {}
+        for element in reversed(list(root.iter())):
+            tag = element.tag
+            own = element.text
+            total = [len(own.strip()) if own else 0, 0, own.count(",") if own else 0, 0, 0, 0]
+            for child in element:
+                sub = counts.get(child)
+                if sub is not None:
+                    for index in range(6):
+                        total[index] += sub[index]
+                tail = child.tail
+                if tail:
+                    total[0] += len(tail.strip())
+                    total[2] += tail.count(",")
+            if tag == "a":
+                total[1] = total[0]
+            elif tag == "p":
+                total[3] += 1
+            elif tag == "img":
+                total[4] += 1
+            elif tag == "li":
+                total[5] += 1
+            counts[element] = total
+            if tag == "p" and element is not root and total[0] and total[1] >= 0.8 * total[0]:
+                # A paragraph that is (almost) only a link promotes another page: "Read more: …".
+                _drop(element)
+                continue
+            if tag not in _CLEANED or element is root:
+                continue
+            if keep and good.get(element, 0) >= keep:
+                continue
+            if _should_drop(element, scores, total):
+                _drop(element)
+
+
+def _should_drop(element: Element, scores: dict[Element, float], counts: list[int]) -> bool:
+    length, links, commas, paragraphs, images, items = counts
+    parent = element.getparent()
+    if parent is not None and parent.tag == "summary":
+        # The label of a disclosure (an item's signature on a reference page) is content.
+        return False
+    weight = _class_weight(element)
+    if weight + scores.get(element, 0.0) < 0:
+        return True
+    if commas >= 10:
+        return False
+    items -= 100
+    density = links / length if length else 0.0
+    in_list = element.tag in ("ul", "ol")
+    return (
+        (images > 1 and paragraphs / images < 0.5)
+        or (not in_list and items > paragraphs)
+        or (weight < 25 and density > 0.2 and not (in_list and density < 0.5))
+        or (weight >= 25 and density > 0.5)
+        or (length < _MIN_BLOCK and images == 0 and element.tag not in ("table", "ul", "ol"))
+    )
+
+
+def _first_heading(body: Element) -> str | None:
+    for heading in body.iter("h1"):
+        text = " ".join(_block_text(heading).split())
+        if text:
+            return text
+    return None
+
+
+def select_main_block(root: Element) -> MainBlock:
+    """The main block of the page rooted at `root` (mutates the tree)."""
+    body = root.find("body")
+    if body is None:
+        body = root
+    heading = _first_heading(body)
+    _remove_chrome(body)
+    stats = _Stats(body)
+    scores, good = _score_candidates(body, stats)
+    if not scores:
+        # Nothing long enough to score: the page is short, and all of it is content.
+        return MainBlock(elements=(body,), heading=heading)
+    top = max(scores, key=scores.__getitem__)
+    best = scores[top]
+    if best <= 0 or top is root:
+        # No paragraph text anywhere (a page of links, an index): the page is its content.
+        return MainBlock(elements=(body,), heading=heading)
+    top = _narrow(top, good)
+    top = _merge_parts(top, best, scores, good)
+    top = _climb(top, best, scores, good)
+    top = _container_of(top, good)
+    elements = _with_siblings(top, scores, stats) if top is not body else [body]
+    _clean(elements, scores, good)
+    return MainBlock(elements=tuple(elements), heading=heading)
