@@ -86,9 +86,10 @@ class _Replay(trio.abc.HalfCloseableStream):
     knowledge, or HTTP/1.1).
     """
 
-    def __init__(self, stream: trio.SocketStream, first: bytes) -> None:
+    def __init__(self, stream: trio.SocketStream, first: bytes, connection: _Connection) -> None:
         self._stream = stream
         self._first = first
+        self._connection = connection
         self.socket = stream.socket
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
@@ -96,7 +97,14 @@ class _Replay(trio.abc.HalfCloseableStream):
             data, self._first = self._first, b""
             await trio.lowlevel.checkpoint()
             return data
-        return bytes(await self._stream.receive_some(max_bytes))
+        try:
+            data = bytes(await self._stream.receive_some(max_bytes))
+        except trio.BrokenResourceError:
+            self._connection.peer_gone()
+            raise
+        if not data:
+            self._connection.peer_gone()
+        return data
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         await self._stream.send_all(data)
@@ -114,11 +122,23 @@ class _Replay(trio.abc.HalfCloseableStream):
 class _Connection:
     """One accepted connection's requests, for the watchdog and the shutdown."""
 
-    __slots__ = ("in_flight", "quiet_since")
+    __slots__ = ("closed_by_peer", "in_flight", "quiet_since", "wake")
 
     def __init__(self) -> None:
         self.in_flight = 0
         self.quiet_since = trio.current_time()
+        self.closed_by_peer = False
+        self.wake = trio.Event()
+
+    def peer_gone(self) -> None:
+        # hypercorn keeps a closed connection's task until its keep-alive timer ends; the
+        # watchdog ends it now, so that the permit (LIM-H1) is free again at once.
+        self.closed_by_peer = True
+        self.wake.set()
+
+    def request_ended(self) -> None:
+        self.quiet_since = trio.current_time()
+        self.wake.set()
 
 
 class _ConnectionApp:
@@ -143,7 +163,7 @@ class _ConnectionApp:
             raise
         finally:
             self._connection.in_flight -= 1
-            self._connection.quiet_since = trio.current_time()
+            self._connection.request_ended()
             self._listener.request_ended()
 
 
@@ -209,7 +229,9 @@ class Listener:
                 return
             connection = _Connection()
             app = ASGIWrapper(cast("Any", _ConnectionApp(self, connection)))
-            replay = cast("Any", _Replay(stream, first))  # cleartext: hypercorn's no-TLS path
+            replay = cast(
+                "Any", _Replay(stream, first, connection)
+            )  # cleartext: hypercorn's no-TLS path
             server = TCPServer(app, self._hconfig, self._context, ConnectionState({}), replay)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._watchdog, connection, nursery.cancel_scope)
@@ -238,18 +260,22 @@ class Listener:
         return b""
 
     async def _watchdog(self, connection: _Connection, scope: trio.CancelScope) -> None:
-        """LIM-H3 after the protocol is known: close when no request has started for that
-        long and none is running (a request running is bounded by LIM-H5 instead)."""
+        """Close the connection once the peer has closed its side and nothing runs, or once
+        LIM-H3 has passed with no request started and none running (an idle keep-alive
+        connection, or a header block trickled a byte at a time). A running request is
+        bounded by LIM-H5 instead."""
         while True:
-            await trio.sleep_until(connection.quiet_since + self._idle_s)
-            if (
-                connection.in_flight == 0
-                and trio.current_time() - connection.quiet_since >= self._idle_s
+            with trio.move_on_at(connection.quiet_since + self._idle_s):
+                await connection.wake.wait()
+            connection.wake = trio.Event()
+            if connection.in_flight:
+                connection.quiet_since = trio.current_time()
+                continue
+            if connection.closed_by_peer or (
+                trio.current_time() - connection.quiet_since >= self._idle_s
             ):
                 scope.cancel()
                 return
-            if connection.in_flight:
-                connection.quiet_since = trio.current_time()
 
     # -- stopping -------------------------------------------------------------------------
 
