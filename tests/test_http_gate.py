@@ -599,3 +599,63 @@ async def test_req_sec_018_an_oversized_header_block_is_431() -> None:
             + b"a" * 15000 + b"\r\n\r\n"
         )  # fmt: skip
         assert (await raw_exchange(server.port, ok_head)).startswith(b"HTTP/1.1 405 ")
+
+
+# -- the whole table at once --------------------------------------------------------------
+
+
+async def test_req_test_014_every_row_of_the_status_table_on_one_listener() -> None:
+    """One listener with callers and small bounds answers each row of the table."""
+    config = make_config(
+        "[service.http]\nmax_request_bytes = 4096\nmax_sessions = 1\n" + CALLERS,
+        CALLERS_ENV,
+        request_timeout_s=1,
+    )
+    seen: dict[int, list[str]] = {}
+    async with serving(config, CALLERS_ENV) as server, httpx.AsyncClient() as client:
+
+        async def status(body: object, **headers: str) -> int:
+            base = modern_headers("tools/call", "engine_status", TOKEN_A)
+            content = body if isinstance(body, bytes) else json.dumps(body).encode()
+            response = await client.post(server.url, content=content, headers={**base, **headers})
+            return response.status_code
+
+        ok = call_body("engine_status")
+        seen.setdefault(await status(ok), []).append("a call")
+        seen.setdefault(await status(call_body("nope"), **{"Mcp-Name": "nope"}), []).append(
+            "an unknown tool"
+        )
+        seen.setdefault(
+            await status({"jsonrpc": "2.0", "method": "x", "params": {"_meta": {}}}), []
+        ).append("note")
+        seen.setdefault(await status(ok, **{"Mcp-Name": "web_search"}), []).append(
+            "header mismatch"
+        )
+        seen.setdefault(await status(ok, Authorization="Bearer nope"), []).append("token")
+        seen.setdefault(await status(ok, Host="evil.example"), []).append("host")
+        unknown = modern_body("resources/list")
+        seen.setdefault(await status(unknown, **{"Mcp-Method": "resources/list"}), []).append("m")
+        seen.setdefault(await status(ok, Accept="application/json"), []).append("accept")
+        seen.setdefault(await status(b" " * 5000), []).append("body")
+        seen.setdefault(await status(ok, **{"Content-Type": "text/plain"}), []).append(
+            "content type"
+        )
+        seen.setdefault(await status(ok, **{"X-Big": "a" * 17000}), []).append("header block")
+        init = legacy_headers(TOKEN_A)
+        first = await client.post(server.url, json=initialize_body(), headers=init)
+        second = await client.post(server.url, json=initialize_body(), headers=init)
+        seen.setdefault(first.status_code, []).append("a handshake")
+        seen.setdefault(second.status_code, []).append("session bound")
+        head = (
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+            + TOKEN_A.encode() + b"\r\nContent-Type: application/json\r\nAccept: "
+            + ACCEPT.encode() + b"\r\nContent-Length: 100\r\n\r\n{"
+        )  # fmt: skip
+        seen.setdefault(int((await raw_exchange(server.port, head)).split(b" ")[1]), []).append(
+            "slow body"
+        )
+    assert sorted(seen) == [200, 202, 400, 401, 403, 404, 406, 408, 413, 415, 431, 503]
+    assert set(http_counts()) == {
+        "unauthorized", "sdk_forbidden", "sdk_not_acceptable", "body_too_large",
+        "request_timeout", "session_limit", "sdk_bad_request",
+    }  # fmt: skip
