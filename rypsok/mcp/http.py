@@ -24,7 +24,7 @@ from rypsok.config.rules import parse_bind
 from rypsok.core import telemetry
 from rypsok.mcp.calls import execute, make_dispatcher
 from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Reply, eras, jsonrpc
-from rypsok.mcp.protocol.dispatch import META_VERSION
+from rypsok.mcp.protocol.dispatch import META_CAPABILITIES, META_CLIENT, META_VERSION
 from rypsok.mcp.sessions import SESSION_TTL_S, SessionTable
 
 if TYPE_CHECKING:
@@ -410,6 +410,14 @@ class McpHttpApp:
         )
 
     def _check_modern_headers(self, request: _Request, message: jsonrpc.Request) -> None:
+        problem = _meta_problem(message)
+        if problem is not None:
+            # The request names the stateless revision (header or body) without the metadata
+            # it requires: Invalid params, and 400 since nothing was served.
+            raise _error(
+                400, jsonrpc.INVALID_PARAMS, f"Invalid params: {problem}",
+                reason="sdk_bad_request", request_id=message.id,
+            )  # fmt: skip
         try:
             self._compare_headers(request, message)
         except _BadHeader as exc:
@@ -563,6 +571,25 @@ class McpHttpApp:
                     pass  # over HTTP a closed stream is the cancellation
         replies = [a for a in answers if a is not None]
         return (200, replies, ()) if replies else (202, None, ())
+
+
+def _meta_problem(message: jsonrpc.Request) -> str | None:
+    """What the per-request metadata of 2026-07-28 lacks, or None."""
+    meta = (message.params or {}).get("_meta")
+    if not isinstance(meta, dict):
+        return "params._meta is required (an object)"
+    if not isinstance(meta.get(META_VERSION), str):
+        return f"_meta must carry {META_VERSION}, a string"
+    if not isinstance(meta.get(META_CAPABILITIES), dict):
+        return f"_meta must carry {META_CAPABILITIES}, an object"
+    info = meta.get(META_CLIENT)
+    if META_CLIENT in meta and not (
+        isinstance(info, dict)
+        and isinstance(info.get("name"), str)
+        and isinstance(info.get("version"), str)
+    ):
+        return f"{META_CLIENT} needs a name and a version"
+    return None
 
 
 def _is_modern(message: jsonrpc.Message) -> bool:
