@@ -366,3 +366,47 @@ async def test_req_sec_018_a_refused_request_leaves_the_process_serving() -> Non
             headers={**modern_headers("tools/call", "engine_status"), "Accept": ACCEPT},
         )
     assert response.status_code == 200
+
+
+async def test_req_mcp_007_an_http2_stream_reset_cancels_its_call() -> None:
+    from http_helpers import SlowEngine
+
+    engine = SlowEngine("wikipedia", None)
+    async with serving(make_config(), engine=engine) as server:
+        stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        conn.initiate_connection()
+        body = json.dumps(call_body("web_search", {"query": "rust"})).encode()
+        headers = [
+            (k, "web_search" if k == "mcp-name" else v) for k, v in _h2_headers(server.port, body)
+        ]
+        conn.send_headers(1, headers)
+        conn.send_data(1, body, end_stream=True)
+        await stream.send_all(conn.data_to_send())
+        with trio.fail_after(5):
+            await engine.started.wait()
+        # The client closes this response stream only; the connection stays open.
+        conn.reset_stream(1)
+        await stream.send_all(conn.data_to_send())
+        with trio.fail_after(5):
+            await engine.cancelled.wait()
+        await _wait_for(lambda: server.listener.in_flight == 0)
+        assert server.listener.connections == 1
+        # The same connection serves the next call.
+        ok = json.dumps(call_body("engine_status", id=2)).encode()
+        conn.send_headers(3, _h2_headers(server.port, ok))
+        conn.send_data(3, ok, end_stream=True)
+        await stream.send_all(conn.data_to_send())
+        events: list[h2.events.Event] = []
+        with trio.fail_after(5):
+            while not any(
+                isinstance(e, h2.events.StreamEnded) and e.stream_id == 3 for e in events
+            ):
+                events += conn.receive_data(await stream.receive_some(65536))
+                await stream.send_all(conn.data_to_send())
+        await stream.aclose()
+    data = b"".join(
+        e.data for e in events if isinstance(e, h2.events.DataReceived) and e.stream_id == 3
+    )
+    assert json.loads(data)["id"] == 2
+    assert not any(isinstance(e, h2.events.DataReceived) and e.stream_id == 1 for e in events)

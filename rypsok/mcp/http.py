@@ -15,6 +15,7 @@ cancels the call. The handshake revisions get an `Mcp-Session-Id` session each.
 from __future__ import annotations
 
 import binascii
+import re
 from base64 import b64decode
 from typing import TYPE_CHECKING, Any, Final
 
@@ -49,11 +50,16 @@ __all__ = [
 
 MCP_PATH: Final = "/mcp"
 HEADER_BLOCK_BYTES: Final = 16384  # LIM-H7, fixed
+# Set in the scope by the listener when it cancels the request itself as soon as the peer
+# closes the connection (HTTP/1, one request at a time), so the app need not watch for it.
+CONNECTION_CANCELS: Final = "rypsok.connection_cancels"
 HEADER_MISMATCH: Final = -32020  # 2026-07-28, HeaderMismatch
 RETRY_AFTER_S: Final = b"30"
 _SENTINEL_START: Final = "=?base64?"
 _SENTINEL_END: Final = "?="
 _JSON: Final = b"application/json"
+# Outside RFC 9110's field value (visible ASCII, space, tab).
+_INVALID_FIELD_BYTE: Final = re.compile(rb"[^\t\x20-\x7e]")
 _SSE: Final = b"text/event-stream"
 _LOOPBACK_NAMES: Final = ("localhost", "127.0.0.1", "[::1]")
 
@@ -118,6 +124,21 @@ class _PeerGone(Exception):
     """The client closed its side: nobody is left to answer."""
 
 
+_ACCEPT_CACHE: dict[bytes, frozenset[bytes]] = {}
+_ACCEPT_CACHE_SIZE: Final = 64
+
+
+def _accepted(accept: bytes) -> frozenset[bytes]:
+    """`_media_types`, remembered for the few Accept values clients send over and over."""
+    found = _ACCEPT_CACHE.get(accept)
+    if found is None:
+        found = frozenset(_media_types(accept))
+        if len(_ACCEPT_CACHE) >= _ACCEPT_CACHE_SIZE:
+            _ACCEPT_CACHE.clear()  # bounded: a client varying its header gains nothing
+        _ACCEPT_CACHE[accept] = found
+    return found
+
+
 def _media_types(accept: bytes) -> set[bytes]:
     """The media types an Accept header lists with a q above 0, in lower case."""
     found: set[bytes] = set()
@@ -150,12 +171,11 @@ class _BadHeader(Exception):
 
 def _header_text(value: bytes, name: str) -> str:
     """A protocol header's value, decoded from the `=?base64?…?=` form when it has it."""
-    try:
-        text = value.decode("ascii")
-    except UnicodeDecodeError:
-        raise _BadHeader(f"{name} is not ASCII") from None
-    if any(not (c == "\t" or " " <= c <= "~") for c in text):
+    if not value.isascii():
+        raise _BadHeader(f"{name} is not ASCII")
+    if _INVALID_FIELD_BYTE.search(value):
         raise _BadHeader(f"{name} has invalid characters")
+    text = value.decode("ascii")
     if text.startswith(_SENTINEL_START) and text.endswith(_SENTINEL_END) and len(text) >= 11:
         encoded = text[len(_SENTINEL_START) : -len(_SENTINEL_END)]
         try:
@@ -168,9 +188,10 @@ def _header_text(value: bytes, name: str) -> str:
 class _Request:
     """The parts of one HTTP request the handler reads."""
 
-    __slots__ = ("family", "head_bytes", "headers", "method", "path")
+    __slots__ = ("connection_cancels", "family", "head_bytes", "headers", "method", "path")
 
     def __init__(self, scope: Scope) -> None:
+        self.connection_cancels = bool(scope.get(CONNECTION_CANCELS))
         self.method: str = scope["method"]
         self.path: str = scope["path"]
         client = scope.get("client")
@@ -317,7 +338,7 @@ class McpHttpApp:
             return
         if request.method != "POST":
             raise _Refusal(405, reason="method_not_allowed", headers=((b"allow", b"POST, DELETE"),))
-        accept = _media_types(request.header(b"accept") or b"")
+        accept = _accepted(request.header(b"accept") or b"")
         if _JSON not in accept or _SSE not in accept:
             raise _error(
                 406,
@@ -397,7 +418,8 @@ class McpHttpApp:
             return 202, None, ()
         if _is_modern(message) or version_header == eras.MODERN_REVISION.encode():
             self._check_modern_headers(request, message)
-            return await self._dispatch(self._modern, message, caller, receive, modern=True)
+            watch = None if request.connection_cancels else receive
+            return await self._dispatch(self._modern, message, caller, watch, modern=True)
         if message.method == "initialize":
             return await self._initialize(request, caller, message)
         raise _error(
@@ -513,14 +535,15 @@ class McpHttpApp:
                 400, jsonrpc.INVALID_REQUEST, "Bad Request: the session is initialized already",
                 reason="sdk_bad_request", request_id=message.id,
             )  # fmt: skip
-        return await self._dispatch(dispatcher, message, caller, receive, modern=False)
+        watch = None if request.connection_cancels else receive
+        return await self._dispatch(dispatcher, message, caller, watch, modern=False)
 
     async def _dispatch(
         self,
         dispatcher: Dispatcher,
         message: jsonrpc.Request,
         caller: str,
-        receive: Receive,
+        receive: Receive | None,
         *,
         modern: bool,
     ) -> tuple[int, dict[str, Any] | None, tuple[tuple[bytes, bytes], ...]]:
@@ -533,9 +556,15 @@ class McpHttpApp:
         return 202, None, ()  # nothing to answer (Cancel and Nothing come from notifications)
 
     async def _run(
-        self, dispatcher: Dispatcher, call: Call, caller: str, receive: Receive
+        self, dispatcher: Dispatcher, call: Call, caller: str, receive: Receive | None
     ) -> dict[str, Any]:
-        """Run one call; a closed connection cancels it (and nothing is answered)."""
+        """Run one call; a closed connection cancels it (and nothing is answered).
+
+        `receive` is None when the listener itself cancels the request once its connection
+        closes (HTTP/1): then no watcher task is needed.
+        """
+        if receive is None:
+            return await execute(self._service, dispatcher, call, caller)
         payload: dict[str, Any] | None = None
         async with trio.open_nursery() as nursery:
 

@@ -38,7 +38,7 @@ from rypsok import _early
 from rypsok.config.rules import parse_bind
 from rypsok.core import telemetry
 from rypsok.mcp.callers import Callers
-from rypsok.mcp.http import HEADER_BLOCK_BYTES, McpHttpApp, refuse
+from rypsok.mcp.http import CONNECTION_CANCELS, HEADER_BLOCK_BYTES, McpHttpApp, refuse
 from rypsok.mcp.sessions import SESSION_TTL_S
 
 if TYPE_CHECKING:
@@ -56,6 +56,7 @@ H2_PREFACE: Final = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 ACCEPT_BACKOFF_S: Final = 0.1
 ACCEPT_LOG_INTERVAL_S: Final = 10.0
 _BACKLOG: Final = 1024
+_HTTP1: Final = frozenset({"1.0", "1.1"})
 _RECEIVE: Final = 65536
 _EXIT_MARGIN_MS: Final = 300
 # Accept errors that say "not now" (descriptors or buffers exhausted), not "never".
@@ -122,18 +123,22 @@ class _Replay(trio.abc.HalfCloseableStream):
 class _Connection:
     """One accepted connection's requests, for the watchdog and the shutdown."""
 
-    __slots__ = ("closed_by_peer", "in_flight", "quiet_since", "wake")
+    __slots__ = ("closed_by_peer", "in_flight", "quiet_since", "scopes", "wake")
 
     def __init__(self) -> None:
         self.in_flight = 0
         self.quiet_since = trio.current_time()
         self.closed_by_peer = False
         self.wake = trio.Event()
+        self.scopes: set[trio.CancelScope] = set()  # HTTP/1 requests running
 
     def peer_gone(self) -> None:
         # hypercorn keeps a closed connection's task until its keep-alive timer ends; the
-        # watchdog ends it now, so that the permit (LIM-H1) is free again at once.
+        # watchdog ends it now, so that the permit (LIM-H1) is free again at once. An HTTP/1
+        # request still running has nobody to answer: its call is cancelled (REQ-MCP-007).
         self.closed_by_peer = True
+        for scope in self.scopes:
+            scope.cancel()
         self.wake.set()
 
     def request_ended(self) -> None:
@@ -155,7 +160,20 @@ class _ConnectionApp:
         self._connection.in_flight += 1
         self._listener.request_started()
         try:
-            await self._listener.app(scope, receive, send)
+            if scope.get("http_version") in _HTTP1:
+                # One request at a time on the connection: when the peer closes it, the
+                # listener cancels the request here instead of the app watching for it.
+                scope[CONNECTION_CANCELS] = True
+                with trio.CancelScope() as cancel:
+                    self._connection.scopes.add(cancel)
+                    try:
+                        await self._listener.app(scope, receive, send)
+                    finally:
+                        self._connection.scopes.discard(cancel)
+                if cancel.cancelled_caught:
+                    telemetry.debug("call_cancelled", transport="http")
+            else:
+                await self._listener.app(scope, receive, send)
         except Exception as exc:
             # A defect, not a peer's doing: one JSON line, no traceback that could quote a
             # header; hypercorn answers 500 if nothing was sent.
