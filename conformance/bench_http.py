@@ -2,7 +2,7 @@
 the official MCP Python SDK and a bare hypercorn Trio app, in one run; then the memory of idle
 connections and a flood of trickling connections. Loopback only, every loop bounded.
 
-    tools/bench-http [--duration 10] [--connections 16] [--skip-memory] [--skip-flood]
+    tools/bench-http [--duration 5] [--rounds 3] [--connections 16] [--skip-memory] [--skip-flood]
 
 Throughput and latency come from wrk (Debian package `wrk`) with a Lua script for the POST.
 Each server runs in its own process (`python -m conformance.bench_http serve-… PORT`).
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import resource
 import shutil
@@ -237,20 +236,31 @@ def _wrk(url: str, script: Path, connections: int, duration: int) -> dict[str, f
     }
 
 
-def throughput(duration: int, connections: int) -> dict[str, dict[str, float]]:
+def throughput(duration: int, connections: int, rounds: int) -> dict[str, dict[str, float]]:
+    """The three servers run side by side; the runs alternate between them, round after
+    round, so that a change in the machine's load touches all three alike. The best round
+    of each is kept."""
     figures: dict[str, dict[str, float]] = {}
+    servers: list[_Server] = []
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "post.lua"
         _lua(script)
-        for kind, extra in (("rypsok", ("64", "60")), ("sdk", ()), ("bare", ())):
-            server = _Server(kind, *extra)
-            try:
+        try:
+            for kind, extra in (("rypsok", ("64", "60")), ("sdk", ()), ("bare", ())):
+                server = _Server(kind, *extra)
+                servers.append(server)
                 problem = _check_answer(server)
                 if problem:
                     raise RuntimeError(f"{kind}: {problem}")
                 _wrk(server.url, script, connections, 2)  # warm-up
-                figures[kind] = _wrk(server.url, script, connections, duration)
-            finally:
+            for _ in range(rounds):
+                for server in servers:
+                    row = _wrk(server.url, script, connections, duration)
+                    best = figures.get(server.kind)
+                    if best is None or row["calls_per_s"] > best["calls_per_s"]:
+                        figures[server.kind] = row
+        finally:
+            for server in servers:
                 server.stop()
     return figures
 
@@ -359,6 +369,11 @@ def flood(count: int, limit_s: float) -> dict[str, float]:
     }
 
 
+def _say(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
     args_in = sys.argv[1:] if argv is None else argv
     if args_in and args_in[0].startswith("serve-"):
@@ -368,8 +383,9 @@ def main(argv: list[str] | None = None) -> int:
             return serve_rypsok(port, int(args_in[2]), int(args_in[3]))
         return serve_bare(port) if kind == "serve-bare" else serve_sdk(port)
     parser = argparse.ArgumentParser(prog="tools/bench-http")
-    parser.add_argument("--duration", type=int, default=10)
+    parser.add_argument("--duration", type=int, default=5)
     parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--idle", type=int, default=1000)
     parser.add_argument("--flood", type=int, default=1000)
     parser.add_argument("--skip-memory", action="store_true")
@@ -379,21 +395,23 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("wrk") is None:
         sys.stderr.write("wrk is needed: apt-get install -y wrk\n")
         return 1
-    figures = throughput(args.duration, args.connections)
+    figures = throughput(args.duration, args.connections, args.rounds)
     for kind, row in figures.items():
-        print(f"{kind:7} {row['calls_per_s']:9.0f} calls/s  p50 {row['p50_ms']:6.2f} ms  "
+        _say(f"{kind:7} {row['calls_per_s']:9.0f} calls/s  p50 {row['p50_ms']:6.2f} ms  "
               f"p99 {row['p99_ms']:6.2f} ms  non-2xx {row['non_2xx']:.0f}")  # fmt: skip
     r, s, b = figures["rypsok"], figures["sdk"], figures["bare"]
-    print(f"rypsok / bare: {r['calls_per_s'] / b['calls_per_s']:.0%} (target >= 85%)")
-    print(f"rypsok / sdk:  {r['calls_per_s'] / s['calls_per_s']:.2f}x (target >= 1.5x)")
-    print(f"p99 rypsok / sdk: {r['p99_ms'] / s['p99_ms']:.2f} (target < 0.25)")
+    _say(f"rypsok / bare: {r['calls_per_s'] / b['calls_per_s']:.0%} (target >= 85%)")
+    _say(f"rypsok / sdk:  {r['calls_per_s'] / s['calls_per_s']:.2f}x (target >= 1.5x)")
+    _say(f"p99 rypsok / sdk: {r['p99_ms'] / s['p99_ms']:.2f} (target < 0.25)")
     if not args.skip_memory:
         mem = idle_memory(args.idle)
-        print(f"idle: {args.idle} keep-alive connections: RSS {mem['rss_before_mib']:.1f} -> "
-              f"{mem['rss_after_mib']:.1f} MiB ({mem['kib_per_connection']:.1f} KiB each)")  # fmt: skip
+        _say(
+            f"idle: {args.idle} keep-alive connections: RSS {mem['rss_before_mib']:.1f} -> "
+            f"{mem['rss_after_mib']:.1f} MiB ({mem['kib_per_connection']:.1f} KiB each)"
+        )
     if not args.skip_flood:
         out = flood(args.flood, 100)
-        print(f"flood: {args.flood} tricklers, default limits: process alive "
+        _say(f"flood: {args.flood} tricklers, default limits: process alive "
               f"{bool(out['process_alive'])}, closed {out['closed']:.0f}, last closed after "
               f"{out['last_closed_s']:.1f} s, a caller answered after "
               f"{out['legit_answered_after_s']:.1f} s")  # fmt: skip

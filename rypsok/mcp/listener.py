@@ -142,8 +142,8 @@ class _Connection:
         self.wake.set()
 
     def request_ended(self) -> None:
+        # The watchdog is not woken: it finds the new time when its own deadline comes.
         self.quiet_since = trio.current_time()
-        self.wake.set()
 
 
 class _ConnectionApp:
