@@ -15,7 +15,7 @@ from rypsok.config.load import load_config_text
 pytestmark = pytest.mark.usefixtures("keep_exception_hooks")
 
 REPO = Path(__file__).resolve().parent.parent
-NETWORK = REPO / "examples" / "configs" / "network-mode.toml"
+NETWORK = REPO / "containers" / "network-mode.toml"
 CREDENTIALS = "/run/credentials/rypsok.service/"
 
 
