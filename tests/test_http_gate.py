@@ -659,3 +659,29 @@ async def test_req_test_014_every_row_of_the_status_table_on_one_listener() -> N
         "unauthorized", "sdk_forbidden", "sdk_not_acceptable", "body_too_large",
         "request_timeout", "session_limit", "sdk_bad_request",
     }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        None,
+        {"io.modelcontextprotocol/clientCapabilities": {}},
+        {"io.modelcontextprotocol/protocolVersion": "2026-07-28"},
+        {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "x"},
+        },
+    ],
+)
+async def test_req_mcp_003_a_modern_request_without_its_metadata_is_400_invalid_params(
+    meta: dict | None,
+) -> None:
+    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}
+    if meta is not None:
+        body["params"]["_meta"] = meta
+    async with serving(make_config()) as server, httpx.AsyncClient() as client:
+        response = await post(client, server, body, modern_headers("tools/list"))
+    assert response.status_code == 400
+    assert _error(response)["code"] == -32602
+    assert response.json()["id"] == 7
