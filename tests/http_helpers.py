@@ -102,6 +102,7 @@ async def serving(
     engine: InstantEngine | None = None,
     session_ttl_s: float = 300.0,
     listen_socket: Any = None,
+    counters_interval_s: float = 60.0,
 ) -> AsyncIterator[Server]:
     env = env or {}
     engines = [engine if engine is not None else InstantEngine("wikipedia")]
@@ -119,6 +120,7 @@ async def serving(
             port=0 if listen_socket is None else None,
             session_ttl_s=session_ttl_s,
             listen_socket=listen_socket,
+            counters_interval_s=counters_interval_s,
         )
         port, listener = await nursery.start(start)
         try:

@@ -685,3 +685,20 @@ async def test_req_mcp_003_a_modern_request_without_its_metadata_is_400_invalid_
     assert response.status_code == 400
     assert _error(response)["code"] == -32602
     assert response.json()["id"] == 7
+
+
+async def test_req_obs_007_the_counters_event_counts_every_refusal_of_the_listener() -> None:
+    config = make_config(CALLERS, CALLERS_ENV)
+    with capture_logs() as logs:
+        async with (
+            serving(config, CALLERS_ENV, counters_interval_s=0.5) as server,
+            httpx.AsyncClient() as client,
+        ):
+            await call_status(client, server, "wrong-token-wrong-token-wrong-token-x")
+            await call_status(client, server, "wrong-token-wrong-token-wrong-token-x")
+            await call_status_with(client, server, Authorization=f"Bearer {TOKEN_A}", Accept="x/y")
+            with trio.fail_after(5):
+                while not logs.named("counters"):  # noqa: ASYNC110 # the log, no event
+                    await trio.sleep(0.05)
+    http = logs.named("counters")[0]["refusals"]["http"]
+    assert http == {"unauthorized": 2, "sdk_not_acceptable": 1}

@@ -334,12 +334,14 @@ async def serve_http(
     port: int | None = None,
     session_ttl_s: float = SESSION_TTL_S,
     listen_socket: Any = None,
+    counters_interval_s: float = 60.0,
     task_status: trio.TaskStatus[tuple[int, Listener]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve MCP over HTTP until `stop`, then shut down within `service.shutdown_ms`.
 
     `port` replaces the configured one (tests bind port 0); `listen_socket` replaces the
-    socket itself (a test's socket whose accept fails).
+    socket itself (a test's socket whose accept fails); `counters_interval_s` is the minute
+    of the `counters` event.
     """
     if listen_socket is None:
         listen_socket = listening_socket(config.service.http.bind, port)
@@ -355,7 +357,7 @@ async def serve_http(
     telemetry.info("listening", address=shown, transport="http", callers=len(callers))
     shutdown_ms = config.service.shutdown_ms
     async with trio.open_nursery() as nursery:
-        await nursery.start(telemetry.run_counters_reporter)
+        await nursery.start(telemetry.run_counters_reporter, counters_interval_s)
         async with trio.open_nursery() as connections:
             accepting = trio.CancelScope()
 
