@@ -1,4 +1,5 @@
-"""Replay the book's example calls against rypsok over stdio; exit 0 only if all match.
+"""Replay the book's example calls against rypsok over stdio, then over Streamable HTTP
+(`conformance.http`); exit 0 only if all match.
 
 Each call runs in a fresh rypsok process (started by `conformance.launch`, the same serve code
 as `rypsok serve`) whose engines reach a local MediaWiki fixture instead of Wikipedia. A fresh
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from conformance import scraping
+from conformance.http import http_cases
 from conformance.mediawiki import FixtureWiki
 
 if TYPE_CHECKING:
@@ -29,7 +31,7 @@ CONFIG = ROOT / "examples" / "configs" / "tutorial-1.toml"
 CASE_TIMEOUT_S = 20
 
 # Example calls of features later issues deliver; they join the replay when those land.
-NOT_DELIVERED = ("web-fetch", "host-entry-http")
+NOT_DELIVERED = ("web-fetch",)
 
 
 async def _run(argv: list[str], stdin: bytes) -> subprocess.CompletedProcess[bytes]:
@@ -115,6 +117,7 @@ async def host_entry_case(entry: dict[str, Any]) -> str:
 
 async def main() -> int:
     failures = 0
+    replayed: list[tuple[str, dict[str, Any]]] = []
     wiki = FixtureWiki()
     async with trio.open_nursery() as nursery:
         port = await nursery.start(wiki.serve)
@@ -124,6 +127,8 @@ async def main() -> int:
                 _say(f"skipped: {name}: not delivered yet")
                 continue
             case = json.loads(path.read_text(encoding="utf-8"))
+            if "mcpServers" in case and "url" in next(iter(case["mcpServers"].values())):
+                continue  # a network-mode entry: replayed over HTTP below
             if "mcpServers" in case:
                 why = await host_entry_case(case)
             else:
@@ -133,11 +138,16 @@ async def main() -> int:
                 _say(f"FAIL: {name}: {why}")
             else:
                 _say(f"ok: {name}")
+            if "request" in case:
+                replayed.append((name, case))
+        for name, why in await http_cases(replayed, port):
+            failures += 1 if why else 0
+            _say(f"FAIL: {name}: {why}" if why else f"ok: {name}")
         for name, why in (
             ("tutorial-5-check", await scraping.check_case()),
             ("tutorial-5-blocked", await scraping.blocked_case(port)),
         ):
-            failures += bool(why)
+            failures += 1 if why else 0
             _say(f"FAIL: {name}: {why}" if why else f"ok: {name}")
         nursery.cancel_scope.cancel()
     return 1 if failures else 0

@@ -1,4 +1,5 @@
-"""`python -m conformance.launch --config FILE --route HOST=PORT ...`: rypsok over stdio with
+"""`python -m conformance.launch --config FILE --route HOST=PORT ...`: rypsok over stdio (or
+`--transport http`) with
 its engines routed to local fixture servers, built by the same serve code as `rypsok serve`.
 """
 
@@ -23,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
         "--instant-engine", action="append", default=[], metavar="ID",
         help="replace this engine's driver by one answering from memory (the bench)",
     )  # fmt: skip
+    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     args = parser.parse_args(argv)
     routes = {}
     for route in args.route:
@@ -33,6 +35,10 @@ def main(argv: list[str] | None = None) -> int:
     telemetry.install_excepthook()
     telemetry.configure(config.logging.level, config.logging.log_queries)
     engines = [InstantEngine(engine_id) for engine_id in args.instant_engine] or None
+    if args.transport == "http":
+        from rypsok.mcp.listener import run_http
+
+        return run_http(config, env, engine_transport=RoutingTransport(routes), engines=engines)
     return run_stdio(config, env, engine_transport=RoutingTransport(routes), engines=engines)
 
 

@@ -125,13 +125,19 @@ def _serve(transport: str, path: str | None, env: Mapping[str, str]) -> int:
     config = validated.config
     telemetry.configure(level=config.logging.level, log_queries=config.logging.log_queries)
     if transport == "http":
-        # The Streamable HTTP transport lands in a later release of this project.
+        try:
+            from rypsok.mcp.listener import run_http
+        except ImportError as exc:
+            telemetry.error(
+                "transport_unavailable", transport="http", **telemetry.exception_fields(exc)
+            )
+            return EXIT_CONFIG
+        return run_http(config, env)
+    try:
+        from rypsok.mcp.stdio import run_stdio
+    except ImportError as exc:
         telemetry.error(
-            "transport_unavailable",
-            transport="http",
-            note="serve --transport http is not available in this release; use stdio",
+            "transport_unavailable", transport="stdio", **telemetry.exception_fields(exc)
         )
         return EXIT_CONFIG
-    from rypsok.mcp.stdio import run_stdio
-
     return run_stdio(config, env)

@@ -1,0 +1,422 @@
+"""The HTTP figures: engine_status over HTTP/1.1 keep-alive, against rypsok, a minimal server of
+the official MCP Python SDK and a bare hypercorn Trio app, in one run; then the memory of idle
+connections and a flood of trickling connections. Loopback only, every loop bounded.
+
+    tools/bench-http [--duration 5] [--rounds 3] [--connections 16] [--skip-memory] [--skip-flood]
+
+Throughput and latency come from wrk (Debian package `wrk`) with a Lua script for the POST.
+Each server runs in its own process (`python -m conformance.bench_http serve-… PORT`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import trio
+
+ROOT = Path(__file__).resolve().parent.parent
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+BODY = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "engine_status", "arguments": {}, "_meta": META},
+    },
+    separators=(",", ":"),
+)
+HEADERS = {
+    "Content-Type": "application/json",
+    "Accept": "application/json, text/event-stream",
+    "MCP-Protocol-Version": "2026-07-28",
+    "Mcp-Method": "tools/call",
+    "Mcp-Name": "engine_status",
+}
+# What the bare app answers: a result of the same size and shape as rypsok's.
+FIXED = (
+    b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[{"type":"text",'
+    b'"text":"{\\"engines\\":[{\\"id\\":\\"wikipedia\\",\\"latency_ms\\":null,\\"state\\":'
+    b'\\"closed\\"}],\\"notices\\":[],\\"outcome\\":\\"ok\\"}"}],"structuredContent":'
+    b'{"outcome":"ok","notices":[],"engines":[{"id":"wikipedia","state":"closed",'
+    b'"latency_ms":null}]},"isError":false}}\n'
+)
+CONFIG = """config_version = 1
+[service.http]
+bind = "127.0.0.1:{port}"
+max_connections = {max_connections}
+idle_timeout_s = {idle}
+[engines.wikipedia]
+type = "wikipedia"
+categories = ["general", "science"]
+"""
+
+
+def _raise_fd_limit(wanted: int = 4096) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = min(wanted, hard) if hard != resource.RLIM_INFINITY else wanted
+    if soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
+# -- the three servers ------------------------------------------------------------------------
+
+
+def serve_rypsok(port: int, max_connections: int, idle: int) -> int:
+    import attrs
+
+    from conformance.instant import InstantEngine
+    from rypsok.config.load import load_config_text
+    from rypsok.core import telemetry
+    from rypsok.mcp.listener import run_http
+
+    config = load_config_text(
+        CONFIG.format(port=port, max_connections=max_connections, idle=idle), {}
+    )
+    # Bench only: engine_status's rate limit (LIM-C8, at most 6000 a minute) would turn most of
+    # a run into refusals; the run measures served calls.
+    limits = attrs.evolve(config.limits, engine_status_per_minute=10**9)
+    config = attrs.evolve(config, limits=limits)
+    telemetry.configure(config.logging.level)
+    return run_http(config, {}, engines=[InstantEngine("wikipedia")])
+
+
+def serve_bare(port: int) -> int:
+    from hypercorn.config import Config
+    from hypercorn.trio import serve
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                else:
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        while (await receive()).get("more_body"):
+            pass
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(FIXED))]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": FIXED})
+
+    config = Config()
+    config.bind = [f"127.0.0.1:{port}"]
+    config.accesslog = None
+    config.errorlog = None
+    trio.run(serve, app, config)
+    return 0
+
+
+def serve_sdk(port: int) -> int:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("bench", log_level="WARNING")
+
+    @server.tool()
+    def engine_status() -> dict[str, Any]:
+        """The engines' state (a fixed answer)."""
+        return {
+            "outcome": "ok",
+            "notices": [],
+            "engines": [{"id": "wikipedia", "state": "closed", "latency_ms": None}],
+        }
+
+    server.run(
+        "streamable-http", host="127.0.0.1", port=port, json_response=True, stateless_http=True
+    )
+    return 0
+
+
+# -- measuring --------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class _Server:
+    def __init__(self, kind: str, *extra: str) -> None:
+        self.kind = kind
+        self.port = _free_port()
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 # closed in stop()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "conformance.bench_http", f"serve-{kind}", str(self.port),
+             *extra],
+            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            self.stop()
+            raise RuntimeError(f"the {kind} server did not start")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def rss_kib(self) -> int:
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        return int(re.search(r"VmRSS:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+
+def _check_answer(server: _Server) -> str:
+    import httpx
+
+    response = httpx.post(server.url, content=BODY, headers=HEADERS, timeout=10, trust_env=False)
+    result = response.json().get("result", {})
+    if response.status_code != 200 or result.get("isError") is not False:
+        return f"unexpected answer {response.status_code}: {response.text[:200]}"
+    return ""
+
+
+def _lua(path: Path) -> None:
+    lines = ['wrk.method = "POST"', f"wrk.body = {json.dumps(BODY)}"]
+    lines += [f'wrk.headers["{k}"] = "{v}"' for k, v in HEADERS.items()]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _wrk(url: str, script: Path, connections: int, duration: int) -> dict[str, float]:
+    wrk = shutil.which("wrk")
+    assert wrk is not None
+    done = subprocess.run(
+        [wrk, "-t1", f"-c{connections}", f"-d{duration}s", "--latency", "-s", str(script), url],
+        capture_output=True, text=True, timeout=duration + 60, check=True,
+    )  # fmt: skip
+    out = done.stdout
+
+    def ms(label: str) -> float:
+        match = re.search(rf"^\s+{label}%\s+([\d.]+)(us|ms|s)\s*$", out, re.MULTILINE)
+        if match is None:
+            return float("nan")
+        value, unit = float(match.group(1)), match.group(2)
+        return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
+
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    errors = re.search(r"Socket errors: (.*)", out)
+    return {
+        "calls_per_s": float(rate.group(1)) if rate else float("nan"),
+        "p50_ms": ms("50"),
+        "p99_ms": ms("99"),
+        "non_2xx": float(bad.group(1)) if bad else 0.0,
+        "socket_errors": 1.0 if errors else 0.0,
+    }
+
+
+def throughput(duration: int, connections: int, rounds: int) -> dict[str, dict[str, float]]:
+    """The three servers run side by side; the runs alternate between them, round after
+    round, so that a change in the machine's load touches all three alike. The best round
+    of each is kept."""
+    figures: dict[str, dict[str, float]] = {}
+    servers: list[_Server] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "post.lua"
+        _lua(script)
+        try:
+            for kind, extra in (("rypsok", ("64", "60")), ("sdk", ()), ("bare", ())):
+                server = _Server(kind, *extra)
+                servers.append(server)
+                problem = _check_answer(server)
+                if problem:
+                    raise RuntimeError(f"{kind}: {problem}")
+                _wrk(server.url, script, connections, 2)  # warm-up
+            for _ in range(rounds):
+                for server in servers:
+                    row = _wrk(server.url, script, connections, duration)
+                    best = figures.get(server.kind)
+                    if best is None or row["calls_per_s"] > best["calls_per_s"]:
+                        figures[server.kind] = row
+        finally:
+            for server in servers:
+                server.stop()
+    return figures
+
+
+def _request_bytes() -> bytes:
+    head = [b"POST /mcp HTTP/1.1", b"Host: 127.0.0.1"]
+    head += [f"{k}: {v}".encode() for k, v in HEADERS.items()]
+    head.append(b"Content-Length: %d" % len(BODY))
+    return b"\r\n".join(head) + b"\r\n\r\n" + BODY.encode()
+
+
+async def _open_answered(port: int, count: int) -> list[trio.SocketStream]:
+    streams = []
+    for _ in range(count):
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        await stream.send_all(_request_bytes())
+        data = b""
+        with trio.fail_after(10):
+            while not data.endswith(b"}\n"):
+                data += await stream.receive_some(65536)
+        streams.append(stream)
+    return streams
+
+
+def idle_memory(count: int) -> dict[str, float]:
+    """RSS of rypsok before and after `count` keep-alive connections that each made one call."""
+    server = _Server("rypsok", "1024", "600")
+    try:
+        before = server.rss_kib()
+
+        async def hold() -> int:
+            streams = await _open_answered(server.port, count)
+            await trio.sleep(1)
+            rss = server.rss_kib()
+            for stream in streams:
+                await stream.aclose()
+            return rss
+
+        after = trio.run(hold)
+    finally:
+        server.stop()
+    return {"rss_before_mib": before / 1024, "rss_after_mib": after / 1024,
+            "kib_per_connection": (after - before) / count}  # fmt: skip
+
+
+def flood(count: int, limit_s: float) -> dict[str, float]:
+    """`count` connections trickling a header byte a second against the default limits, and a
+    caller trying one call every 0.5 s until answered."""
+    server = _Server("rypsok", "64", "60")
+    closed_after: list[float] = []
+    answered_after: list[float] = []
+
+    async def trickler(start: float) -> None:
+        try:
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+        except OSError:
+            closed_after.append(trio.current_time() - start)
+            return
+        try:
+            await stream.send_all(b"POST /mcp HTTP/1.1\r\n")
+            while True:
+                with trio.move_on_after(1):
+                    if await stream.receive_some(65536) == b"":
+                        break
+                await stream.send_all(b"X")
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        closed_after.append(trio.current_time() - start)
+        await stream.aclose()
+
+    async def caller(start: float) -> None:
+        while True:
+            try:
+                stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+                await stream.send_all(_request_bytes())
+                with trio.move_on_after(2):
+                    data = await stream.receive_some(65536)
+                    if data.startswith(b"HTTP/1.1 200"):
+                        answered_after.append(trio.current_time() - start)
+                        await stream.aclose()
+                        return
+                await stream.aclose()
+            except (OSError, trio.BrokenResourceError):
+                pass
+            await trio.sleep(0.5)
+
+    async def run() -> None:
+        start = trio.current_time()
+        with trio.move_on_after(limit_s):
+            async with trio.open_nursery() as nursery:
+                for _ in range(count):
+                    nursery.start_soon(trickler, start)
+                await trio.sleep(1)  # the flood is in place before the caller tries
+                nursery.start_soon(caller, start)
+
+    try:
+        trio.run(run)
+        alive = server.process.poll() is None
+    finally:
+        server.stop()
+    return {
+        "process_alive": float(alive),
+        "closed": float(len(closed_after)),
+        "last_closed_s": max(closed_after, default=float("nan")),
+        "legit_answered_after_s": answered_after[0] if answered_after else float("nan"),
+    }
+
+
+def _say(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args_in = sys.argv[1:] if argv is None else argv
+    if args_in and args_in[0].startswith("serve-"):
+        _raise_fd_limit()
+        kind, port = args_in[0], int(args_in[1])
+        if kind == "serve-rypsok":
+            return serve_rypsok(port, int(args_in[2]), int(args_in[3]))
+        return serve_bare(port) if kind == "serve-bare" else serve_sdk(port)
+    parser = argparse.ArgumentParser(prog="tools/bench-http")
+    parser.add_argument("--duration", type=int, default=5)
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--idle", type=int, default=1000)
+    parser.add_argument("--flood", type=int, default=1000)
+    parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--skip-flood", action="store_true")
+    args = parser.parse_args(args_in)
+    _raise_fd_limit()
+    if shutil.which("wrk") is None:
+        sys.stderr.write("wrk is needed: apt-get install -y wrk\n")
+        return 1
+    figures = throughput(args.duration, args.connections, args.rounds)
+    for kind, row in figures.items():
+        _say(f"{kind:7} {row['calls_per_s']:9.0f} calls/s  p50 {row['p50_ms']:6.2f} ms  "
+              f"p99 {row['p99_ms']:6.2f} ms  non-2xx {row['non_2xx']:.0f}")  # fmt: skip
+    r, s, b = figures["rypsok"], figures["sdk"], figures["bare"]
+    _say(f"rypsok / bare: {r['calls_per_s'] / b['calls_per_s']:.0%} (target >= 85%)")
+    _say(f"rypsok / sdk:  {r['calls_per_s'] / s['calls_per_s']:.2f}x (target >= 1.5x)")
+    _say(f"p99 rypsok / sdk: {r['p99_ms'] / s['p99_ms']:.2f} (target < 0.25)")
+    if not args.skip_memory:
+        mem = idle_memory(args.idle)
+        _say(
+            f"idle: {args.idle} keep-alive connections: RSS {mem['rss_before_mib']:.1f} -> "
+            f"{mem['rss_after_mib']:.1f} MiB ({mem['kib_per_connection']:.1f} KiB each)"
+        )
+    if not args.skip_flood:
+        out = flood(args.flood, 100)
+        _say(f"flood: {args.flood} tricklers, default limits: process alive "
+              f"{bool(out['process_alive'])}, closed {out['closed']:.0f}, last closed after "
+              f"{out['last_closed_s']:.1f} s, a caller answered after "
+              f"{out['legit_answered_after_s']:.1f} s")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,440 @@
+"""The HTTP listener: hypercorn's HTTP/1.1 and HTTP/2 (h2c) protocol code on Trio, under the
+connection-level bounds hypercorn does not keep by itself.
+
+hypercorn parses HTTP and calls the ASGI app (`rypsok.mcp.http`). The accept loop is ours:
+
+- LIM-H1: a connection beyond the cap is closed unanswered (`too_many_connections`).
+- LIM-H3: the first bytes are read here, under one deadline from the accept, until they show
+  HTTP/1 or the HTTP/2 preface; a connection that does not (silence, or a preface cut short)
+  is closed and counted as `idle_connection`, without a log line of its own. The bytes are
+  handed back to hypercorn. After that a watchdog closes a connection with no request in
+  flight once LIM-H3 has passed without a request starting (an idle keep-alive connection,
+  or a header block trickled a byte at a time).
+- LIM-H4 and LIM-H7 are hypercorn's (h2's) settings: concurrent streams, the header block
+  (431 on HTTP/1, the connection closed on HTTP/2). LIM-H2 and LIM-H5 are the app's.
+- An accept error (descriptors exhausted) backs off 100 ms and is logged at most once per 10 s.
+
+`serve_http` serves until its `stop` event; then the listening socket is closed (new
+connections are refused), idle connections close, and calls in flight get what is left of
+`service.shutdown_ms` before they are cancelled.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import signal
+import socket as stdlib_socket
+from typing import TYPE_CHECKING, Any, Final, cast
+
+import trio
+from hypercorn.app_wrappers import ASGIWrapper
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio.tcp_server import TCPServer
+from hypercorn.trio.worker_context import WorkerContext
+from hypercorn.typing import ConnectionState
+
+from rypsok import _early
+from rypsok.config.rules import parse_bind
+from rypsok.core import telemetry
+from rypsok.mcp.callers import Callers
+from rypsok.mcp.http import CONNECTION_CANCELS, HEADER_BLOCK_BYTES, McpHttpApp, refuse
+from rypsok.mcp.sessions import SESSION_TTL_S
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, MutableMapping, Sequence
+
+    import httpx
+
+    from rypsok.config.schema import Config
+    from rypsok.core.engines.base import Engine
+    from rypsok.mcp.calls import ToolService
+
+__all__ = ["HEADER_BLOCK_BYTES", "Listener", "listening_socket", "run_http", "serve_http"]
+
+H2_PREFACE: Final = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+ACCEPT_BACKOFF_S: Final = 0.1
+ACCEPT_LOG_INTERVAL_S: Final = 10.0
+_BACKLOG: Final = 1024
+_HTTP1: Final = frozenset({"1.0", "1.1"})
+_RECEIVE: Final = 65536
+_EXIT_MARGIN_MS: Final = 300
+# Accept errors that say "not now" (descriptors or buffers exhausted), not "never".
+_TRANSIENT_ACCEPT: Final = frozenset(
+    {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.ECONNABORTED, errno.EPROTO}
+)
+
+
+def _hypercorn_config(config: Config) -> HypercornConfig:
+    http = config.service.http
+    hc = HypercornConfig()
+    hc.keep_alive_timeout = float(http.idle_timeout_s)
+    hc.h11_max_incomplete_size = HEADER_BLOCK_BYTES
+    hc.h2_max_header_list_size = HEADER_BLOCK_BYTES
+    hc.h2_max_concurrent_streams = http.max_streams
+    hc.include_server_header = False
+    hc.include_date_header = False
+    hc.accesslog = None
+    hc.errorlog = None  # our own JSON lines only; app failures are logged by the wrapper
+    hc.graceful_timeout = config.service.shutdown_ms / 1000
+    return hc
+
+
+class _Replay(trio.abc.HalfCloseableStream):
+    """The accepted stream with the bytes already read handed back first.
+
+    No `do_handshake`: hypercorn takes a stream without one for cleartext (h2c by prior
+    knowledge, or HTTP/1.1).
+    """
+
+    def __init__(self, stream: trio.SocketStream, first: bytes, connection: _Connection) -> None:
+        self._stream = stream
+        self._first = first
+        self._connection = connection
+        self.socket = stream.socket
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        if self._first:
+            data, self._first = self._first, b""
+            await trio.lowlevel.checkpoint()
+            return data
+        try:
+            data = bytes(await self._stream.receive_some(max_bytes))
+        except trio.BrokenResourceError:
+            self._connection.peer_gone()
+            raise
+        if not data:
+            self._connection.peer_gone()
+        return data
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self._stream.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self._stream.wait_send_all_might_not_block()
+
+    async def send_eof(self) -> None:
+        await self._stream.send_eof()
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+class _Connection:
+    """One accepted connection's requests, for the watchdog and the shutdown."""
+
+    __slots__ = ("closed_by_peer", "in_flight", "quiet_since", "scopes", "wake")
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.quiet_since = trio.current_time()
+        self.closed_by_peer = False
+        self.wake = trio.Event()
+        self.scopes: set[trio.CancelScope] = set()  # HTTP/1 requests running
+
+    def peer_gone(self) -> None:
+        # hypercorn keeps a closed connection's task until its keep-alive timer ends; the
+        # watchdog ends it now, so that the permit (LIM-H1) is free again at once. An HTTP/1
+        # request still running has nobody to answer: its call is cancelled (REQ-MCP-007).
+        self.closed_by_peer = True
+        for scope in self.scopes:
+            scope.cancel()
+        self.wake.set()
+
+    def request_ended(self) -> None:
+        # The watchdog is not woken: it finds the new time when its own deadline comes.
+        self.quiet_since = trio.current_time()
+
+
+class _ConnectionApp:
+    """The app as one connection sees it: each request counted while it runs."""
+
+    def __init__(self, listener: Listener, connection: _Connection) -> None:
+        self._listener = listener
+        self._connection = connection
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self._listener.app(scope, receive, send)
+            return
+        self._connection.in_flight += 1
+        self._listener.request_started()
+        try:
+            if scope.get("http_version") in _HTTP1:
+                # One request at a time on the connection: when the peer closes it, the
+                # listener cancels the request here instead of the app watching for it.
+                scope[CONNECTION_CANCELS] = True
+                with trio.CancelScope() as cancel:
+                    self._connection.scopes.add(cancel)
+                    try:
+                        await self._listener.app(scope, receive, send)
+                    finally:
+                        self._connection.scopes.discard(cancel)
+                if cancel.cancelled_caught:
+                    telemetry.debug("call_cancelled", transport="http")
+            else:
+                await self._listener.app(scope, receive, send)
+        except Exception as exc:
+            # A defect, not a peer's doing: one JSON line, no traceback that could quote a
+            # header; hypercorn answers 500 if nothing was sent.
+            telemetry.log_exception("http_app_failed", exc)
+            raise
+        finally:
+            self._connection.in_flight -= 1
+            self._connection.request_ended()
+            self._listener.request_ended()
+
+
+class Listener:
+    """The accept loop, the connection bounds and the hand-over to hypercorn."""
+
+    def __init__(self, app: McpHttpApp, config: Config) -> None:
+        http = config.service.http
+        self.app = app
+        self._hconfig = _hypercorn_config(config)
+        self._context = WorkerContext(None)
+        self._max_connections = http.max_connections
+        self._idle_s = float(http.idle_timeout_s)
+        self.connections = 0
+        self.in_flight = 0
+        self._calls_done = trio.Event()
+        self._calls_done.set()
+        self._connection_closed = trio.Event()
+        self._last_accept_log = -math.inf
+        self.stopping = False
+
+    def request_started(self) -> None:
+        if self.in_flight == 0:
+            self._calls_done = trio.Event()
+        self.in_flight += 1
+
+    def request_ended(self) -> None:
+        self.in_flight -= 1
+        if self.in_flight == 0:
+            self._calls_done.set()
+
+    # -- accepting ------------------------------------------------------------------------
+
+    async def accept_loop(self, sock: Any, nursery: trio.Nursery) -> None:
+        family = "ipv6" if sock.family == stdlib_socket.AF_INET6 else "ipv4"
+        while True:
+            try:
+                client, _ = await sock.accept()
+            except OSError as exc:
+                if exc.errno not in _TRANSIENT_ACCEPT:
+                    raise
+                now = trio.current_time()
+                if now - self._last_accept_log >= ACCEPT_LOG_INTERVAL_S:
+                    self._last_accept_log = now
+                    telemetry.warn("accept_failed", error=errno.errorcode.get(exc.errno or 0, ""))
+                await trio.sleep(ACCEPT_BACKOFF_S)
+                continue
+            if self.connections >= self._max_connections:
+                refuse("too_many_connections", family)
+                client.close()
+                continue
+            self.connections += 1
+            nursery.start_soon(self._serve_connection, client, family)
+
+    async def _serve_connection(self, client: Any, family: str) -> None:
+        stream = trio.SocketStream(client)
+        try:
+            first = await self._first_bytes(stream)
+            if first is None:
+                return
+            if first == b"":
+                refuse("idle_connection", family)
+                return
+            connection = _Connection()
+            app = ASGIWrapper(cast("Any", _ConnectionApp(self, connection)))
+            replay = cast(
+                "Any", _Replay(stream, first, connection)
+            )  # cleartext: hypercorn's no-TLS path
+            server = TCPServer(app, self._hconfig, self._context, ConnectionState({}), replay)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._watchdog, connection, nursery.cancel_scope)
+                await server.run()
+                nursery.cancel_scope.cancel()
+        finally:
+            self.connections -= 1
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+
+    async def _first_bytes(self, stream: trio.SocketStream) -> bytes | None:
+        """The bytes that show the protocol; b"" when LIM-H3 passed first; None when the
+        peer closed or broke the connection before."""
+        data = b""
+        with trio.move_on_after(self._idle_s):
+            while True:
+                try:
+                    chunk = await stream.receive_some(_RECEIVE)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    return None
+                if not chunk:
+                    return None
+                data += chunk
+                if len(data) >= len(H2_PREFACE) or not H2_PREFACE.startswith(data):
+                    return data
+        return b""
+
+    async def _watchdog(self, connection: _Connection, scope: trio.CancelScope) -> None:
+        """Close the connection once the peer has closed its side and nothing runs, or once
+        LIM-H3 has passed with no request started and none running (an idle keep-alive
+        connection, or a header block trickled a byte at a time). A running request is
+        bounded by LIM-H5 instead."""
+        while True:
+            with trio.move_on_at(connection.quiet_since + self._idle_s):
+                await connection.wake.wait()
+            connection.wake = trio.Event()
+            if connection.in_flight:
+                connection.quiet_since = trio.current_time()
+                continue
+            if connection.closed_by_peer or (
+                trio.current_time() - connection.quiet_since >= self._idle_s
+            ):
+                scope.cancel()
+                return
+
+    # -- stopping -------------------------------------------------------------------------
+
+    async def drain(self, deadline: float) -> None:
+        """New requests on open connections are refused; wait for those running."""
+        self.stopping = True
+        await self._context.terminated.set()
+        with trio.move_on_at(deadline):
+            await self._calls_done.wait()
+
+
+def listening_socket(bind: str, port: int | None = None) -> stdlib_socket.socket:
+    """The bound, listening socket of `[service.http] bind` (`port` replaces its port).
+
+    Bound before the event loop starts, so that an address in use is a plain error.
+    """
+    parsed = parse_bind(bind)
+    family = stdlib_socket.AF_INET6 if parsed.host.version == 6 else stdlib_socket.AF_INET
+    sock = stdlib_socket.socket(family, stdlib_socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(stdlib_socket.SOL_SOCKET, stdlib_socket.SO_REUSEADDR, 1)
+        if family == stdlib_socket.AF_INET6:
+            sock.setsockopt(stdlib_socket.IPPROTO_IPV6, stdlib_socket.IPV6_V6ONLY, 1)
+        sock.bind((str(parsed.host), parsed.port if port is None else port))
+        sock.listen(_BACKLOG)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+async def serve_http(
+    service: ToolService,
+    config: Config,
+    callers: Callers,
+    *,
+    stop: trio.Event,
+    port: int | None = None,
+    session_ttl_s: float = SESSION_TTL_S,
+    listen_socket: Any = None,
+    counters_interval_s: float = 60.0,
+    task_status: trio.TaskStatus[tuple[int, Listener]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve MCP over HTTP until `stop`, then shut down within `service.shutdown_ms`.
+
+    `port` replaces the configured one (tests bind port 0); `listen_socket` replaces the
+    socket itself (a test's socket whose accept fails); `counters_interval_s` is the minute
+    of the `counters` event.
+    """
+    if listen_socket is None:
+        listen_socket = listening_socket(config.service.http.bind, port)
+    sock = (
+        trio.socket.from_stdlib_socket(listen_socket)
+        if isinstance(listen_socket, stdlib_socket.socket)
+        else listen_socket
+    )
+    host, bound_port = sock.getsockname()[:2]
+    app = McpHttpApp(service, config, callers, session_ttl_s=session_ttl_s, bound_port=bound_port)
+    listener = Listener(app, config)
+    shown = f"[{host}]:{bound_port}" if ":" in host else f"{host}:{bound_port}"
+    telemetry.info("listening", address=shown, transport="http", callers=len(callers))
+    shutdown_ms = config.service.shutdown_ms
+    async with trio.open_nursery() as nursery:
+        await nursery.start(telemetry.run_counters_reporter, counters_interval_s)
+        async with trio.open_nursery() as connections:
+            accepting = trio.CancelScope()
+
+            async def accept() -> None:
+                with accepting:
+                    await listener.accept_loop(sock, connections)
+
+            connections.start_soon(accept)
+            task_status.started((bound_port, listener))
+            await stop.wait()
+            stopped_at = trio.current_time()
+            accepting.cancel()
+            sock.close()  # from here a new connection is refused by the kernel
+            telemetry.info("shutdown_started", in_flight=listener.in_flight)
+            grace = max(shutdown_ms - _EXIT_MARGIN_MS, 0) / 1000
+            await listener.drain(stopped_at + grace)
+            # What still runs (idle connections, cancelled calls) ends with the nursery.
+            connections.cancel_scope.cancel()
+        nursery.cancel_scope.cancel()
+
+
+async def _serve_process(
+    config: Config,
+    env: Mapping[str, str],
+    callers: Callers,
+    sock: stdlib_socket.socket,
+    engine_transport: httpx.AsyncBaseTransport | None,
+    engines: Sequence[Engine] | None,
+) -> None:
+    from rypsok.core.services import Rypsok
+
+    stop = trio.Event()
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        if _early.received():
+            stop.set()
+        async with trio.open_nursery() as nursery:
+
+            async def watch_signals() -> None:
+                async for _ in signals:
+                    telemetry.info("sigterm_received")
+                    stop.set()
+
+            nursery.start_soon(watch_signals)
+            async with Rypsok(
+                config, env=env, engine_transport=engine_transport, engines=engines
+            ) as rypsok:
+                await serve_http(rypsok, config, callers, stop=stop, listen_socket=sock)
+            nursery.cancel_scope.cancel()
+
+
+def run_http(
+    config: Config,
+    env: Mapping[str, str],
+    *,
+    engine_transport: httpx.AsyncBaseTransport | None = None,
+    engines: Sequence[Engine] | None = None,
+) -> int:
+    """`rypsok serve --transport http`: serve until SIGTERM; exit code 0.
+
+    The tokens are read once, here; the configuration was validated with the same reading.
+    """
+    callers = Callers.from_config(config, env)
+    try:
+        sock = listening_socket(config.service.http.bind)
+    except OSError as exc:
+        telemetry.error(
+            "listen_failed",
+            address=config.service.http.bind,
+            error=errno.errorcode.get(exc.errno or 0, "OSError"),
+            note="another process may hold the port; change service.http.bind",
+        )
+        return 1
+    previous = signal.getsignal(signal.SIGTERM)
+    _early.install()
+    try:
+        trio.run(_serve_process, config, env, callers, sock, engine_transport, engines)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    return 0

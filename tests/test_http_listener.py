@@ -1,0 +1,412 @@
+"""The connection-level bounds of the listener (LIM-H1, H3, H4, H7) and its accept loop,
+over real loopback sockets with small limits and the real clock.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+from typing import TYPE_CHECKING, Any
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.settings
+import httpx
+import pytest
+import trio
+from http_helpers import (
+    ACCEPT,
+    call_body,
+    call_status,
+    closed_by_server,
+    http_counts,
+    make_config,
+    modern_headers,
+    serving,
+)
+from search_fakes import capture_logs
+
+from rypsok.core import telemetry
+from rypsok.mcp.listener import listening_socket
+
+if TYPE_CHECKING:
+    import socket
+
+
+@pytest.fixture(autouse=True)
+def _fresh_counters() -> None:
+    telemetry.COUNTERS.reset()
+
+
+def _request_bytes(keep_alive: bool = True) -> bytes:
+    body = json.dumps(call_body("engine_status")).encode()
+    headers = modern_headers("tools/call", "engine_status")
+    lines = [b"POST /mcp HTTP/1.1", b"Host: 127.0.0.1"]
+    lines += [f"{k}: {v}".encode() for k, v in headers.items()]
+    lines.append(b"Content-Length: %d" % len(body))
+    if not keep_alive:
+        lines.append(b"Connection: close")
+    return b"\r\n".join(lines) + b"\r\n\r\n" + body
+
+
+async def _answered(stream: trio.SocketStream) -> bytes:
+    """Send one request and read its whole answer (the connection stays open)."""
+    await stream.send_all(_request_bytes())
+    data = b""
+    with trio.fail_after(5):
+        while b"\r\n\r\n" not in data:
+            data += await stream.receive_some(65536)
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+        while len(body) < length:
+            body += await stream.receive_some(65536)
+    return head
+
+
+async def _wait_for(predicate: Any, timeout_s: float = 5) -> None:
+    with trio.fail_after(timeout_s):
+        while not predicate():  # noqa: ASYNC110 # a counter of the listener, no event to wait on
+            await trio.sleep(0.02)
+
+
+# -- LIM-H1 -----------------------------------------------------------------------------------
+
+
+async def test_req_sec_018_the_connection_cap_refuses_the_third_and_frees_on_close() -> None:
+    config = make_config("[service.http]\nmax_connections = 2\n")
+    with capture_logs() as logs:
+        async with serving(config) as server:
+            first = await trio.open_tcp_stream("127.0.0.1", server.port)
+            second = await trio.open_tcp_stream("127.0.0.1", server.port)
+            assert (await _answered(first)).startswith(b"HTTP/1.1 200")
+            assert (await _answered(second)).startswith(b"HTTP/1.1 200")
+            third = await trio.open_tcp_stream("127.0.0.1", server.port)
+            # Closed unanswered: not a byte comes back.
+            assert await closed_by_server(third, 5) == b""
+            await third.aclose()
+            await first.aclose()
+            await _wait_for(lambda: server.listener.connections < 2)
+            fourth = await trio.open_tcp_stream("127.0.0.1", server.port)
+            assert (await _answered(fourth)).startswith(b"HTTP/1.1 200")
+            await second.aclose()
+            await fourth.aclose()
+    refused = logs.named("http_refused")
+    assert [(e["reason"], e["family"]) for e in refused] == [("too_many_connections", "ipv4")]
+    assert http_counts() == {"too_many_connections": 1}
+
+
+# -- LIM-H3 -----------------------------------------------------------------------------------
+
+
+async def test_req_sec_022_a_silent_connection_is_closed_after_the_idle_time() -> None:
+    config = make_config(idle_timeout_s=1)
+    with capture_logs() as logs:
+        async with serving(config) as server:
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            start = trio.current_time()
+            assert await closed_by_server(stream, 5) == b""
+            elapsed = trio.current_time() - start
+            await stream.aclose()
+    assert 0.9 <= elapsed < 3
+    assert http_counts() == {"idle_connection": 1}
+    assert logs.named("http_refused") == []  # counted, never logged per connection
+
+
+@pytest.mark.parametrize("first", [b"P", b"PRI * HTTP/2.0\r\n\r\nSM\r\n"])
+async def test_req_sec_022_one_ambiguous_byte_then_silence_is_closed_after_the_idle_time(
+    first: bytes,
+) -> None:
+    config = make_config(idle_timeout_s=1)
+    async with serving(config) as server:
+        stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await stream.send_all(first)
+        assert await closed_by_server(stream, 5) == b""
+        await stream.aclose()
+    assert http_counts() == {"idle_connection": 1}
+
+
+async def _one_call(port: int) -> bytes:
+    """One request on a fresh connection: its answer's head, or b"" when closed unanswered."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    try:
+        await stream.send_all(_request_bytes(keep_alive=False))
+        return (await closed_by_server(stream, 5)).partition(b"\r\n")[0]
+    except trio.BrokenResourceError:
+        return b""
+    finally:
+        await stream.aclose()
+
+
+async def test_req_sec_022_silent_connections_cannot_hold_every_permit() -> None:
+    config = make_config(max_connections=2, idle_timeout_s=1)
+    async with serving(config) as server:
+        silent = [await trio.open_tcp_stream("127.0.0.1", server.port) for _ in range(2)]
+        await _wait_for(lambda: server.listener.connections == 2)
+        # While they hold both permits, a caller's connection is closed unanswered ...
+        assert await _one_call(server.port) == b""
+        start = trio.current_time()
+        with trio.fail_after(5):
+            while not (answer := await _one_call(server.port)):  # noqa: ASYNC110 # retry
+                await trio.sleep(0.1)
+        # ... until the idle time has closed them.
+        assert answer.startswith(b"HTTP/1.1 200")
+        assert trio.current_time() - start < 3
+        for stream in silent:
+            await stream.aclose()
+    counts = http_counts()
+    assert counts["idle_connection"] == 2
+    assert counts["too_many_connections"] >= 1
+
+
+async def test_req_sec_022_an_idle_keep_alive_connection_is_closed_after_the_idle_time() -> None:
+    config = make_config(idle_timeout_s=1)
+    async with serving(config) as server:
+        stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+        assert (await _answered(stream)).startswith(b"HTTP/1.1 200")
+        start = trio.current_time()
+        assert await closed_by_server(stream, 5) == b""
+        assert 0.9 <= trio.current_time() - start < 3
+        await stream.aclose()
+
+
+async def test_req_sec_022_a_trickled_header_block_is_closed_after_the_idle_time() -> None:
+    config = make_config(idle_timeout_s=1)
+    async with serving(config) as server:
+        stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await stream.send_all(b"POST /mcp HTTP/1.1\r\n")
+        start = trio.current_time()
+        closed = False
+        with trio.fail_after(5):
+            while not closed:
+                try:
+                    await stream.send_all(b"X")  # one header byte every 0.1 s
+                except trio.BrokenResourceError:
+                    break
+                with trio.move_on_after(0.1):
+                    try:
+                        closed = await stream.receive_some(65536) == b""
+                    except trio.BrokenResourceError:
+                        closed = True
+        assert trio.current_time() - start < 3
+        await stream.aclose()
+
+
+# -- HTTP/2 (h2c), LIM-H4 and LIM-H7 ----------------------------------------------------------
+
+
+def _h2_headers(server_port: int, body: bytes, **extra: str) -> list[tuple[str, str]]:
+    headers = [
+        (":method", "POST"),
+        (":path", "/mcp"),
+        (":scheme", "http"),
+        (":authority", f"127.0.0.1:{server_port}"),
+        ("content-length", str(len(body))),
+    ]
+    headers += [(k.lower(), v) for k, v in modern_headers("tools/call", "engine_status").items()]
+    headers += [(k, v) for k, v in extra.items()]
+    return headers
+
+
+async def _h2_events(
+    stream: trio.SocketStream, conn: h2.connection.H2Connection, timeout_s: float
+) -> list[h2.events.Event]:
+    """Events until the connection ends or `timeout_s` passes."""
+    events: list[h2.events.Event] = []
+    with trio.move_on_after(timeout_s):
+        while True:
+            try:
+                data = await stream.receive_some(65536)
+            except trio.BrokenResourceError:
+                break
+            if not data:
+                break
+            for event in conn.receive_data(data):
+                events.append(event)
+                if isinstance(event, h2.events.ConnectionTerminated):
+                    return events
+            await stream.send_all(conn.data_to_send())
+    return events
+
+
+async def test_req_mcp_003_a_call_over_http2_cleartext_is_answered() -> None:
+    async with serving(make_config()) as server:
+        stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        conn.initiate_connection()
+        body = json.dumps(call_body("engine_status")).encode()
+        conn.send_headers(1, _h2_headers(server.port, body))
+        conn.send_data(1, body, end_stream=True)
+        await stream.send_all(conn.data_to_send())
+        events: list[h2.events.Event] = []
+        data = b""
+        with trio.fail_after(5):
+            while not any(isinstance(e, h2.events.StreamEnded) for e in events):
+                events += conn.receive_data(await stream.receive_some(65536))
+                await stream.send_all(conn.data_to_send())
+        await stream.aclose()
+    response = next(e for e in events if isinstance(e, h2.events.ResponseReceived))
+    assert (b":status", b"200") in response.headers
+    data = b"".join(e.data for e in events if isinstance(e, h2.events.DataReceived))
+    assert json.loads(data)["result"]["isError"] is False
+    settings = next(e for e in events if isinstance(e, h2.events.RemoteSettingsChanged))
+    changed = settings.changed_settings
+    assert changed[h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS].new_value == 16
+    assert changed[h2.settings.SettingCodes.MAX_HEADER_LIST_SIZE].new_value == 16384
+
+
+async def test_req_sec_022_an_http2_stream_beyond_max_streams_is_refused() -> None:
+    from http_helpers import SlowEngine
+
+    engine = SlowEngine("wikipedia", None)
+    config = make_config("[service.http]\nmax_streams = 2\n")
+    async with serving(config, engine=engine) as server:
+        stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        conn.initiate_connection()
+        body = json.dumps(call_body("web_search", {"query": "rust"})).encode()
+        headers = _h2_headers(server.port, body)
+        headers = [(k, "web_search" if k == "mcp-name" else v) for k, v in headers]
+        # Two streams take the bound; a third is opened by a client that ignores SETTINGS.
+        for stream_id in (1, 3):
+            conn.send_headers(stream_id, headers)
+            conn.send_data(stream_id, body, end_stream=True)
+        await stream.send_all(conn.data_to_send())
+        with trio.fail_after(5):
+            await _wait_for(lambda: server.listener.in_flight == 2)
+        conn.send_headers(5, headers)
+        conn.send_data(5, body, end_stream=True)
+        await stream.send_all(conn.data_to_send())
+        events = await _h2_events(stream, conn, 5)
+        await stream.aclose()
+        # Nothing of the connection outlives it: the calls it started are cancelled.
+        with trio.fail_after(2):
+            await engine.cancelled.wait()
+        await _wait_for(lambda: server.listener.connections == 0)
+    assert not any(isinstance(e, h2.events.ResponseReceived) for e in events)
+    refused = [e for e in events if isinstance(e, h2.events.StreamReset) and e.stream_id == 5]
+    ended = [e for e in events if isinstance(e, h2.events.ConnectionTerminated)]
+    # h2 refuses a stream beyond the advertised bound by ending the connection (GOAWAY,
+    # PROTOCOL_ERROR) with the last stream it accepted: the third never ran.
+    assert len(ended) == 1
+    assert ended[0].last_stream_id == 3
+    assert refused == []
+
+
+async def test_req_sec_018_the_http2_header_list_is_bounded() -> None:
+    async with serving(make_config()) as server:
+        stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        conn.initiate_connection()
+        body = json.dumps(call_body("engine_status")).encode()
+        conn.send_headers(1, _h2_headers(server.port, body, **{"x-big": "a" * 17000}))
+        conn.send_data(1, body, end_stream=True)
+        await stream.send_all(conn.data_to_send())
+        events = await _h2_events(stream, conn, 5)
+        await stream.aclose()
+    answered = [e for e in events if isinstance(e, h2.events.ResponseReceived)]
+    # h2 advertises the bound (SETTINGS_MAX_HEADER_LIST_SIZE) but does not hold a client to
+    # it; the listener does: the stream gets 431 and no call runs.
+    assert [e.headers[0] for e in answered] == [(b":status", b"431")]
+
+
+# -- the accept loop ------------------------------------------------------------------------
+
+
+class _FailingSocket:
+    """A listening socket whose first `failures` accepts fail as if descriptors ran out."""
+
+    def __init__(self, sock: socket.socket, failures: int) -> None:
+        self._sock = trio.socket.from_stdlib_socket(sock)
+        self.failures = failures
+        self.family = sock.family
+        self.attempts = 0
+
+    async def accept(self) -> Any:
+        self.attempts += 1
+        if self.failures > 0:
+            self.failures -= 1
+            await trio.lowlevel.checkpoint()
+            raise OSError(errno.EMFILE, "Too many open files")
+        return await self._sock.accept()
+
+    def getsockname(self) -> Any:
+        return self._sock.getsockname()
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+async def test_req_sec_018_accept_errors_back_off_and_are_logged_once_per_interval() -> None:
+    failing = _FailingSocket(listening_socket("127.0.0.1:8737", 0), failures=12)
+    with capture_logs() as logs:
+        async with serving(make_config(), listen_socket=failing) as server:
+            start = trio.current_time()
+            async with httpx.AsyncClient() as client:
+                response = await call_status(client, server)
+            elapsed = trio.current_time() - start
+    assert response.status_code == 200
+    assert failing.failures == 0
+    assert failing.attempts <= 14  # 100 ms apart: no busy loop
+    assert elapsed >= 1.1
+    failed = logs.named("accept_failed")
+    assert len(failed) == 1
+    assert failed[0]["error"] == "EMFILE"
+
+
+async def test_req_sec_018_a_refused_request_leaves_the_process_serving() -> None:
+    async with serving(make_config()) as server, httpx.AsyncClient() as client:
+        garbage = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await garbage.send_all(b"\x00\x01\x02 not http at all\r\n\r\n")
+        await closed_by_server(garbage, 5)
+        await garbage.aclose()
+        response = await client.post(
+            server.url,
+            content=json.dumps(call_body("engine_status")),
+            headers={**modern_headers("tools/call", "engine_status"), "Accept": ACCEPT},
+        )
+    assert response.status_code == 200
+
+
+async def test_req_mcp_007_an_http2_stream_reset_cancels_its_call() -> None:
+    from http_helpers import SlowEngine
+
+    engine = SlowEngine("wikipedia", None)
+    async with serving(make_config(), engine=engine) as server:
+        stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        conn.initiate_connection()
+        body = json.dumps(call_body("web_search", {"query": "rust"})).encode()
+        headers = [
+            (k, "web_search" if k == "mcp-name" else v) for k, v in _h2_headers(server.port, body)
+        ]
+        conn.send_headers(1, headers)
+        conn.send_data(1, body, end_stream=True)
+        await stream.send_all(conn.data_to_send())
+        with trio.fail_after(5):
+            await engine.started.wait()
+        # The client closes this response stream only; the connection stays open.
+        conn.reset_stream(1)
+        await stream.send_all(conn.data_to_send())
+        with trio.fail_after(5):
+            await engine.cancelled.wait()
+        await _wait_for(lambda: server.listener.in_flight == 0)
+        assert server.listener.connections == 1
+        # The same connection serves the next call.
+        ok = json.dumps(call_body("engine_status", id=2)).encode()
+        conn.send_headers(3, _h2_headers(server.port, ok))
+        conn.send_data(3, ok, end_stream=True)
+        await stream.send_all(conn.data_to_send())
+        events: list[h2.events.Event] = []
+        with trio.fail_after(5):
+            while not any(
+                isinstance(e, h2.events.StreamEnded) and e.stream_id == 3 for e in events
+            ):
+                events += conn.receive_data(await stream.receive_some(65536))
+                await stream.send_all(conn.data_to_send())
+        await stream.aclose()
+    data = b"".join(
+        e.data for e in events if isinstance(e, h2.events.DataReceived) and e.stream_id == 3
+    )
+    assert json.loads(data)["id"] == 2
+    assert not any(isinstance(e, h2.events.DataReceived) and e.stream_id == 1 for e in events)

@@ -1,0 +1,166 @@
+"""`rypsok serve --transport http` as a real process: the listening line, SIGTERM with a call in
+flight (answered within service.shutdown_ms, new connections refused, exit 0)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import trio
+from http_helpers import CALLERS, TOKEN_A, TOKEN_B, call_body, modern_headers
+from stdio_process import ROOT
+
+from conformance.mediawiki import FixtureWiki
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+ENGINES = '\n[engines.wikipedia]\ntype = "wikipedia"\ncategories = ["general", "science"]\n'
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class _Process:
+    def __init__(self, process: trio.Process) -> None:
+        self.process = process
+        self.stderr = b""
+        self.grew = trio.Event()
+
+    async def drain(self) -> None:
+        assert self.process.stderr is not None
+        while data := await self.process.stderr.receive_some(65536):
+            self.stderr += data
+            self.grew.set()
+            self.grew = trio.Event()
+
+    def events(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.stderr.decode().splitlines() if line]
+
+    async def wait_for(self, event: str, timeout_s: float = 20) -> dict[str, Any]:
+        with trio.fail_after(timeout_s):
+            while True:
+                found = [e for e in self.events() if e["event"] == event]
+                if found:
+                    return found[0]
+                await self.grew.wait()
+
+
+async def _start(nursery: trio.Nursery, argv: list[str], env: dict[str, str]) -> _Process:
+    process = await trio.lowlevel.open_process(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=ROOT, env=env,
+    )  # fmt: skip
+    child = _Process(process)
+    nursery.start_soon(child.drain)
+    return child
+
+
+def _env(**more: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RYPSOK_", "BRAVE_"))}
+    env.update(more)
+    return env
+
+
+async def test_req_dep_002_serve_http_logs_listening_with_the_callers_and_stops_on_sigterm(
+    tmp_path: Path,
+) -> None:
+    port = _free_port()
+    config = tmp_path / "rypsok.toml"
+    config.write_text(
+        f'config_version = 1\n[service.http]\nbind = "127.0.0.1:{port}"\n' + CALLERS + ENGINES
+    )
+    env = _env(RYPSOK_TOKEN_A=TOKEN_A, RYPSOK_TOKEN_B=TOKEN_B)
+    argv = [sys.executable, "-m", "rypsok", "serve", "--transport", "http", "--config", str(config)]
+    async with trio.open_nursery() as nursery:
+        child = await _start(nursery, argv, env)
+        listening = await child.wait_for("listening")
+        assert (listening["address"], listening["callers"]) == (f"127.0.0.1:{port}", 2)
+        async with httpx.AsyncClient() as client:
+            response = await client.post(
+                f"http://127.0.0.1:{port}/mcp",
+                content=json.dumps(call_body("engine_status")),
+                headers=modern_headers("tools/call", "engine_status", TOKEN_B),
+            )
+        assert response.status_code == 200
+        child.process.send_signal(signal.SIGTERM)
+        with trio.fail_after(10):
+            code = await child.process.wait()
+    assert code == 0
+    assert child.events()[0]["event"] == "listening"
+    assert TOKEN_B not in child.stderr.decode()
+    assert [e["caller"] for e in child.events() if e["event"] == "call"] == ["beta"]
+
+
+async def test_req_ops_002_sigterm_with_calls_in_flight_answers_them_and_exits_0(
+    tmp_path: Path,
+) -> None:
+    port = _free_port()
+    config = tmp_path / "rypsok.toml"
+    # Calls that stay in flight for about 4 s, and a shutdown budget that outlasts them.
+    config.write_text(
+        "config_version = 1\n[service]\nshutdown_ms = 6000\n"
+        f'[service.http]\nbind = "127.0.0.1:{port}"\n'
+        "[search]\ndeadline_ms = 4000\nengine_timeout_ms = 3500\n" + ENGINES
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    answers: list[httpx.Response] = []
+    async with trio.open_nursery() as nursery:
+        wiki = FixtureWiki()
+        wiki_port = await nursery.start(wiki.serve)
+        argv = [
+            sys.executable, "-m", "conformance.launch", "--config", str(config),
+            "--route", f"en.wikipedia.org={wiki_port}", "--transport", "http",
+        ]  # fmt: skip
+        child = await _start(nursery, argv, _env())
+        await child.wait_for("listening")
+        async with httpx.AsyncClient(timeout=20) as client:
+
+            async def call(query: str) -> None:
+                answers.append(
+                    await client.post(
+                        url,
+                        content=json.dumps(call_body("web_search", {"query": query})),
+                        headers=modern_headers("tools/call", "web_search"),
+                    )
+                )
+
+            async with trio.open_nursery() as calls:
+                calls.start_soon(call, "hang one")
+                calls.start_soon(call, "hang two")
+                with trio.fail_after(10):
+                    await wiki.hung.wait()
+                # The engine serves one request at a time: the second call waits for it,
+                # in flight at the listener all the same.
+                await trio.sleep(0.5)
+                stopped = trio.current_time()
+                child.process.send_signal(signal.SIGTERM)
+                await child.wait_for("shutdown_started")
+                # From here a new connection is refused.
+                try:
+                    late = await client.post(url, content=b"{}", headers={"Connection": "close"})
+                except httpx.TransportError:
+                    late = None
+                assert late is None
+        with trio.fail_after(10):
+            code = await child.process.wait()
+        elapsed = trio.current_time() - stopped
+        nursery.cancel_scope.cancel()
+    assert code == 0
+    assert elapsed < 6.0 + 1.0  # service.shutdown_ms and the interpreter's exit
+    # Both calls were answered: their end (4 s at most) came before the shutdown's.
+    assert [a.status_code for a in answers] == [200, 200]
+    for answer in answers:
+        error = answer.json()["result"]["structuredContent"]["error"]
+        assert (error["kind"], error["detail"]["reason"]) == ("unavailable", "deadline")
+    started = [e for e in child.events() if e["event"] == "shutdown_started"]
+    assert started[0]["in_flight"] == 2
