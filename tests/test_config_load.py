@@ -697,3 +697,44 @@ def test_req_cfg_005_no_message_repeats_a_value_from_the_file(pairs):
         message = str(exc)
         assert "\n" not in message
         assert _MARK.lower() not in message.lower()
+
+
+# -- a table written in pieces (tomlkit's out-of-order tables) ---------------------------------
+
+_PIECES = (
+    '[[service.http.auth.callers]]\nid = "a"\ntoken_env = "T"\n'
+    "[search]\nmax_results = 7\n"
+    "[service.http]\n"
+)
+_TOKEN = {"T": "t" * 40}
+
+
+def test_req_cfg_005_a_table_written_in_pieces_is_read_whole() -> None:
+    config = load_config_text(
+        v1(_PIECES + 'bind = "127.0.0.1:9000"\nmax_connections = 10\nlegacy_revisions = false\n'),
+        _TOKEN,
+    )
+    http = config.service.http
+    assert (http.bind, http.max_connections, http.legacy_revisions) == (
+        "127.0.0.1:9000",
+        10,
+        False,
+    )
+    assert [c.id for c in http.auth.callers] == ["a"]
+    assert config.search.max_results == 7
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            "max_connections = true\n",
+            "service.http.max_connections: expected an integer from 1 to 4096, found a boolean "
+            "(line 8, column 19)",
+        ),
+        ('bind = "127.0.0.1:0"\n', "service.http.bind: the port must be between 1 and 65535"),
+        ("surprise = 1\n", "service.http.surprise: unknown key (line 8, column 12)"),
+    ],
+)
+def test_req_cfg_005_a_piece_of_a_table_is_checked_with_its_place(line: str, message: str) -> None:
+    assert refuse(v1(_PIECES + line), _TOKEN).startswith(message)

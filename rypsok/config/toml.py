@@ -129,6 +129,11 @@ def _unwrap(
         positions[path] = _place(text, start)
     # `.item(key)` and indexing give tomlkit's own items (a plain iteration would turn a
     # boolean into a Python bool and lose its place).
+    if isinstance(item, tomlkit.container.OutOfOrderTableProxy):
+        # A table written in pieces (`[a.b]`, then `[[a.b.c]]`, then `[a.b]` keys again):
+        # tomlkit merges the pieces into one container behind this proxy, whose own API
+        # gives no item with its place; the merged container does.
+        item = item._internal_container
     if isinstance(
         item, tomlkit.container.Container | tomlkit.items.Table | tomlkit.items.InlineTable
     ):
