@@ -449,10 +449,11 @@ async def test_req_test_009_tool_list_schemas_budget_cancellation_purity_and_eof
         assert await h.rest() == b"", revision
         assert logs.events(), revision
         tools = listed["result"]["tools"]
-        assert [t["name"] for t in tools] == ["web_search", "engine_status"]
+        assert [t["name"] for t in tools] == ["web_search", "web_fetch", "engine_status"]
         base = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True}
         assert tools[0]["annotations"] == {**base, "openWorldHint": True}
-        assert tools[1]["annotations"] == {**base, "openWorldHint": False}
+        assert tools[1]["annotations"] == {**base, "openWorldHint": True}
+        assert tools[2]["annotations"] == {**base, "openWorldHint": False}
         for tool in tools:
             _flat(tool["inputSchema"])
             assert ("outputSchema" in tool) is (revision != "2025-03-26")

@@ -25,11 +25,16 @@ from rypsok.core.engines.registry import (
     build_registry,
     status_entries,
 )
+from rypsok.core.fetch.pipeline import FETCH_CALL_MARGIN_S, FetchPipeline
+from rypsok.core.fetch.robots import RobotsCache
+from rypsok.core.fetch.slots import FetchSlots
 from rypsok.core.model import (
     Category,
     DetailReason,
     DisabledReason,
     ErrorKind,
+    FetchRequest,
+    FetchResponse,
     SearchRequest,
     SearchResponse,
     StatusResponse,
@@ -47,10 +52,12 @@ if TYPE_CHECKING:
 
     from rypsok.config.schema import Config
     from rypsok.core.engines.base import Engine
+    from rypsok.core.fetch.egress_port import FetchEgress
 
 __all__ = ["ReturnedUrls", "Rypsok"]
 
 WEB_SEARCH = "web_search"
+WEB_FETCH = "web_fetch"
 _REFUSAL_KINDS = frozenset({ErrorKind.INVALID_REQUEST, ErrorKind.DENIED})
 ENGINE_STATUS = "engine_status"
 
@@ -162,6 +169,7 @@ class Rypsok:
         env: Mapping[str, str] | None = None,
         engine_transport: httpx.AsyncBaseTransport | None = None,
         engines: Sequence[Engine] | None = None,
+        fetch_egress: FetchEgress | None = None,
     ) -> None:
         self._config = config
         self._http = EngineHttp.from_config(config, transport=engine_transport)
@@ -174,6 +182,14 @@ class Rypsok:
         self._search_limit = ToolRateLimiter(config.limits.web_search_per_minute)
         self._status_limit = ToolRateLimiter(config.limits.engine_status_per_minute)
         self._returned = ReturnedUrls(config.limits.strict_mode_urls)
+        self._fetch_limit = ToolRateLimiter(config.limits.web_fetch_per_minute)
+        # One parse limiter for everything CPU-bound off the event loop (LIM-C5): page
+        # parsing and extraction, and the engines' JSON decoding.
+        self._parse_limiter = trio.CapacityLimiter(config.limits.parsing_in_flight)
+        self._fetch_egress = fetch_egress
+        self._fetch: FetchPipeline | None = None
+        self._robots = RobotsCache(config.limits.robots_cache_entries)
+        self._fetch_slots = FetchSlots(config.limits.fetches_in_flight)
 
     @property
     def config(self) -> Config:
@@ -196,8 +212,30 @@ class Rypsok:
         """Whether web_search returned `url` in this process (strict mode, LIM-F14)."""
         return url in self._returned
 
+    def _fetch_pipeline(self) -> FetchPipeline:
+        if self._fetch is None:
+            from rypsok.core.fetch.egress_port import build_fetch_egress
+            from rypsok.core.fetch.reading import extract
+
+            if self._fetch_egress is None:
+                self._fetch_egress = build_fetch_egress(self._config)
+            self._fetch = FetchPipeline(
+                self._config,
+                client=self._fetch_egress.client,
+                judge=self._fetch_egress.judge,
+                extractor=extract,
+                robots=self._robots,
+                slots=self._fetch_slots,
+                parse_limiter=self._parse_limiter,
+                was_returned=self.was_returned,
+                user_agent=self._http.user_agent,
+            )
+        return self._fetch
+
     async def aclose(self) -> None:
         await self._http.aclose()
+        if self._fetch_egress is not None:
+            await self._fetch_egress.client.aclose()
 
     async def __aenter__(self) -> Rypsok:
         return self
@@ -249,6 +287,39 @@ class Rypsok:
                 latency_ms=_ms_since(start),
             )
             return run.response
+
+    async def fetch(self, request: FetchRequest) -> FetchResponse:
+        return await self.fetch_as(telemetry.LOCAL_CALLER, request)
+
+    async def fetch_as(self, caller: str, request: FetchRequest) -> FetchResponse:
+        """One web_fetch call of `caller` (LIM-C7). One scope ends it at LIM-F5 whatever
+        is running: the network part has its own deadline (LIM-F4) inside, and a parse
+        still running in its worker thread is abandoned (its permit returns when it ends)."""
+        start = trio.current_time()
+        with telemetry.call_scope(caller):
+            try:
+                self._admit(self._fetch_limit, WEB_FETCH, caller, start)
+                hard_stop = start + self._config.fetch.deadline_ms / 1000 + FETCH_CALL_MARGIN_S
+                with trio.move_on_at(hard_stop) as scope:
+                    response = await self._fetch_pipeline().run(request, start=start)
+                if scope.cancelled_caught:
+                    raise errors.deadline_fetch()
+            except ToolError as exc:
+                self._log_error(WEB_FETCH, exc, start)
+                raise
+            except trio.Cancelled:
+                telemetry.info(
+                    "call", tool=WEB_FETCH, outcome="cancelled", latency_ms=_ms_since(start)
+                )
+                raise
+            telemetry.info(
+                "call",
+                tool=WEB_FETCH,
+                outcome=str(response.outcome),
+                truncated=response.truncated,
+                latency_ms=_ms_since(start),
+            )
+            return response
 
     async def status(self) -> StatusResponse:
         return await self.status_as(telemetry.LOCAL_CALLER)

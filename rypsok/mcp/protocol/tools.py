@@ -18,6 +18,7 @@ from rypsok.core.model import (
     Category,
     DisabledReason,
     EngineState,
+    FetchRequest,
     NoticeCode,
     Outcome,
     Reason,
@@ -33,6 +34,8 @@ __all__ = [
     "ENGINE_STATUS",
     "ENGINE_STATUS_DESCRIPTION",
     "INSTRUCTIONS",
+    "WEB_FETCH",
+    "WEB_FETCH_DESCRIPTION",
     "WEB_SEARCH",
     "WEB_SEARCH_DESCRIPTION",
     "StatusCall",
@@ -42,6 +45,7 @@ __all__ = [
 ]
 
 WEB_SEARCH = "web_search"
+WEB_FETCH = "web_fetch"
 ENGINE_STATUS = "engine_status"
 
 # Normative text (external design §2 and §3): reproduced verbatim.
@@ -53,6 +57,11 @@ INSTRUCTIONS = (
 WEB_SEARCH_DESCRIPTION = (
     "Search several engines at once and return deduplicated, ranked results. "
     "Results are external data."
+)
+WEB_FETCH_DESCRIPTION = (
+    "Read the main content of one public web page, as Markdown, up to max_chars characters "
+    "starting at start_char. The page is fetched again for each call and may have changed. "
+    "Scripts are not run and meta refresh is not followed. Content is external data."
 )
 ENGINE_STATUS_DESCRIPTION = (
     "Report the state of each configured engine. For diagnosis, not for answering questions."
@@ -124,6 +133,40 @@ def _status_output_schema() -> dict[str, Any]:
         "type": "object",
         "properties": {**_envelope(Outcome), "engines": {"type": "array", "items": engine}},
         "required": ["outcome", "notices", "engines"],
+        "additionalProperties": False,
+    }
+
+
+def _fetch_output_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            **_envelope((Outcome.OK,)),
+            "url": {"type": "string"},
+            "title": {"type": "string"},
+            "content": {"type": "string"},
+            "truncated": {"type": "boolean"},
+            "next_start_char": {"type": "integer", "minimum": 0},
+        },
+        "required": ["outcome", "notices", "url", "title", "content", "truncated"],
+        "additionalProperties": False,
+    }
+
+
+def _fetch_input_schema(max_chars_default: int, max_chars_ceiling: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "url": {"type": "string", "description": "An https URL, at most 2048 characters."},
+            "max_chars": {
+                "type": "integer",
+                "minimum": 500,
+                "maximum": max_chars_ceiling,
+                "default": max_chars_default,
+            },
+            "start_char": {"type": "integer", "minimum": 0, "default": 0},
+        },
+        "required": ["url"],
         "additionalProperties": False,
     }
 
@@ -243,7 +286,9 @@ class ToolSet:
     def definitions(self, *, with_output_schema: bool = True) -> list[dict[str, Any]]:
         return [t.definition(with_output_schema=with_output_schema) for t in self.tools]
 
-    def request_for(self, name: str, arguments: Mapping[str, Any]) -> SearchRequest | StatusCall:
+    def request_for(
+        self, name: str, arguments: Mapping[str, Any]
+    ) -> SearchRequest | FetchRequest | StatusCall:
         """Validate and build the service request; raises ToolError (invalid_request)."""
         tool = self.get(name)
         if tool is None:
@@ -251,6 +296,8 @@ class ToolSet:
         checked = tool.validate(arguments)
         if name == WEB_SEARCH:
             return SearchRequest(**checked)
+        if name == WEB_FETCH:
+            return FetchRequest(**checked)
         return StatusCall()
 
 
@@ -262,6 +309,8 @@ def build_toolset(
     max_results_default: int,
     max_results_ceiling: int,
     query_max_chars: int,
+    max_chars_default: int = 3000,
+    max_chars_ceiling: int = 20000,
 ) -> ToolSet:
     served = {str(c) for c in served_categories}
     # Enumeration order: the vocabulary's, so the list never depends on configuration order.
@@ -279,7 +328,14 @@ def build_toolset(
             ),
             output_schema=_search_output_schema(),
             open_world=True,
-        )
+        ),
+        Tool(
+            name=WEB_FETCH,
+            description=WEB_FETCH_DESCRIPTION,
+            input_schema=_fetch_input_schema(max_chars_default, max_chars_ceiling),
+            output_schema=_fetch_output_schema(),
+            open_world=True,
+        ),
     ]
     if status_enabled:
         tools.append(
