@@ -1,0 +1,328 @@
+"""Markdown from the main block of a parsed page (REQ-FETCH-004).
+
+The writer renders structure an agent can use and nothing made for the eye (REQ-CTX-008):
+headings as ``#``, lists as ``-`` or ``1.``, tables as pipe tables, preformatted text as
+fenced code, quotes as ``>``, links as ``[text](url)`` with the URL made absolute against the
+page's URL. A link whose scheme is not http or https (javascript:, data:, mailto:…) keeps
+only its text, and an image becomes its alternative text. Emphasis and layout are dropped.
+
+The tree is at most LIM-F11 deep, so the recursion here is bounded by the parse.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Final
+from urllib.parse import urljoin, urlsplit
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from lxml import etree
+
+__all__ = ["absolute_http_url", "render_markdown"]
+
+INLINE_ELEMENTS: Final = frozenset(
+    {
+        "a",
+        "abbr",
+        "acronym",
+        "b",
+        "bdi",
+        "bdo",
+        "big",
+        "cite",
+        "code",
+        "data",
+        "del",
+        "dfn",
+        "em",
+        "font",
+        "i",
+        "img",
+        "ins",
+        "kbd",
+        "label",
+        "mark",
+        "nobr",
+        "q",
+        "s",
+        "samp",
+        "small",
+        "span",
+        "strike",
+        "strong",
+        "sub",
+        "sup",
+        "time",
+        "tt",
+        "u",
+        "var",
+        "wbr",
+        "br",
+        "picture",
+        "output",
+        "meter",
+        "progress",
+        "ruby",
+        "rb",
+        "rt",
+        "rp",
+    }
+)
+
+_HEADINGS: Final = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_SPACE: Final = re.compile(r"\s+")
+# Marks a hard line break inside inline text until the whitespace is collapsed; NUL never
+# survives the parser (libxml2 replaces it), and text nodes are scrubbed of it anyway.
+_BREAK: Final = "\x00"
+_BLANK_LINES: Final = re.compile(r"\n{3,}")
+_BLOCK_CONTENT: Final = frozenset(
+    {"p", "div", "table", "ul", "ol", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6"}
+)
+
+
+def absolute_http_url(base_url: str, href: str) -> str | None:
+    """`href` resolved against `base_url` when the result is an http(s) URL, else None."""
+    href = href.strip()
+    if not href:
+        return None
+    try:
+        url = urljoin(base_url, href)
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    # Characters that would end the Markdown link early are percent-encoded.
+    return url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+
+
+def _collapse(text: str) -> str:
+    return _SPACE.sub(" ", text)
+
+
+def _finish_inline(parts: list[str]) -> str:
+    text = _collapse("".join(parts))
+    if _BREAK in text:
+        text = "\n".join(line.strip() for line in text.split(_BREAK))
+    return text.strip()
+
+
+class _Writer:
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self.blocks: list[str] = []
+        self.inline: list[str] = []
+
+    # Blocks -----------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        if self.inline:
+            text = _finish_inline(self.inline)
+            self.inline = []
+            if text:
+                self.blocks.append(text)
+
+    def child_blocks(self, element: etree._Element) -> list[str]:
+        """The blocks of `element`'s content, written by a fresh writer."""
+        writer = _Writer(self.base_url)
+        writer.children(element)
+        writer.flush()
+        return writer.blocks
+
+    def children(self, element: etree._Element) -> None:
+        if element.text:
+            self.text(element.text)
+        for child in element:
+            self.node(child)
+            if child.tail:
+                self.text(child.tail)
+
+    def text(self, text: str) -> None:
+        self.inline.append(text.replace(_BREAK, ""))
+
+    def node(self, element: etree._Element) -> None:
+        tag = element.tag
+        if not isinstance(tag, str):
+            return
+        if tag in INLINE_ELEMENTS:
+            self.inline_node(element, tag)
+            return
+        level = _HEADINGS.get(tag)
+        if level is not None:
+            self.flush()
+            text = self.inline_text(element)
+            if text:
+                self.blocks.append("#" * level + " " + text.replace("\n", " "))
+            return
+        if tag in ("ul", "ol", "menu"):
+            self.flush()
+            self.list_block(element, ordered=tag == "ol")
+            return
+        if tag == "pre":
+            self.flush()
+            self.code_block(element)
+            return
+        if tag == "blockquote":
+            self.flush()
+            inner = self.child_blocks(element)
+            if inner:
+                self.blocks.append(
+                    "\n".join(("> " + line).rstrip() for line in "\n\n".join(inner).split("\n"))
+                )
+            return
+        if tag == "table":
+            self.flush()
+            self.table(element)
+            return
+        if tag == "hr":
+            self.flush()
+            return
+        # Every other element is a block: its content stands apart from what surrounds it.
+        self.flush()
+        self.children(element)
+        self.flush()
+
+    # Inline -----------------------------------------------------------------------------
+
+    def inline_text(self, element: etree._Element) -> str:
+        writer = _Writer(self.base_url)
+        writer.children(element)
+        # Block content inside an inline context (a div in a heading) is joined by spaces.
+        writer.flush()
+        return " ".join(writer.blocks)
+
+    def inline_node(self, element: etree._Element, tag: str) -> None:
+        if tag == "br":
+            self.inline.append(_BREAK)
+            return
+        if tag == "img":
+            alt = element.get("alt")
+            if alt and alt.strip():
+                self.inline.append(" " + alt.strip() + " ")
+            return
+        if tag == "a":
+            text = self.inline_text(element)
+            if not text:
+                return
+            href = element.get("href")
+            url = absolute_http_url(self.base_url, href) if href is not None else None
+            if url is None:
+                self.inline.append(text)
+            else:
+                label = text.replace("\n", " ").replace("[", "\\[").replace("]", "\\]")
+                self.inline.append(f"[{label}]({url})")
+            return
+        if tag == "code" and not _has_block_child(element):
+            text = _collapse(element.xpath("string()")).strip()
+            if text:
+                fence = "``" if "`" in text else "`"
+                self.inline.append(f"{fence}{text}{fence}")
+            return
+        if _has_block_child(element):
+            # A span wrapping paragraphs is a block in all but name.
+            self.flush()
+            self.children(element)
+            self.flush()
+            return
+        self.children(element)
+
+    # Structures -------------------------------------------------------------------------
+
+    def list_block(self, element: etree._Element, *, ordered: bool) -> None:
+        items: list[str] = []
+        number = 1
+        if ordered:
+            start = element.get("start", "")
+            if start.strip().isdigit() and len(start.strip()) < 10:
+                number = int(start.strip())
+        for child in element:
+            if not isinstance(child.tag, str):
+                continue
+            # Stray content directly inside a list is written as an item of its own.
+            blocks = self.child_blocks(child) if child.tag == "li" else self.child_blocks_of(child)
+            if not blocks:
+                continue
+            marker = f"{number}. " if ordered else "- "
+            number += 1
+            body = "\n".join(blocks)
+            indent = " " * len(marker)
+            lines = body.split("\n")
+            items.append(
+                marker + lines[0] + "".join("\n" + (indent + ln if ln else ln) for ln in lines[1:])
+            )
+        if items:
+            self.blocks.append("\n".join(items))
+
+    def child_blocks_of(self, element: etree._Element) -> list[str]:
+        writer = _Writer(self.base_url)
+        writer.node(element)
+        writer.flush()
+        return writer.blocks
+
+    def code_block(self, element: etree._Element) -> None:
+        text = str(element.xpath("string()")).replace(_BREAK, "")
+        text = text.strip("\n").rstrip()
+        if not text.strip():
+            return
+        fence = "```"
+        while fence in text:
+            fence += "`"
+        self.blocks.append(f"{fence}\n{text}\n{fence}")
+
+    def table(self, element: etree._Element) -> None:
+        rows: list[list[str]] = []
+        layout = False
+        for row in element.iter("tr"):
+            if _nearest_table(row) is not element:
+                continue
+            cells: list[str] = []
+            for cell in row:
+                if cell.tag not in ("td", "th"):
+                    continue
+                if any(
+                    isinstance(d.tag, str) and d.tag in _BLOCK_CONTENT
+                    for d in cell.iterdescendants()
+                ):
+                    layout = True
+                    break
+                cells.append(self.inline_text(cell).replace("\n", " ").replace("|", "\\|"))
+            if layout:
+                break
+            if any(cells):
+                rows.append(cells)
+        width = max((len(r) for r in rows), default=0)
+        if layout or width < 2:
+            # A table used for layout, or a single column: its cells are ordinary blocks.
+            self.children(element)
+            self.flush()
+            return
+        lines = []
+        for index, cells in enumerate(rows):
+            padded = cells + [""] * (width - len(cells))
+            lines.append("| " + " | ".join(padded) + " |")
+            if index == 0:
+                lines.append("|" + " --- |" * width)
+        self.blocks.append("\n".join(lines))
+
+
+def _has_block_child(element: etree._Element) -> bool:
+    return any(isinstance(child.tag, str) and child.tag not in INLINE_ELEMENTS for child in element)
+
+
+def _nearest_table(element: etree._Element) -> etree._Element | None:
+    parent = element.getparent()
+    while parent is not None and parent.tag != "table":
+        parent = parent.getparent()
+    return parent
+
+
+def render_markdown(elements: Sequence[etree._Element], base_url: str) -> str:
+    """The Markdown of `elements`, in order, blocks separated by a blank line."""
+    writer = _Writer(base_url)
+    for element in elements:
+        writer.node(element)
+    writer.flush()
+    text = "\n\n".join(writer.blocks)
+    return _BLANK_LINES.sub("\n\n", text).strip()

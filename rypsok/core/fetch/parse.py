@@ -1,0 +1,322 @@
+"""Parsing of a fetched HTML document under the node and depth bounds (REQ-PAGE-006).
+
+lxml's tree-building HTML parser caps nesting silently (at 255 levels), so it can neither
+report the depth bound nor stop at it. The parse here drives lxml's parser with a *target*:
+libxml2 tokenises and repairs the markup, and every start tag reaches `_BoundedTarget`, which
+counts nodes (LIM-F10) and nesting (LIM-F11) and stops the parse at the first tag beyond
+either bound. The document is fed in slices so that the stop takes effect within one slice: a
+page nested a million levels deep costs what a page at the bound costs.
+
+The target also leaves out, while parsing, what a reader never sees (REQ-CTX-005): scripts,
+styles, comments, noscript and template contents, embedded objects, form controls, and
+elements hidden by markup (``hidden``, ``aria-hidden="true"``) or by inline style
+(``display: none``, ``visibility: hidden``). Their subtrees still count against the bounds.
+Only the attributes the extraction reads are kept, so the tree is small.
+
+One parser and one target per call: lxml parsers are not shareable between threads.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+import attrs
+from lxml import etree
+
+__all__ = [
+    "FEED_SLICE",
+    "ParsedDocument",
+    "parse_html",
+]
+
+# Characters (or bytes) handed to the parser at a time; the bound check runs between slices
+# as well as inside them, so this is the most the parser reads past a bound.
+FEED_SLICE: Final = 32768
+
+# Elements whose whole subtree a reader never sees as text.
+SKIPPED_ELEMENTS: Final = frozenset(
+    {
+        "script",
+        "style",
+        "noscript",
+        "template",
+        "iframe",
+        "frame",
+        "frameset",
+        "object",
+        "applet",
+        "svg",
+        "math",
+        "canvas",
+        "audio",
+        "video",
+        "map",
+        "button",
+        "input",
+        "select",
+        "option",
+        "optgroup",
+        "datalist",
+        "textarea",
+        "head",
+        "link",
+        "base",
+    }
+)
+
+# Void elements that libxml2 does not know as void: the text after one would become its
+# content, so they are left out of the tree but what follows them is kept.
+TRANSPARENT_VOID: Final = frozenset({"embed", "param", "source", "track", "keygen", "area"})
+
+# Elements whose end tag HTML lets an author leave out; one still open at the end of the
+# document is not a sign of a cut or broken document.
+_OPTIONAL_END: Final = frozenset(
+    {
+        "html",
+        "head",
+        "body",
+        "p",
+        "li",
+        "dt",
+        "dd",
+        "tr",
+        "td",
+        "th",
+        "thead",
+        "tbody",
+        "tfoot",
+        "caption",
+        "colgroup",
+        "option",
+        "optgroup",
+        "rt",
+        "rp",
+    }
+)
+
+# The attributes the extraction and the Markdown writer read; the others are dropped.
+KEPT_ATTRIBUTES: Final = frozenset(
+    {"id", "class", "role", "itemprop", "href", "alt", "src", "start", "colspan", "open"}
+)
+
+_HIDING_STYLE: Final = re.compile(
+    r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse))\s*(?:!\s*important\s*)?(?:;|$)",
+    re.IGNORECASE,
+)
+
+
+def is_hidden(tag: str, attrib: dict[str, str]) -> bool:
+    """Whether a browser would not render this element (REQ-CTX-005)."""
+    if "hidden" in attrib:
+        return True
+    if attrib.get("aria-hidden", "").strip().lower() == "true":
+        return True
+    style = attrib.get("style")
+    if style is not None and _HIDING_STYLE.search(style) is not None:
+        return True
+    # A closed dialog is not rendered; an open one is content.
+    return tag == "dialog" and "open" not in attrib
+
+
+class _Stop(Exception):
+    """Raised inside the target to end the parse at a bound."""
+
+
+@attrs.frozen(kw_only=True)
+class ParsedDocument:
+    """The outcome of one bounded parse.
+
+    `root` is the ``html`` element of the tree built so far (None when nothing was built).
+    `title` and `og_title` are the document's ``<title>`` text and its ``og:title`` meta
+    property, as the parser decoded them (None when absent). `nodes` and `depth` are what the
+    parse counted; `bound_hit` says the parse stopped at LIM-F10 or LIM-F11, `malformed` that
+    the parser had to give up or the document ended with elements left open.
+    """
+
+    root: etree._Element | None
+    title: str | None
+    og_title: str | None
+    nodes: int
+    depth: int
+    bound_hit: bool
+    malformed: bool
+
+
+class _BoundedTarget:
+    """The parser target: counts, filters and builds the tree through a TreeBuilder."""
+
+    def __init__(self, max_nodes: int, max_depth: int) -> None:
+        self.max_nodes = max_nodes
+        self.max_depth = max_depth
+        self.builder = etree.TreeBuilder()
+        self.nodes = 0
+        self.depth = 0
+        self.max_seen = 0
+        self.skip_depth = 0  # > 0 inside a subtree that is not built
+        self.stack: list[str] = []  # the built elements still open
+        self.open_tags: list[str] = []  # every element still open, built or not
+        self.built: list[bool] = []  # for each open element outside a skipped subtree
+        self.stopped = False
+        self.root_started = False
+        self.in_title = False
+        self.title_level = 0
+        self.skip_root = ""
+        self.title_parts: list[str] = []
+        self.title_done = False
+        self.og_title: str | None = None
+
+    def _stop(self) -> None:
+        self.stopped = True
+        raise _Stop
+
+    def start(self, tag: object, attrib: dict[str, str]) -> None:
+        if self.stopped:
+            return
+        self.nodes += 1
+        self.depth += 1
+        if self.nodes > self.max_nodes or self.depth > self.max_depth:
+            self.nodes -= 1
+            self.depth -= 1
+            self._stop()
+        if self.depth > self.max_seen:
+            self.max_seen = self.depth
+        name = tag.lower() if isinstance(tag, str) else ""
+        self.open_tags.append(name)
+        if not self.skip_depth or self.skip_root == "head":
+            # The title and og:title are read from the head, which is otherwise not built.
+            if name == "title" and not self.title_done and not self.in_title:
+                self.in_title = True
+                self.title_level = self.depth
+            elif name == "meta" and self.og_title is None:
+                prop = attrib.get("property") or attrib.get("name") or ""
+                if prop.strip().lower() == "og:title":
+                    self.og_title = attrib.get("content", "")
+        if self.skip_depth:
+            self.skip_depth += 1
+            return
+        if name in SKIPPED_ELEMENTS or name in ("title", "meta") or not name:
+            self.skip_depth = 1
+            self.skip_root = name
+            return
+        if is_hidden(name, attrib):
+            self.skip_depth = 1
+            self.skip_root = ""
+            return
+        if name in TRANSPARENT_VOID:
+            self.built.append(False)
+            return
+        if not self.root_started and name != "html":
+            # A fragment without an html element still gets one root.
+            self.builder.start("html", {})
+            self.stack.append("html")
+        self.root_started = True
+        kept = {k: v for k, v in attrib.items() if k in KEPT_ATTRIBUTES}
+        self.builder.start(name, kept)
+        self.stack.append(name)
+        self.built.append(True)
+
+    def end(self, tag: object) -> None:
+        if self.stopped or not self.open_tags:
+            return
+        self.depth -= 1
+        self.open_tags.pop()
+        if self.in_title and self.depth < self.title_level:
+            self.in_title = False
+            self.title_done = True
+        if self.skip_depth:
+            self.skip_depth -= 1
+            return
+        if self.built and self.built.pop() and self.stack:
+            self.builder.end(self.stack.pop())
+
+    def data(self, text: str) -> None:
+        if self.stopped:
+            return
+        if self.in_title:
+            self.title_parts.append(text)
+            return
+        if self.skip_depth or not self.stack:
+            return
+        self.builder.data(text)
+
+    def comment(self, text: str) -> None:
+        if self.stopped:
+            return
+        self.nodes += 1
+        if self.nodes > self.max_nodes:
+            self.nodes -= 1
+            self._stop()
+
+    def pi(self, target: str, data: str | None = None) -> None:
+        self.comment("")
+
+    def doctype(self, *args: object) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+    def finish(self) -> etree._Element | None:
+        """Close what is still open and hand back the root (the TreeBuilder needs balance)."""
+        if not self.root_started:
+            return None
+        while self.stack:
+            self.builder.end(self.stack.pop())
+        root: etree._Element = self.builder.close()
+        return root
+
+
+def parse_html(
+    document: str | bytes,
+    *,
+    max_nodes: int,
+    max_depth: int,
+    encoding: str | None = None,
+) -> ParsedDocument:
+    """Parse `document` under the bounds; never raises for any input.
+
+    A str is parsed as it is; bytes are decoded by the parser with `encoding` (the pipeline
+    decodes first and passes str; bytes are for callers that have a known charset).
+    """
+    target = _BoundedTarget(max_nodes, max_depth)
+    malformed = False
+    try:
+        parser = etree.HTMLParser(
+            target=target,
+            encoding=encoding if isinstance(document, bytes) else None,
+            no_network=True,
+            recover=True,
+            huge_tree=False,
+        )
+        for offset in range(0, len(document), FEED_SLICE):
+            parser.feed(document[offset : offset + FEED_SLICE])
+            if target.stopped:
+                break
+        if not target.stopped:
+            # Elements still open here were never closed by the document: libxml2 closes
+            # them at the end, which is a repair, not the author's structure.
+            malformed = any(tag not in _OPTIONAL_END for tag in target.open_tags)
+            if document:
+                parser.close()
+    except _Stop:
+        pass
+    except Exception:  # any parser failure becomes a partial outcome
+        if not target.stopped:
+            malformed = True
+    root: etree._Element | None
+    try:
+        root = target.finish()
+    except Exception:  # a builder that cannot close yields nothing
+        root = None
+        malformed = True
+    title = "".join(target.title_parts) if target.title_parts else None
+    return ParsedDocument(
+        root=root,
+        title=title,
+        og_title=target.og_title,
+        nodes=target.nodes,
+        depth=target.max_seen,
+        bound_hit=target.stopped,
+        malformed=malformed,
+    )
