@@ -25,7 +25,9 @@ from rypsok.core.engines.registry import (
     build_registry,
     status_entries,
 )
+from rypsok.core.fetch.egress_port import FetchNetwork, build_fetch_egress
 from rypsok.core.fetch.pipeline import FETCH_CALL_MARGIN_S, FetchPipeline
+from rypsok.core.fetch.reading import extract
 from rypsok.core.fetch.robots import RobotsCache
 from rypsok.core.fetch.slots import FetchSlots
 from rypsok.core.model import (
@@ -51,10 +53,10 @@ if TYPE_CHECKING:
     import httpx
 
     from rypsok.config.schema import Config
+    from rypsok.core.egress import FetchClient
     from rypsok.core.engines.base import Engine
-    from rypsok.core.fetch.egress_port import FetchEgress
 
-__all__ = ["ReturnedUrls", "Rypsok"]
+__all__ = ["FetchNetwork", "ReturnedUrls", "Rypsok"]
 
 WEB_SEARCH = "web_search"
 WEB_FETCH = "web_fetch"
@@ -169,7 +171,7 @@ class Rypsok:
         env: Mapping[str, str] | None = None,
         engine_transport: httpx.AsyncBaseTransport | None = None,
         engines: Sequence[Engine] | None = None,
-        fetch_egress: FetchEgress | None = None,
+        fetch_network: FetchNetwork | None = None,
     ) -> None:
         self._config = config
         self._http = EngineHttp.from_config(config, transport=engine_transport)
@@ -186,7 +188,8 @@ class Rypsok:
         # One parse limiter for everything CPU-bound off the event loop (LIM-C5): page
         # parsing and extraction, and the engines' JSON decoding.
         self._parse_limiter = trio.CapacityLimiter(config.limits.parsing_in_flight)
-        self._fetch_egress = fetch_egress
+        self._fetch_network = fetch_network if fetch_network is not None else FetchNetwork()
+        self._fetch_client: FetchClient | None = None
         self._fetch: FetchPipeline | None = None
         self._robots = RobotsCache(config.limits.robots_cache_entries)
         self._fetch_slots = FetchSlots(config.limits.fetches_in_flight)
@@ -214,28 +217,28 @@ class Rypsok:
 
     def _fetch_pipeline(self) -> FetchPipeline:
         if self._fetch is None:
-            from rypsok.core.fetch.egress_port import build_fetch_egress
-            from rypsok.core.fetch.reading import extract
-
-            if self._fetch_egress is None:
-                self._fetch_egress = build_fetch_egress(self._config)
+            # Built at the first fetch: a process that never fetches never reads the trust
+            # store.
+            policy, client = build_fetch_egress(
+                self._config, self._fetch_network, user_agent=self._http.user_agent
+            )
+            self._fetch_client = client
             self._fetch = FetchPipeline(
                 self._config,
-                client=self._fetch_egress.client,
-                judge=self._fetch_egress.judge,
+                client=client,
+                policy=policy,
                 extractor=extract,
                 robots=self._robots,
                 slots=self._fetch_slots,
                 parse_limiter=self._parse_limiter,
                 was_returned=self.was_returned,
-                user_agent=self._http.user_agent,
             )
         return self._fetch
 
     async def aclose(self) -> None:
         await self._http.aclose()
-        if self._fetch_egress is not None:
-            await self._fetch_egress.client.aclose()
+        if self._fetch_client is not None:
+            await self._fetch_client.aclose()
 
     async def __aenter__(self) -> Rypsok:
         return self

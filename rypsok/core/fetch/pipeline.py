@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Final, Protocol
 
 import attrs
@@ -22,20 +23,21 @@ import trio
 
 from rypsok.core import errors, privacy, telemetry
 from rypsok.core.boundary import clean_decoded_text, looks_like_instruction, remove_invisible
+from rypsok.core.egress import Denial, EgressPolicy, FetchClient, Refusal, Target
 from rypsok.core.fetch import content as content_mod
-from rypsok.core.fetch.body import ACCEPT_ENCODING, BodyTooLarge, UnreadableBody, read_bounded
-from rypsok.core.fetch.robots import ROBOTS_MAX_BYTES, Robots, RobotsCache, origin_key
+from rypsok.core.fetch.body import BodyTooLarge, UnreadableBody, read_bounded
+from rypsok.core.fetch.robots import ROBOTS_MAX_BYTES, Robots, RobotsCache
 from rypsok.core.model import (
     DetailReason,
     FetchRequest,
     FetchResponse,
     Notice,
     NoticeCode,
-    SecretKind,
+    ToolError,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import AsyncIterator, Callable
 
     from rypsok.config.schema import Config
     from rypsok.core.fetch.content import Kind
@@ -48,7 +50,6 @@ __all__ = [
     "Extracted",
     "Extractor",
     "FetchPipeline",
-    "UrlJudge",
 ]
 
 URL_MAX_CHARS: Final = 2048  # LIM-F9
@@ -56,6 +57,8 @@ MAX_CHARS_MIN: Final = 500  # the floor of max_chars (external design §3.2)
 FETCH_CALL_MARGIN_S: Final = 1.0  # LIM-F5 = LIM-F4 + 1000 ms
 TITLE_MAX_CHARS: Final = 150  # LIM-S10
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
+_TIMER_MARGIN_S: Final = 0.5
+_ROBOTS_REDIRECTS: Final = 5  # RFC 9309 §2.3.1.2
 _ACCEPT: Final = "text/html, application/xhtml+xml, text/markdown, text/plain;q=0.9, */*;q=0.1"
 
 
@@ -76,25 +79,16 @@ class Extractor(Protocol):
     def __call__(self, document: str, kind: Kind, base_url: str) -> Extracted | None: ...
 
 
-class UrlJudge(Protocol):
-    """The egress policy's judgment of a URL before any connection (the agent profile)."""
-
-    def allowed(self, url: httpx.URL) -> bool: ...
-
-    def allow_rule_matches(self, host: str) -> bool: ...
-
-
 class _Progress:
     started = False
 
 
 class _Hop:
-    """The state of the walk from the caller's URL to the page read."""
+    """One request of the walk from the caller's URL to the page read."""
 
-    def __init__(self, url: httpx.URL, text: str, upgraded: bool, location: str = "") -> None:
-        self.url = url
-        self.text = text  # the URL as it will be reported (the caller's own spelling first)
-        self.upgraded = upgraded
+    def __init__(self, target: Target, text: str, location: str = "") -> None:
+        self.target = target
+        self.text = text  # the URL as it is reported (the caller's own spelling first)
         self.location = location  # a redirect's absolute target as the site named it
 
 
@@ -113,10 +107,6 @@ class _Read:
     notices: tuple[Notice, ...]
 
 
-def _host_of(url: httpx.URL) -> str:
-    return url.host.lower().rstrip(".")
-
-
 class FetchPipeline:
     """One process's web_fetch: its client, policy, robots cache, slots and parse limiter."""
 
@@ -124,25 +114,23 @@ class FetchPipeline:
         self,
         config: Config,
         *,
-        client: httpx.AsyncClient,
-        judge: UrlJudge,
+        client: FetchClient,
+        policy: EgressPolicy,
         extractor: Extractor,
         robots: RobotsCache,
         slots: FetchSlots,
         parse_limiter: trio.CapacityLimiter,
         was_returned: Callable[[str], bool],
-        user_agent: str,
     ) -> None:
         self._config = config
         self._fetch = config.fetch
         self._client = client
-        self._judge = judge
+        self._policy = policy
         self._extract = extractor
         self._robots = robots
         self._slots = slots
         self._parse_limiter = parse_limiter
         self._was_returned = was_returned
-        self._user_agent = user_agent
 
     # -- parameters, privacy, policy (no network) -------------------------------------------
 
@@ -175,43 +163,24 @@ class FetchPipeline:
             return url, ()
         raise errors.denied_secret(DetailReason.SECRET_IN_URL, finding.kind, finding.position)
 
-    def _parse_url(self, text: str) -> httpx.URL:
-        scheme = text.split(":", 1)[0].lower() if ":" in text else ""
-        if scheme and scheme not in ("http", "https") and scheme.isascii() and scheme.isalpha():
-            raise errors.denied_scheme()
-        try:
-            url = httpx.URL(text)
-        except (httpx.InvalidURL, ValueError, TypeError):
-            raise errors.url_invalid() from None
-        if url.scheme not in ("http", "https") or not url.host:
-            if url.scheme and url.scheme not in ("http", "https"):
-                raise errors.denied_scheme()
-            raise errors.url_invalid()
-        if url.userinfo:
-            if url.password:
-                # The secret check names user:password@ in refuse mode; other modes still
-                # never send it (REQ-FETCH-007).
-                raise errors.denied_secret(
-                    DetailReason.SECRET_IN_URL,
-                    SecretKind.URL_PASSWORD,
-                    text.find(":", text.find("//") + 2) + 1,
-                )
-            raise errors.denied_credential_in_url()
-        return url
+    def _refuse(self, denial: Denial) -> ToolError:
+        # The operator's log gets the class of the refusal, never the host (REQ-PRIV-004).
+        telemetry.info("egress_refused", refusal=str(denial.refusal))
+        if denial.refusal is Refusal.MALFORMED_URL:
+            return errors.url_invalid()
+        if denial.reason is DetailReason.SCHEME:
+            return errors.denied_scheme()
+        if denial.reason is DetailReason.CREDENTIAL_IN_URL:
+            return errors.denied_credential_in_url()
+        return errors.denied_egress()
 
     def _first_hop(self, text: str) -> _Hop:
-        url = self._parse_url(text)
-        upgraded = False
-        if url.scheme == "http" and not self._config.egress.allow_http:
-            url = url.copy_with(scheme="https")
-            upgraded = True
-        if not self._judge.allowed(url):
-            raise errors.denied_egress()
-        if self._fetch.strict_mode and not (
-            self._was_returned(text) or self._judge.allow_rule_matches(_host_of(url))
-        ):
+        judged = self._policy.judge_url(text)
+        if isinstance(judged, Denial):
+            raise self._refuse(judged)
+        if self._fetch.strict_mode and not (self._was_returned(text) or judged.allowed_by_rule):
             raise errors.denied_strict_mode()
-        return _Hop(url, str(url) if upgraded else text, upgraded)
+        return _Hop(judged, judged.url if judged.upgraded else text)
 
     # -- the call ---------------------------------------------------------------------------
 
@@ -257,7 +226,7 @@ class FetchPipeline:
     async def _retrieve(self, hop: _Hop, progress: _Progress) -> _Page:
         redirects = 0
         while True:
-            async with self._slots.host(_host_of(hop.url)):
+            async with self._slots.host(hop.target.host):
                 progress.started = True
                 outcome = await self._walk_host(hop, redirects)
             if isinstance(outcome, _Page):
@@ -266,19 +235,19 @@ class FetchPipeline:
             hop, redirects = outcome
 
     async def _walk_host(self, hop: _Hop, redirects: int) -> _Page | tuple[_Hop, int]:
-        host = _host_of(hop.url)
+        host = hop.target.host
+        # The host only after the policy admitted it, and never the path (REQ-PRIV-004).
         telemetry.info("fetch", host=host)
         while True:
             await self._check_robots(hop)
-            response = await self._send(hop)
-            try:
+            async with self._send(hop) as response:
                 status = response.status_code
                 if status in _REDIRECTS and "location" in response.headers:
                     target = self._redirect_target(hop, response.headers["location"])
                     redirects += 1
                     if redirects > self._fetch.max_redirects:
                         raise errors.too_many_redirects(self._fetch.max_redirects)
-                    if _host_of(target.url) != host:
+                    if target.target.host != host:
                         if not self._fetch.follow_cross_host_redirects:
                             raise errors.redirected(target.location)
                         return target, redirects
@@ -288,69 +257,50 @@ class FetchPipeline:
                     raise errors.http_status(status, _retry_after_ms(response.headers))
                 if not 200 <= status <= 299:
                     raise errors.network()
-                body = await self._read_body(response)
                 return _Page(
                     url=hop.text,
                     status=status,
                     content_type=response.headers.get("content-type"),
-                    body=body,
+                    body=await self._read_body(response),
                 )
-            finally:
-                await response.aclose()
 
     def _redirect_target(self, hop: _Hop, location: str) -> _Hop:
-        """The next hop, judged by the egress policy; a refused target is never disclosed."""
-        if len(location) > URL_MAX_CHARS:
-            raise errors.denied_egress()
+        """The next hop, judged by the egress policy like the caller's URL; a target the
+        policy refuses ends the call with denied, egress, and is never disclosed."""
         try:
-            url = hop.url.join(location.strip())
+            absolute = str(httpx.URL(hop.target.url).join(location.strip()))
         except (httpx.InvalidURL, ValueError, TypeError):
             raise errors.network() from None
-        if url.scheme not in ("http", "https") or not url.host or url.userinfo:
+        if len(absolute) > URL_MAX_CHARS:
+            # Not a URL web_fetch would take from a caller either (LIM-F9).
             raise errors.denied_egress()
-        location = str(url)
-        upgraded = False
-        if url.scheme == "http" and not self._config.egress.allow_http:
-            url = url.copy_with(scheme="https")
-            upgraded = True
-        if not self._judge.allowed(url):
+        judged = self._policy.judge_url(absolute)
+        if isinstance(judged, Denial):
+            telemetry.info("egress_refused", refusal=str(judged.refusal), hop="redirect")
             raise errors.denied_egress()
-        text = str(url)
-        if len(text) > URL_MAX_CHARS:
-            raise errors.denied_egress()
-        return _Hop(url, text, upgraded or hop.upgraded, location)
+        return _Hop(judged, judged.url, absolute)
 
-    def _timeout(self) -> httpx.Timeout:
+    def _timeouts(self) -> httpx.Timeout:
+        # The read timeout is the time left of the deadline (REQ-SEC-011).
         left = trio.current_effective_deadline() - trio.current_time()
         if math.isinf(left):
             left = self._fetch.deadline_ms / 1000
         left = max(left, 0.001)
         connect = min(self._fetch.connect_timeout_ms / 1000, left)
-        return httpx.Timeout(connect=connect, read=left, write=left, pool=left)
+        # Past the deadline by a margin: the pipeline's Trio deadline, not httpx's timer, ends
+        # a slow read, so that it is answered as the deadline it is.
+        return httpx.Timeout(left + _TIMER_MARGIN_S, connect=connect)
 
-    def _request(self, url: httpx.URL, accept: str) -> httpx.Request:
-        # Built here, not by the client: no cookie, no authorization, only rypsok's headers
-        # (REQ-FETCH-007).
-        request = httpx.Request(
-            "GET",
-            url,
-            headers={
-                "User-Agent": self._user_agent,
-                "Accept": accept,
-                "Accept-Encoding": ACCEPT_ENCODING,
-            },
-        )
-        timeout = self._timeout()
-        request.extensions["timeout"] = timeout.as_dict()
-        return request
-
-    async def _send(self, hop: _Hop) -> httpx.Response:
+    @asynccontextmanager
+    async def _send(self, hop: _Hop) -> AsyncIterator[httpx.Response]:
         try:
-            return await self._client.send(
-                self._request(hop.url, _ACCEPT), stream=True, follow_redirects=False
-            )
+            async with self._client.stream(
+                hop.target, accept=_ACCEPT, timeouts=self._timeouts()
+            ) as response:
+                yield response
         except httpx.HTTPError:
-            if hop.upgraded:
+            if hop.target.upgraded:
+                # REQ-FETCH-010: the https retry of a plain http URL failed.
                 raise errors.denied_scheme_upgrade() from None
             raise errors.network() from None
 
@@ -359,7 +309,7 @@ class FetchPipeline:
             return await read_bounded(response, self._fetch.max_bytes)
         except BodyTooLarge:
             raise errors.too_large(self._fetch.max_bytes) from None
-        except (UnreadableBody, httpx.HTTPError):
+        except UnreadableBody:
             raise errors.network() from None
 
     # -- robots.txt ---------------------------------------------------------------------------
@@ -367,48 +317,44 @@ class FetchPipeline:
     async def _check_robots(self, hop: _Hop) -> None:
         if not self._fetch.robots_txt:
             return
-        url = hop.url
-        origin = origin_key(url.scheme, _host_of(url), url.port)
+        target = hop.target
 
         async def read() -> Robots:
-            return await self._read_robots(url.copy_with(path="/robots.txt", query=None))
+            return await self._read_robots(f"{target.origin}/robots.txt")
 
-        robots = await self._robots.rules_for(origin, read)
-        if not robots.allows(str(url)):
+        robots = await self._robots.rules_for(target.origin, read)
+        if not robots.allows(target.url):
             raise errors.denied_robots()
 
-    async def _read_robots(self, url: httpx.URL) -> Robots:
+    async def _read_robots(self, url: str) -> Robots:
         """RFC 9309 §2.3: 2xx rules; 4xx none; 5xx or unreachable everything disallowed.
-        Redirects are followed up to five hops, each judged by the egress policy."""
-        for _ in range(6):
+        Up to five redirects are followed, each judged by the egress policy."""
+        for _ in range(_ROBOTS_REDIRECTS + 1):
+            judged = self._policy.judge_url(url)
+            if isinstance(judged, Denial):
+                return Robots.unreachable()
             try:
-                response = await self._client.send(
-                    self._request(url, "text/plain"), stream=True, follow_redirects=False
-                )
+                async with self._client.stream(
+                    judged, accept="text/plain", timeouts=self._timeouts()
+                ) as response:
+                    status = response.status_code
+                    if status in _REDIRECTS and "location" in response.headers:
+                        try:
+                            url = str(httpx.URL(judged.url).join(response.headers["location"]))
+                        except (httpx.InvalidURL, ValueError, TypeError):
+                            return Robots.unreachable()
+                        continue
+                    if 200 <= status <= 299:
+                        try:
+                            body = await read_bounded(response, ROBOTS_MAX_BYTES, prefix=True)
+                        except UnreadableBody:
+                            return Robots.unreachable()
+                        return Robots.parse(body)
+                    if 400 <= status <= 499:
+                        return Robots.allowing()
+                    return Robots.unreachable()
             except httpx.HTTPError:
                 return Robots.unreachable()
-            try:
-                status = response.status_code
-                if status in _REDIRECTS and "location" in response.headers:
-                    try:
-                        nxt = url.join(response.headers["location"].strip())
-                    except (httpx.InvalidURL, ValueError, TypeError):
-                        return Robots.unreachable()
-                    if nxt.scheme not in ("http", "https") or not self._judge.allowed(nxt):
-                        return Robots.unreachable()
-                    url = nxt
-                    continue
-                if 200 <= status <= 299:
-                    try:
-                        body = await read_bounded(response, ROBOTS_MAX_BYTES, prefix=True)
-                    except (UnreadableBody, httpx.HTTPError):
-                        return Robots.unreachable()
-                    return Robots.parse(body)
-                if 400 <= status <= 499:
-                    return Robots.allowing()
-                return Robots.unreachable()
-            finally:
-                await response.aclose()
         # RFC 9309 §2.3.1.2: past five redirects the file may be taken as unavailable.
         return Robots.allowing()
 
