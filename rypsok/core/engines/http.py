@@ -22,7 +22,9 @@ import httpx
 import trio
 
 import rypsok
-from rypsok.config.rules import is_loopback_host as _config_is_loopback
+from rypsok.core.egress.clients import system_trust_context
+from rypsok.core.egress.policy import engine_origin_refusal
+from rypsok.core.egress.vocabulary import Refusal
 from rypsok.core.engines.base import EngineFailure
 from rypsok.core.model import Reason
 
@@ -66,9 +68,9 @@ def user_agent(contact: str) -> str:
 
 
 def is_loopback_host(host: str) -> bool:
-    """`localhost` or a loopback address literal: the configuration's own rule, reused so
-    that what the loader admits for `base_url` and what this client admits are one rule."""
-    return _config_is_loopback(host.rstrip("."))
+    """`localhost` or a loopback address literal, judged by the egress component's table
+    (REQ-SEC-005): plain http to such a host is the engine profile's only exception."""
+    return engine_origin_refusal("http", host) is None
 
 
 @attrs.frozen(kw_only=True)
@@ -80,13 +82,14 @@ class EngineOrigin:
     port: int | None = None
 
     def __attrs_post_init__(self) -> None:
-        if self.scheme == "http":
-            if not is_loopback_host(self.host):
-                raise ValueError("plain http is admitted for an engine on a loopback host only")
-        elif self.scheme != "https":
-            raise ValueError("an engine origin is https")
-        if not self.host:
+        # The engine profile of the egress component (REQ-SEC-005, REQ-SEC-017).
+        refusal = engine_origin_refusal(self.scheme, self.host)
+        if refusal is Refusal.MALFORMED_HOST:
             raise ValueError("an engine origin needs a host")
+        if refusal is not None and self.scheme == "http":
+            raise ValueError("plain http is admitted for an engine on a loopback host only")
+        if refusal is not None:
+            raise ValueError("an engine origin is https")
 
     @classmethod
     def parse(cls, url: str) -> EngineOrigin:
@@ -197,9 +200,12 @@ class EngineHttp:
                 transport=transport, trust_env=False, follow_redirects=False
             )
         else:
+            # The system's store, as for fetches (deployment page): no bundled roots, and a
+            # store that cannot be read stops the start (ClientBuildError).
+            trust = system_trust_context()
             try:
                 self._client = httpx.AsyncClient(
-                    proxy=proxy or None, trust_env=False, follow_redirects=False
+                    proxy=proxy or None, trust_env=False, follow_redirects=False, verify=trust
                 )
             except (ValueError, TypeError, httpx.InvalidURL):
                 # The proxy URL may carry credentials: never repeat it.
