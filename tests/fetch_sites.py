@@ -11,10 +11,13 @@ from __future__ import annotations
 import zlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ["Page", "Site", "endless", "gzip_bomb", "serve_site"]
 
@@ -55,12 +58,13 @@ class Site:
         self.seen: list[Seen] = []
         self.active = 0
         self.max_active = 0
+        self.address = "127.0.0.1"
 
     def paths(self) -> list[str]:
         return [s.path for s in self.seen]
 
 
-async def _read_head(stream: trio.SocketStream) -> tuple[str, dict[str, str]] | None:
+async def _read_head(stream: trio.abc.Stream) -> tuple[str, dict[str, str]] | None:
     buffer = b""
     while b"\r\n\r\n" not in buffer:
         data = await stream.receive_some(65536)
@@ -76,7 +80,7 @@ async def _read_head(stream: trio.SocketStream) -> tuple[str, dict[str, str]] | 
     return target, headers
 
 
-async def _answer(site: Site, stream: trio.SocketStream) -> None:
+async def _answer(site: Site, stream: trio.abc.Stream) -> None:
     site.active += 1
     site.max_active = max(site.max_active, site.active)
     try:
@@ -106,13 +110,29 @@ async def _answer(site: Site, stream: trio.SocketStream) -> None:
 
 
 @asynccontextmanager
-async def serve_site(routes: Mapping[str, Page]) -> AsyncIterator[Site]:
+async def serve_site(
+    routes: Mapping[str, Page],
+    *,
+    address: str = "127.0.0.1",
+    tls: ssl.SSLContext | None = None,
+) -> AsyncIterator[Site]:
+    """A site on `address` (any of 127.0.0.0/8) and an ephemeral port; over TLS with `tls`."""
     async with trio.open_nursery() as nursery:
-        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        listeners = await trio.open_tcp_listeners(0, host=address)
         site = Site(listeners[0].socket.getsockname()[1], routes)
+        site.address = address
 
         async def handler(stream: trio.SocketStream) -> None:
-            await _answer(site, stream)
+            if tls is None:
+                await _answer(site, stream)
+                return
+            secure = trio.SSLStream(stream, tls, server_side=True)
+            try:
+                await secure.do_handshake()
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                await stream.aclose()
+                return
+            await _answer(site, secure)
 
         nursery.start_soon(trio.serve_listeners, handler, listeners)
         try:

@@ -23,7 +23,14 @@ import trio
 
 from rypsok.core import errors, privacy, telemetry
 from rypsok.core.boundary import clean_decoded_text, looks_like_instruction, remove_invisible
-from rypsok.core.egress import Denial, EgressPolicy, FetchClient, Refusal, Target
+from rypsok.core.egress import (
+    Denial,
+    EgressPolicy,
+    EgressRefused,
+    FetchClient,
+    Refusal,
+    Target,
+)
 from rypsok.core.fetch import content as content_mod
 from rypsok.core.fetch.body import BodyTooLarge, UnreadableBody, read_bounded
 from rypsok.core.fetch.robots import ROBOTS_MAX_BYTES, Robots, RobotsCache
@@ -320,15 +327,18 @@ class FetchPipeline:
         target = hop.target
 
         async def read() -> Robots:
-            return await self._read_robots(f"{target.origin}/robots.txt")
+            return await self._read_robots(f"{target.origin}/robots.txt", target.upgraded)
 
         robots = await self._robots.rules_for(target.origin, read)
         if not robots.allows(target.url):
             raise errors.denied_robots()
 
-    async def _read_robots(self, url: str) -> Robots:
+    async def _read_robots(self, url: str, upgraded: bool) -> Robots:
         """RFC 9309 §2.3: 2xx rules; 4xx none; 5xx or unreachable everything disallowed.
-        Up to five redirects are followed, each judged by the egress policy."""
+        Up to five redirects are followed, each judged by the egress policy.
+
+        A site that cannot be connected to is unavailable, network, as the page would be;
+        for a plain http URL retried over https that is the retry failing (REQ-FETCH-010)."""
         for _ in range(_ROBOTS_REDIRECTS + 1):
             judged = self._policy.judge_url(url)
             if isinstance(judged, Denial):
@@ -353,6 +363,12 @@ class FetchPipeline:
                     if 400 <= status <= 499:
                         return Robots.allowing()
                     return Robots.unreachable()
+            except (httpx.ConnectError, httpx.ConnectTimeout, EgressRefused):
+                # The site itself cannot be reached: the page could not be either, and the
+                # answer is the one of an unreachable site (never a hint about why).
+                if upgraded:
+                    raise errors.denied_scheme_upgrade() from None
+                raise errors.network() from None
             except httpx.HTTPError:
                 return Robots.unreachable()
         # RFC 9309 §2.3.1.2: past five redirects the file may be taken as unavailable.
