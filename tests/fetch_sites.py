@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -100,8 +100,9 @@ async def _answer(site: Site, stream: trio.abc.Stream) -> None:
         if isinstance(page.body, bytes):
             await stream.send_all(page.body)
         else:
-            async for chunk in page.body():
-                await stream.send_all(chunk)
+            async with aclosing(page.body()) as chunks:
+                async for chunk in chunks:
+                    await stream.send_all(chunk)
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         pass  # the client stopped reading (a bound, a deadline): expected
     finally:
