@@ -122,6 +122,7 @@ def fetching_rypsok(
     allow: Sequence[str] | None = None,
     names: Mapping[str, str] | None = None,
     authority: Authority | None = None,
+    engines: Sequence[Any] = (),
 ) -> tuple[Rypsok, PortMap, MapResolver]:
     """A Rypsok whose fetches reach `sites` ({host name: Site}) and nothing else.
 
@@ -140,4 +141,4 @@ def fetching_rypsok(
         connector=connector,
         ssl_context=authority.client_context() if authority is not None else None,
     )
-    return Rypsok(config, engines=[], fetch_network=network), connector, resolver
+    return Rypsok(config, engines=list(engines), fetch_network=network), connector, resolver
