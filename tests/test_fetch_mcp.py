@@ -59,19 +59,19 @@ async def test_req_fetch_001_req_mcp_011_the_books_calls_over_stdio() -> None:
 async def test_req_mcp_004_web_fetch_arguments_are_checked_before_any_request() -> None:
     config = fetch_config()
     rypsok, connector, _ = fetching_rypsok(config, {})
-    call = "tools/call"
-    answers = await exchange(
-        rypsok,
-        config,
-        [
-            modern("tools/list", request_id=1),
-            modern(call, request_id=2, name="web_fetch", arguments={}),
-            modern(call, request_id=3, name="web_fetch", arguments={"url": 7}),
-            modern(call, request_id=4, name="web_fetch", arguments={"url": "https://a.org/", "max_chars": "9"}),
-            modern(call, request_id=5, name="web_fetch", arguments={"url": "https://a.org/", "x": 1}),
-            modern(call, request_id=6, name="web_fetch", arguments={"url": "https://a.org/", "start_char": 2.5}),
-        ],
-    )  # fmt: skip
+    url = "https://a.org/"
+    arguments: list[dict[str, Any]] = [
+        {},
+        {"url": 7},
+        {"url": url, "max_chars": "9"},
+        {"url": url, "x": 1},
+        {"url": url, "start_char": 2.5},
+    ]
+    messages = [modern("tools/list", request_id=1)] + [
+        modern("tools/call", request_id=2 + i, name="web_fetch", arguments=a)
+        for i, a in enumerate(arguments)
+    ]
+    answers = await exchange(rypsok, config, messages)
     tools = {t["name"]: t for t in answers[0]["result"]["tools"]}
     schema = tools["web_fetch"]["inputSchema"]
     assert schema["required"] == ["url"]
