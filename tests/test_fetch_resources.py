@@ -306,3 +306,24 @@ async def test_req_sec_012_a_call_that_waits_past_its_deadline_for_a_slot_is_bus
     assert DEADLINE_S <= took <= LIM_F5_S + SLACK_S
     assert after.title == "Fine"
     assert site.paths() == ["/robots.txt", "/p"]
+
+
+async def test_req_page_008_lim_c5_large_engine_answers_are_decoded_on_the_same_limiter() -> None:
+    from rypsok.core.engines.http import EngineHttp
+
+    loop_thread = threading.get_ident()
+    seen: list[tuple[int, int]] = []
+    limiter = trio.CapacityLimiter(1)
+
+    def decode(body: bytes) -> int:
+        seen.append((len(body), threading.get_ident()))
+        return len(body)
+
+    async with EngineHttp(transport=None) as http:
+        http.parse_limiter = limiter
+        assert await http.off_loop(decode, b"{}" * 100) == 200
+        assert await http.off_loop(decode, b" " * 70000) == 70000
+    small, large = seen
+    assert small[1] == loop_thread  # a small answer costs less inline than a thread trip
+    assert large[1] != loop_thread
+    assert limiter.borrowed_tokens == 0

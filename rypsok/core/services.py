@@ -188,6 +188,7 @@ class Rypsok:
         # One parse limiter for everything CPU-bound off the event loop (LIM-C5): page
         # parsing and extraction, and the engines' JSON decoding.
         self._parse_limiter = trio.CapacityLimiter(config.limits.parsing_in_flight)
+        self._http.parse_limiter = self._parse_limiter
         self._fetch_network = fetch_network if fetch_network is not None else FetchNetwork()
         self._fetch_client: FetchClient | None = None
         self._fetch: FetchPipeline | None = None

@@ -15,7 +15,7 @@ import email.utils
 import math
 import time
 import zlib
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 import attrs
 import httpx
@@ -29,7 +29,7 @@ from rypsok.core.engines.base import EngineFailure
 from rypsok.core.model import Reason
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Mapping, Sequence
+    from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
     from rypsok.config.schema import Config
 
@@ -42,6 +42,10 @@ __all__ = [
     "parse_retry_after",
     "user_agent",
 ]
+
+_T = TypeVar("_T")
+# Answers up to this size are decoded on the event loop (see `EngineHttp.off_loop`).
+_INLINE_BYTES: Final = 65536
 
 PROJECT_URL: Final = "https://github.com/nabbisen/rypsok"
 
@@ -195,6 +199,9 @@ class EngineHttp:
         self._total_s = total_timeout_ms / 1000
         self._outbound_max = outbound_in_flight
         self._outbound = trio.Semaphore(outbound_in_flight)  # LIM-C1
+        # The process's limiter of CPU-bound work (LIM-C5), shared with page parsing; set by
+        # the service. Without one (a driver tested alone) decoding runs inline.
+        self.parse_limiter: trio.CapacityLimiter | None = None
         if transport is not None:
             self._client = httpx.AsyncClient(
                 transport=transport, trust_env=False, follow_redirects=False
@@ -222,6 +229,17 @@ class EngineHttp:
             outbound_in_flight=config.limits.outbound_in_flight,
             proxy=config.egress.proxy,
             transport=transport,
+        )
+
+    async def off_loop(self, decode: Callable[[bytes], _T], body: bytes) -> _T:
+        """`decode(body)` in a worker thread under the parse limiter, off the event loop
+        (REQ-PAGE-008's rule, applied to the engines' answers too). A small answer is
+        decoded inline: under _INLINE_BYTES that takes well under a millisecond, less
+        than the trip to a worker thread and back."""
+        if self.parse_limiter is None or len(body) <= _INLINE_BYTES:
+            return decode(body)
+        return await trio.to_thread.run_sync(
+            decode, body, limiter=self.parse_limiter, abandon_on_cancel=True
         )
 
     @property
