@@ -36,18 +36,10 @@ async def _main() -> int:
                 f"# https://{HOST} is played by a local fixture site at 127.0.0.1:{port} "
                 "(its own TLS authority); nothing leaves the machine."
             )
+            argv = [sys.executable, "-m", "conformance.launch", "--config", str(CONFIG)]
+            argv += ["--fetch-site", f"{HOST}={port}", "--fetch-ca", str(site.ca_file)]
             done = await trio.run_process(
-                [
-                    sys.executable,
-                    "-m",
-                    "conformance.launch",
-                    "--config",
-                    str(CONFIG),
-                    "--fetch-site",
-                    f"{HOST}={port}",
-                    "--fetch-ca",
-                    str(site.ca_file),
-                ],  # fmt: skip
+                argv,
                 stdin=JSONL.read_bytes(),
                 capture_stdout=True,
                 capture_stderr=True,
