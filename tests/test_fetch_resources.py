@@ -16,7 +16,7 @@ import trio
 from fetch_helpers import fetch_config, fetching_rypsok
 from fetch_sites import Page, endless, gzip_bomb, serve_site
 
-from rypsok.core import services
+from rypsok.core.fetch import reading
 from rypsok.core.model import DetailReason, ErrorKind, FetchRequest, NoticeCode, ToolError
 
 if TYPE_CHECKING:
@@ -180,14 +180,14 @@ async def test_req_page_006_malformed_html_is_read_or_refused_never_a_crash() ->
 async def test_req_page_008_a_parse_never_extends_the_call_past_lim_f5(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real = services.extract
+    real = reading.extract
 
     def slow(document: str, kind: Any, base_url: str) -> Any:
         if "slow.org" in base_url:
             time.sleep(3 * LIM_F5_S)
         return real(document, kind, base_url)
 
-    monkeypatch.setattr(services, "extract", slow)
+    monkeypatch.setattr(reading, "extract", slow)
     async with serve_site({"/robots.txt": OPEN, "/p": Page.html(ARTICLE)}) as site:
         rypsok, _, _ = fetching_rypsok(config(), {"slow.org": site})
         async with rypsok:
@@ -202,7 +202,7 @@ async def test_req_page_008_a_parse_never_extends_the_call_past_lim_f5(
 async def test_req_page_008_lim_c5_parses_run_in_threads_at_most_two_at_a_time(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real = services.extract
+    real = reading.extract
     lock = threading.Lock()
     running = 0
     most = 0
@@ -220,7 +220,7 @@ async def test_req_page_008_lim_c5_parses_run_in_threads_at_most_two_at_a_time(
             running -= 1
         return real(document, kind, base_url)
 
-    monkeypatch.setattr(services, "extract", counting)
+    monkeypatch.setattr(reading, "extract", counting)
     routes = {"/robots.txt": OPEN, "/p": Page.html(ARTICLE)}
     cfg = config("[limits]\nfetches_in_flight = 4\nparsing_in_flight = 2\n")
     async with (

@@ -26,9 +26,6 @@ from rypsok.core.engines.registry import (
     status_entries,
 )
 from rypsok.core.fetch.egress_port import FetchNetwork, build_fetch_egress
-from rypsok.core.fetch.pipeline import FETCH_CALL_MARGIN_S, FetchPipeline
-from rypsok.core.fetch.reading import extract
-from rypsok.core.fetch.robots import RobotsCache
 from rypsok.core.fetch.slots import FetchSlots
 from rypsok.core.model import (
     Category,
@@ -55,11 +52,14 @@ if TYPE_CHECKING:
     from rypsok.config.schema import Config
     from rypsok.core.egress import FetchClient
     from rypsok.core.engines.base import Engine
+    from rypsok.core.fetch.pipeline import FetchPipeline
+    from rypsok.core.fetch.robots import RobotsCache
 
 __all__ = ["FetchNetwork", "ReturnedUrls", "Rypsok"]
 
 WEB_SEARCH = "web_search"
 WEB_FETCH = "web_fetch"
+FETCH_CALL_MARGIN_MS = 1000  # LIM-F5 = LIM-F4 + 1000 ms
 _REFUSAL_KINDS = frozenset({ErrorKind.INVALID_REQUEST, ErrorKind.DENIED})
 ENGINE_STATUS = "engine_status"
 
@@ -192,7 +192,7 @@ class Rypsok:
         self._fetch_network = fetch_network if fetch_network is not None else FetchNetwork()
         self._fetch_client: FetchClient | None = None
         self._fetch: FetchPipeline | None = None
-        self._robots = RobotsCache(config.limits.robots_cache_entries)
+        self._robots: RobotsCache | None = None
         self._fetch_slots = FetchSlots(config.limits.fetches_in_flight)
 
     @property
@@ -218,6 +218,13 @@ class Rypsok:
 
     def _fetch_pipeline(self) -> FetchPipeline:
         if self._fetch is None:
+            # Imported at the first fetch: the parser, the charset detector and the robots.txt
+            # reader cost a search-only process nothing, at start or at exit.
+            from rypsok.core.fetch.pipeline import FetchPipeline
+            from rypsok.core.fetch.reading import extract
+            from rypsok.core.fetch.robots import RobotsCache
+
+            self._robots = RobotsCache(self._config.limits.robots_cache_entries)
             # Built at the first fetch: a process that never fetches never reads the trust
             # store.
             policy, client = build_fetch_egress(
@@ -303,7 +310,7 @@ class Rypsok:
         with telemetry.call_scope(caller):
             try:
                 self._admit(self._fetch_limit, WEB_FETCH, caller, start)
-                hard_stop = start + self._config.fetch.deadline_ms / 1000 + FETCH_CALL_MARGIN_S
+                hard_stop = start + (self._config.fetch.deadline_ms + FETCH_CALL_MARGIN_MS) / 1000
                 with trio.move_on_at(hard_stop) as scope:
                     response = await self._fetch_pipeline().run(request, start=start)
                 if scope.cancelled_caught:

@@ -51,7 +51,6 @@ if TYPE_CHECKING:
     from rypsok.core.fetch.slots import FetchSlots
 
 __all__ = [
-    "FETCH_CALL_MARGIN_S",
     "MAX_CHARS_MIN",
     "URL_MAX_CHARS",
     "Extracted",
@@ -61,7 +60,6 @@ __all__ = [
 
 URL_MAX_CHARS: Final = 2048  # LIM-F9
 MAX_CHARS_MIN: Final = 500  # the floor of max_chars (external design §3.2)
-FETCH_CALL_MARGIN_S: Final = 1.0  # LIM-F5 = LIM-F4 + 1000 ms
 TITLE_MAX_CHARS: Final = 150  # LIM-S10
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 _TIMER_MARGIN_S: Final = 0.5
