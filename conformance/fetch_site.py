@@ -42,6 +42,7 @@ def _certificate(
     signer: ec.EllipticCurvePrivateKey,
     *,
     authority: bool,
+    also: tuple[str, ...] = (),
 ) -> x509.Certificate:
     now = datetime.datetime.now(datetime.UTC)
     builder = (
@@ -56,14 +57,25 @@ def _certificate(
     if authority:
         builder = builder.add_extension(x509.BasicConstraints(ca=True, path_length=0), True)
     else:
-        builder = builder.add_extension(x509.SubjectAlternativeName([x509.DNSName(subject)]), False)
+        names = [x509.DNSName(n) for n in (subject, *also)]
+        builder = builder.add_extension(x509.SubjectAlternativeName(names), False)
     return builder.sign(signer, hashes.SHA256())
 
 
 class FixtureSite:
-    """Serves the pages over TLS; `ca_file` is the authority's certificate (PEM)."""
+    """Serves the pages over TLS; `ca_file` is the authority's certificate (PEM).
 
-    def __init__(self, directory: str) -> None:
+    `hosts` are the names the certificate covers (example.org by default) and `pages` the
+    paths served (the book's page and robots.txt by default).
+    """
+
+    def __init__(
+        self,
+        directory: str,
+        *,
+        hosts: tuple[str, ...] = (HOST,),
+        pages: dict[str, tuple[int, tuple[tuple[str, str], ...], bytes]] | None = None,
+    ) -> None:
         ca_key = ec.generate_private_key(ec.SECP256R1())
         ca_name = "rypsok conformance authority"
         ca = _certificate(
@@ -74,7 +86,7 @@ class FixtureSite:
             authority=True,
         )
         key = ec.generate_private_key(ec.SECP256R1())
-        leaf = _certificate(key, HOST, ca.subject, ca_key, authority=False)
+        leaf = _certificate(key, hosts[0], ca.subject, ca_key, authority=False, also=hosts[1:])
         folder = Path(directory)
         self.ca_file = folder / "ca.pem"
         self.ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
@@ -89,7 +101,7 @@ class FixtureSite:
         )
         self._tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self._tls.load_cert_chain(str(cert_file), str(key_file))
-        self._pages = _pages()
+        self._pages = pages if pages is not None else _pages()
 
     async def _answer(self, raw: trio.SocketStream) -> None:
         stream = trio.SSLStream(raw, self._tls, server_side=True)
@@ -112,8 +124,13 @@ class FixtureSite:
         finally:
             await raw.aclose()
 
-    async def serve(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
-        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    async def serve(
+        self,
+        address: str = "127.0.0.1",
+        *,
+        task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        listeners = await trio.open_tcp_listeners(0, host=address)
         task_status.started(listeners[0].socket.getsockname()[1])
         await trio.serve_listeners(self._answer, listeners)
 

@@ -4,7 +4,8 @@ its engines routed to local fixture servers, built by the same serve code as `ry
 `--fetch-site HOST=PORT --fetch-ca FILE` lets web_fetch read the fixture site: HOST resolves
 to 127.0.0.1 and is admitted by an allow rule added in code (the production policy
 otherwise), a connection to HOST's port 443 goes to PORT on loopback, and the site's TLS
-certificate is checked against FILE alone.
+certificate is checked against FILE alone. `HOST=ADDRESS:PORT` puts a site on another
+loopback address (one per site, so that four sites are four hosts).
 """
 
 from __future__ import annotations
@@ -34,26 +35,36 @@ LOOPBACK = "127.0.0.1"
 
 
 class LoopbackPorts:
-    """Connects only to 127.0.0.1, with the HTTPS port replaced by the fixture site's."""
+    """Connects only to loopback, with each site's HTTPS port replaced by its real one."""
 
-    def __init__(self, https_port: int) -> None:
-        self._https_port = https_port
+    def __init__(self, https_ports: dict[Address, int]) -> None:
+        self._https_ports = https_ports
         self._inner = TcpConnector()
 
     async def connect(self, address: Address, port: int) -> trio.abc.Stream:
-        if address != ipaddress.ip_address(LOOPBACK):
-            raise OSError("the conformance harness connects to loopback only")
-        return await self._inner.connect(address, self._https_port if port == 443 else port)
+        if address not in self._https_ports:
+            raise OSError("the conformance harness connects to its fixture sites only")
+        return await self._inner.connect(
+            address, self._https_ports[address] if port == 443 else port
+        )
 
 
-def _fetch_network(site: str | None, ca_file: str | None) -> FetchNetwork | None:
-    if site is None or ca_file is None:
+def _fetch_network(sites: list[str], ca_file: str | None) -> FetchNetwork | None:
+    """`HOST=PORT` (on 127.0.0.1) or `HOST=ADDRESS:PORT`, one per fixture site."""
+    if not sites or ca_file is None:
         return None
-    host, _, port = site.partition("=")
+    answers: dict[str, list[str]] = {}
+    ports: dict[Address, int] = {}
+    for site in sites:
+        host, _, where = site.partition("=")
+        address, _, port = where.rpartition(":")
+        address = address or LOOPBACK
+        answers[host] = [address]
+        ports[ipaddress.ip_address(address)] = int(port)
     return FetchNetwork(
-        extra_allow=(host,),
-        resolver=MapResolver({host: [LOOPBACK]}),
-        connector=LoopbackPorts(int(port)),
+        extra_allow=tuple(answers),
+        resolver=MapResolver(answers),
+        connector=LoopbackPorts(ports),
         ssl_context=ssl.create_default_context(cafile=ca_file),
     )
 
@@ -66,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         "--instant-engine", action="append", default=[], metavar="ID",
         help="replace this engine's driver by one answering from memory (the bench)",
     )  # fmt: skip
-    parser.add_argument("--fetch-site", metavar="HOST=PORT")
+    parser.add_argument("--fetch-site", action="append", default=[], metavar="HOST=PORT")
     parser.add_argument("--fetch-ca", metavar="FILE")
     args = parser.parse_args(argv)
     routes = {}
