@@ -108,7 +108,19 @@ def parse_egress_rule(text: str) -> EgressRule:
         return EgressRule(suffix=parse_host_name(text[2:], what="a host pattern"))
     if "*" in text:
         raise RuleError("a host pattern has * only as its whole first label (*.example)")
-    return EgressRule(host=parse_host_name(text, what="a host pattern"))
+    name = parse_host_name(text, what="a host pattern")
+    if _ends_in_number(name):
+        # A URL host like this is read as an address (127.1 is 127.0.0.1), never as a
+        # name, so such a rule would match nothing: ask for the address in full.
+        raise RuleError("an address is written in full, as four decimal numbers (127.0.0.1)")
+    return EgressRule(host=name)
+
+
+def _ends_in_number(name: str) -> bool:
+    last = name.rsplit(".", 1)[-1]
+    if last.isdigit():
+        return True
+    return last.startswith("0x") and all(c in "0123456789abcdef" for c in last[2:])
 
 
 @attrs.frozen(kw_only=True)
