@@ -273,6 +273,17 @@ class _NoCookies(http.cookiejar.CookiePolicy):
         return False
 
 
+class _NoCookieJar(http.cookiejar.CookieJar):
+    """A jar that stores nothing, even when asked directly; httpx copies a client's cookies
+    into a fresh jar per request, so the policy alone would not keep them out."""
+
+    def __init__(self) -> None:
+        super().__init__(policy=_NoCookies())
+
+    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
+        return None
+
+
 class FetchClient:
     """The client of agent-directed requests (web_fetch and its robots.txt reads).
 
@@ -310,7 +321,7 @@ class FetchClient:
             transport=self.transport,
             trust_env=False,
             follow_redirects=False,
-            cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
+            cookies=_NoCookieJar(),
             timeout=self.timeout,
             headers={
                 "User-Agent": user_agent,
