@@ -92,7 +92,8 @@ async def test_req_sec_009_the_request_carries_only_rypsoks_headers() -> None:
     async with serve_http({"/p": Reply(body=b"x")}) as server:
         port = _port(server.url)
         async with _client(port, RecordingConnector()) as client:
-            async with client.stream(_target(client, f"http://example.org:{port}/p")) as r:
+            target = _target(client, f"http://example.org:{port}/p")
+            async with client.stream(target) as r:
                 await r.aread()
     request = server.requests[0]
     assert request.method == "GET"
@@ -237,7 +238,7 @@ def test_req_sec_017_the_engine_profile_is_judged_by_the_same_component(
     if refusal is None:
         EngineOrigin(scheme=scheme, host=host)
     else:
-        with pytest.raises(ValueError, match="engine origin|engine on a loopback"):
+        with pytest.raises(ValueError, match=r"engine origin|engine on a loopback"):
             EngineOrigin(scheme=scheme, host=host)
 
 
