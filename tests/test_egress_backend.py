@@ -25,6 +25,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from servers import Reply, serve_http
 
 from rypsok.core.egress import EgressPolicy, EgressRefused, Refusal, build_fetch_client
@@ -378,3 +380,24 @@ async def test_req_sec_007_tls_server_name_and_host_stay_the_name(tmp_path: Path
     assert names == ["example.org", None]
     assert f"\r\nHost: example.org:{port}\r\n".lower() in str(seen["head"]).lower()
     assert connector.attempts == [(LOOPBACK, port), (LOOPBACK, port)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(
+        alphabet=st.characters(exclude_categories=(), max_codepoint=0x10FFFF),
+        max_size=40,
+    )
+)
+async def test_req_test_005_any_host_given_to_the_backend_is_refused_or_unreachable(
+    host: str,
+) -> None:
+    # Whatever httpcore hands the backend, the outcome is a refusal or a network failure,
+    # and nothing but an admitted loopback address is ever dialled.
+    connector = RecordingConnector()
+    backend = EgressBackend(
+        EgressPolicy(), resolver=MapResolver({"example.org": ["127.0.0.1"]}), connector=connector
+    )
+    with pytest.raises((EgressRefused, httpcore.ConnectError)):
+        await backend.connect_tcp(host, 443)
+    assert connector.attempts == []

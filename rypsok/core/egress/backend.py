@@ -220,7 +220,9 @@ class EgressBackend(httpcore.AsyncNetworkBackend):
                 raise EgressRefused(refusal)
             try:
                 candidates = await self._resolver.resolve(name, port)
-            except OSError:
+            except (OSError, ValueError):
+                # No such name, no answer, or a name the system's encoder refuses: all are
+                # a name that cannot be reached.
                 raise httpcore.ConnectError("the name could not be resolved") from None
         admitted: list[Address] = []
         first_refusal: Refusal | None = None
