@@ -253,3 +253,20 @@ async def test_req_sec_005_fetch_and_robots_requests_share_one_profile() -> None
             refused = client.policy.judge_url(f"http://169.254.169.254:{port}/robots.txt")
     assert isinstance(refused, Denial)
     assert refused.refusal is Refusal.METADATA
+
+
+@pytest.mark.usefixtures("keep_exception_hooks")
+def test_req_ops_001_serve_without_a_trust_store_exits_1_and_says_so_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rypsok import cli
+
+    monkeypatch.delenv("RYPSOK_CONFIG", raising=False)
+    monkeypatch.setenv("SSL_CERT_FILE", "/nonexistent/ca.pem")
+    code = cli.main(["serve", "--transport", "stdio"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert out == ""
+    assert err.splitlines() == [
+        "rypsok: the HTTP client could not be built: SSL_CERT_FILE names a file that does not exist"
+    ]
