@@ -45,12 +45,13 @@ _SCHEME_CHARS: Final = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-"
 )
 # The path and query are sent as written, except that what cannot travel in a request line
-# (controls, space, non-ASCII, and the few characters browsers always encode) is
-# percent-encoded, as a browser would send it.
-_PATH_KEEP: Final = frozenset(
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/%[]|^`{}"
+# (controls, space, non-ASCII, and the characters browsers always encode) is percent-encoded,
+# as a browser and httpx encode it, so that the URL judged is the URL httpx sends.
+_SAFE: Final = (
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/%[]|^"
 )
-_QUERY_KEEP: Final = _PATH_KEEP | frozenset("?\\")
+_PATH_KEEP: Final = frozenset(_SAFE)
+_QUERY_KEEP: Final = frozenset(_SAFE + "?`{}\\")
 
 
 class Profile(StrEnum):
