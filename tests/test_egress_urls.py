@@ -463,3 +463,14 @@ def test_req_sec_007_the_url_judged_is_the_url_httpx_sends(host: str, rest: str)
         assert str(sent) == judged.url
         assert sent.host == judged.host
         assert (sent.port or 443) == judged.port
+
+
+def test_req_sec_006_a_rule_in_unicode_matches_the_host_it_names() -> None:
+    # Rules and hosts get the same IDNA mapping (UTS #46, non-transitional).
+    policy = EgressPolicy(
+        deny=(parse_egress_rule("fa\u00df.de"), parse_egress_rule("*.B\u00fccher.example.org"))
+    )
+    assert _denied("https://FA\u00df.de/", policy).refusal is Refusal.DENY_RULE
+    assert _denied("https://xn--fa-hia.de/", policy).refusal is Refusal.DENY_RULE
+    assert _target("https://fass.de/", policy).host == "fass.de"
+    assert _denied("https://shop.xn--bcher-kva.example.org/", policy).refusal is (Refusal.DENY_RULE)

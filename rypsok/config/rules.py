@@ -13,6 +13,7 @@ from typing import Final
 from urllib.parse import urlsplit
 
 import attrs
+import idna
 
 __all__ = [
     "Bind",
@@ -62,9 +63,12 @@ def parse_host_name(text: str, *, what: str = "a host name") -> str:
         raise RuleError(f"{what} must not have an empty label")
     name = text.lower()
     if not name.isascii():
+        # UTS #46, non-transitional: the mapping a URL's host gets (rypsok.core.egress.names),
+        # so that a rule written in Unicode matches the host it names (Python's own "idna"
+        # codec is IDNA 2003 and would turn faß.de into fass.de).
         try:
-            name = name.encode("idna").decode("ascii")
-        except UnicodeError:
+            name = idna.encode(name, uts46=True, transitional=False).decode("ascii")
+        except (idna.IDNAError, UnicodeError, ValueError):
             raise RuleError(f"{what} is not a valid name") from None
     if len(name) > _MAX_NAME or not all(_LABEL.fullmatch(label) for label in name.split(".")):
         raise RuleError(f"{what} is not a valid name")
