@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 from typing import TYPE_CHECKING
 
+import httpx
 import pytest
 from servers import Reply, serve_http
 
@@ -269,4 +270,55 @@ def test_req_ops_001_serve_without_a_trust_store_exits_1_and_says_so_once(
     assert out == ""
     assert err.splitlines() == [
         "rypsok: the HTTP client could not be built: SSL_CERT_FILE names a file that does not exist"
+    ]
+
+
+async def test_req_sec_006_the_client_of_a_configuration_applies_its_rules(
+    tmp_path: Path,
+) -> None:
+    # Through the real loader: the [egress] and [fetch] keys become the profile, and the
+    # test's own server is reached by an allow rule added in code, not by the file.
+    from rypsok.config.check import validate
+    from rypsok.core.egress import build_fetch_client_from_config
+
+    async with serve_http({"/p": Reply(body=b"x")}) as server:
+        port = _port(server.url)
+        path = tmp_path / "rypsok.toml"
+        path.write_text(
+            "config_version = 1\n"
+            "[service]\n"
+            'user_agent_contact = "ops@example.org"\n'
+            "[fetch]\n"
+            f"ports = [80, 443, {port}]\n"
+            "connect_timeout_ms = 700\n"
+            "[egress]\n"
+            "allow_http = true\n"
+            'allow = ["wiki.corp.example.org"]\n'
+            'deny = ["*.blocked.example.org"]\n'
+        )
+        config = validate(str(path), {}).config
+        connector = RecordingConnector()
+        resolver = MapResolver(
+            {"example.org": ["127.0.0.1"], "wiki.corp.example.org": ["10.1.1.1"]}
+        )
+        async with build_fetch_client_from_config(
+            config, extra_allow=["127.0.0.1"], resolver=resolver, connector=connector
+        ) as client:
+            policy = client.policy
+            async with client.stream(_target(client, f"http://example.org:{port}/p")) as r:
+                assert r.status_code == 200
+            # The file's allow rule admits its private host (dialled, stopped by the
+            # recording connector); its deny rule and the built-in table still refuse.
+            with pytest.raises(httpx.ConnectError):
+                async with client.stream(_target(client, "http://wiki.corp.example.org/")):
+                    pass
+    assert policy.connect_timeout_s == pytest.approx(0.7)
+    assert policy.allow_http
+    denied = policy.judge_url("https://a.blocked.example.org/")
+    assert isinstance(denied, Denial)
+    assert denied.refusal is Refusal.DENY_RULE
+    assert "ops@example.org" in str(server.requests[0].header("user-agent"))
+    assert connector.attempts == [
+        (ipaddress.ip_address("127.0.0.1"), port),
+        (ipaddress.ip_address("10.1.1.1"), 80),
     ]

@@ -15,7 +15,6 @@ responsibility, and the only way a test reaches its loopback server: REQ-TEST-00
 from __future__ import annotations
 
 import ipaddress
-from enum import StrEnum
 from typing import TYPE_CHECKING, Final
 
 import attrs
@@ -35,7 +34,6 @@ __all__ = [
     "DEFAULT_PORTS",
     "Denial",
     "EgressPolicy",
-    "Profile",
     "Target",
     "engine_origin_refusal",
 ]
@@ -52,13 +50,6 @@ _SAFE: Final = (
 )
 _PATH_KEEP: Final = frozenset(_SAFE)
 _QUERY_KEEP: Final = frozenset(_SAFE + "?`{}\\")
-
-
-class Profile(StrEnum):
-    """The two profiles of the egress component (REQ-SEC-005)."""
-
-    AGENT_DIRECTED = "agent_directed"
-    ENGINE = "engine"
 
 
 @attrs.frozen(kw_only=True)
