@@ -401,3 +401,16 @@ async def test_req_test_005_any_host_given_to_the_backend_is_refused_or_unreacha
     with pytest.raises((EgressRefused, httpcore.ConnectError)):
         await backend.connect_tcp(host, 443)
     assert connector.attempts == []
+
+
+async def test_lim_f6_a_spent_connect_budget_is_a_timeout_not_an_error() -> None:
+    connector = RecordingConnector()
+    backend = EgressBackend(
+        EgressPolicy().with_allow("127.0.0.1"),
+        resolver=MapResolver({"example.org": ["127.0.0.1"]}),
+        connector=connector,
+    )
+    for spent in (0.0, -1.0):
+        with pytest.raises(httpcore.ConnectTimeout):
+            await backend.connect_tcp("example.org", 443, timeout=spent)
+    assert connector.attempts == []

@@ -181,7 +181,8 @@ class _Stream(httpcore.AsyncNetworkStream):
 
 
 def _seconds(timeout: float | None) -> float:
-    return float("inf") if timeout is None else timeout
+    # httpcore passes what httpx was given; a budget already spent is zero, never an error.
+    return float("inf") if timeout is None else max(timeout, 0.0)
 
 
 class EgressBackend(httpcore.AsyncNetworkBackend):
@@ -247,9 +248,9 @@ class EgressBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        limit = self._policy.connect_timeout_s
-        if timeout is not None:
-            limit = min(limit, timeout)
+        limit = min(self._policy.connect_timeout_s, _seconds(timeout))
+        if limit <= 0:
+            raise httpcore.ConnectTimeout("the connection timed out")
         try:
             with trio.fail_after(limit):
                 for address in await self.admitted_addresses(host, port):
