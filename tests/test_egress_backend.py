@@ -414,3 +414,15 @@ async def test_lim_f6_a_spent_connect_budget_is_a_timeout_not_an_error() -> None
         with pytest.raises(httpcore.ConnectTimeout):
             await backend.connect_tcp("example.org", 443, timeout=spent)
     assert connector.attempts == []
+
+
+async def test_req_sec_007_the_system_resolver_returns_addresses_in_its_order() -> None:
+    from rypsok.core.egress import SystemResolver
+
+    # localhost is the one name the test guard lets the system resolve.
+    answer = await SystemResolver().resolve("localhost", 80)
+    assert answer
+    assert all(address.is_loopback for address in answer)
+    assert len(set(answer)) == len(answer)
+    # An address given as text comes back as itself, without a lookup.
+    assert await SystemResolver().resolve("127.0.0.1", 80) == [LOOPBACK]
