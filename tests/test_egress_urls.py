@@ -474,3 +474,21 @@ def test_req_sec_006_a_rule_in_unicode_matches_the_host_it_names() -> None:
     assert _denied("https://xn--fa-hia.de/", policy).refusal is Refusal.DENY_RULE
     assert _target("https://fass.de/", policy).host == "fass.de"
     assert _denied("https://shop.xn--bcher-kva.example.org/", policy).refusal is (Refusal.DENY_RULE)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=_URL_CHARS, max_size=60))
+def test_req_cfg_005_any_egress_rule_text_is_parsed_or_refused_with_a_message(text: str) -> None:
+    # A rule is the operator's text: whatever it holds, it parses or is refused with a
+    # sentence that does not repeat it; a parsed rule never raises when it is matched.
+    try:
+        rule = parse_egress_rule(text)
+    except RuleError as exc:
+        assert text not in str(exc) or len(text) < 3
+        return
+    policy = EgressPolicy(deny=(rule,), allow=(rule,))
+    assert isinstance(policy.judge_url("https://example.org/"), Target | Denial)
+    assert policy.judge_address(ipaddress.ip_address("93.184.215.14"), host="example.org") in (
+        None,
+        Refusal.DENY_RULE,
+    )
