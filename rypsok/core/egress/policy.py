@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ipaddress
 from typing import TYPE_CHECKING, Final
+from urllib.parse import urljoin
 
 import attrs
 
@@ -342,6 +343,24 @@ class EgressPolicy:
             upgraded=upgraded,
             allowed_by_rule=decided is True,
         )
+
+    def judge_redirect(self, current: Target, location: str) -> Target | Denial:
+        """Judge a redirect's Location, relative to the URL that answered (REQ-SEC-008).
+
+        The target is read as a browser reads it (surrounding spaces and controls dropped,
+        tabs and newlines removed, `\\` as `/` before the query) and judged like a caller's
+        URL, except that plain http is not retried over https: it is denied with `scheme`
+        unless plain http is allowed.
+        """
+        text = location.strip("".join(chr(c) for c in range(0x21)))
+        text = text.replace("\t", "").replace("\n", "").replace("\r", "")
+        cut = min((i for i in (text.find("?"), text.find("#")) if i >= 0), default=len(text))
+        text = text[:cut].replace("\\", "/") + text[cut:]
+        try:
+            joined = urljoin(current.url, text)
+        except ValueError:
+            return Denial(refusal=Refusal.MALFORMED_URL)
+        return self.judge_url(joined, upgrade_http=False)
 
 
 def engine_origin_refusal(scheme: str, host: str) -> Refusal | None:
