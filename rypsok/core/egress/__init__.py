@@ -17,9 +17,10 @@ from rypsok.core.egress.clients import (
     ClientBuildError,
     FetchClient,
     build_fetch_client,
+    build_fetch_client_from_config,
     system_trust_context,
 )
-from rypsok.core.egress.policy import Denial, EgressPolicy, Profile, Target, engine_origin_refusal
+from rypsok.core.egress.policy import Denial, EgressPolicy, Target, engine_origin_refusal
 from rypsok.core.egress.vocabulary import Refusal, detail_reason
 
 __all__ = [
@@ -30,13 +31,13 @@ __all__ = [
     "EgressPolicy",
     "EgressRefused",
     "FetchClient",
-    "Profile",
     "Refusal",
     "Resolver",
     "SystemResolver",
     "Target",
     "TcpConnector",
     "build_fetch_client",
+    "build_fetch_client_from_config",
     "detail_reason",
     "engine_origin_refusal",
     "system_trust_context",

@@ -181,7 +181,8 @@ class _Stream(httpcore.AsyncNetworkStream):
 
 
 def _seconds(timeout: float | None) -> float:
-    return float("inf") if timeout is None else timeout
+    # httpcore passes what httpx was given; a budget already spent is zero, never an error.
+    return float("inf") if timeout is None else max(timeout, 0.0)
 
 
 class EgressBackend(httpcore.AsyncNetworkBackend):
@@ -220,7 +221,9 @@ class EgressBackend(httpcore.AsyncNetworkBackend):
                 raise EgressRefused(refusal)
             try:
                 candidates = await self._resolver.resolve(name, port)
-            except OSError:
+            except (OSError, ValueError):
+                # No such name, no answer, or a name the system's encoder refuses: all are
+                # a name that cannot be reached.
                 raise httpcore.ConnectError("the name could not be resolved") from None
         admitted: list[Address] = []
         first_refusal: Refusal | None = None
@@ -245,9 +248,9 @@ class EgressBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        limit = self._policy.connect_timeout_s
-        if timeout is not None:
-            limit = min(limit, timeout)
+        limit = min(self._policy.connect_timeout_s, _seconds(timeout))
+        if limit <= 0:
+            raise httpcore.ConnectTimeout("the connection timed out")
         try:
             with trio.fail_after(limit):
                 for address in await self.admitted_addresses(host, port):

@@ -33,9 +33,10 @@ from rypsok.core.egress.policy import Denial
 from rypsok.core.egress.vocabulary import Refusal
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Mapping
+    from collections.abc import AsyncIterator, Iterable, Mapping
     from types import TracebackType
 
+    from rypsok.config.schema import Config
     from rypsok.core.egress.backend import Connector, Resolver
     from rypsok.core.egress.policy import EgressPolicy, Target
 
@@ -46,6 +47,7 @@ __all__ = [
     "EgressTransport",
     "FetchClient",
     "build_fetch_client",
+    "build_fetch_client_from_config",
     "system_trust_context",
 ]
 
@@ -273,6 +275,17 @@ class _NoCookies(http.cookiejar.CookiePolicy):
         return False
 
 
+class _NoCookieJar(http.cookiejar.CookieJar):
+    """A jar that stores nothing, even when asked directly; httpx copies a client's cookies
+    into a fresh jar per request, so the policy alone would not keep them out."""
+
+    def __init__(self) -> None:
+        super().__init__(policy=_NoCookies())
+
+    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
+        return None
+
+
 class FetchClient:
     """The client of agent-directed requests (web_fetch and its robots.txt reads).
 
@@ -310,7 +323,7 @@ class FetchClient:
             transport=self.transport,
             trust_env=False,
             follow_redirects=False,
-            cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
+            cookies=_NoCookieJar(),
             timeout=self.timeout,
             headers={
                 "User-Agent": user_agent,
@@ -378,4 +391,31 @@ def build_fetch_client(
         connector=connector,
         max_connections=max_connections,
         deadline_s=deadline_s,
+    )
+
+
+def build_fetch_client_from_config(
+    config: Config,
+    *,
+    extra_allow: Iterable[str] = (),
+    resolver: Resolver | None = None,
+    connector: Connector | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+) -> FetchClient:
+    """The fetch client of a configuration: its policy (`[egress]`, `[fetch] ports` and
+    LIM-F6), the engines' User-Agent, the fetch deadline (LIM-F4), and a pool sized for a
+    page and its robots.txt per fetch in flight (LIM-C3). `extra_allow` adds allow rules in
+    code (tests, an embedding host's own servers: REQ-TEST-005)."""
+    # Imported here: the engine client imports this module for the trust store.
+    from rypsok.core.egress.policy import EgressPolicy
+    from rypsok.core.engines.http import user_agent
+
+    return build_fetch_client(
+        EgressPolicy.from_config(config, extra_allow=extra_allow),
+        user_agent=user_agent(config.service.user_agent_contact),
+        resolver=resolver,
+        connector=connector,
+        ssl_context=ssl_context,
+        max_connections=2 * config.limits.fetches_in_flight,
+        deadline_s=config.fetch.deadline_ms / 1000,
     )

@@ -15,8 +15,8 @@ responsibility, and the only way a test reaches its loopback server: REQ-TEST-00
 from __future__ import annotations
 
 import ipaddress
-from enum import StrEnum
 from typing import TYPE_CHECKING, Final
+from urllib.parse import urljoin
 
 import attrs
 
@@ -35,7 +35,6 @@ __all__ = [
     "DEFAULT_PORTS",
     "Denial",
     "EgressPolicy",
-    "Profile",
     "Target",
     "engine_origin_refusal",
 ]
@@ -45,19 +44,13 @@ _SCHEME_CHARS: Final = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-"
 )
 # The path and query are sent as written, except that what cannot travel in a request line
-# (controls, space, non-ASCII, and the few characters browsers always encode) is
-# percent-encoded, as a browser would send it.
-_PATH_KEEP: Final = frozenset(
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/%[]|^`{}"
+# (controls, space, non-ASCII, and the characters browsers always encode) is percent-encoded,
+# as a browser and httpx encode it, so that the URL judged is the URL httpx sends.
+_SAFE: Final = (
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/%[]|^"
 )
-_QUERY_KEEP: Final = _PATH_KEEP | frozenset("?\\")
-
-
-class Profile(StrEnum):
-    """The two profiles of the egress component (REQ-SEC-005)."""
-
-    AGENT_DIRECTED = "agent_directed"
-    ENGINE = "engine"
+_PATH_KEEP: Final = frozenset(_SAFE)
+_QUERY_KEEP: Final = frozenset(_SAFE + "?`{}\\")
 
 
 @attrs.frozen(kw_only=True)
@@ -350,6 +343,24 @@ class EgressPolicy:
             upgraded=upgraded,
             allowed_by_rule=decided is True,
         )
+
+    def judge_redirect(self, current: Target, location: str) -> Target | Denial:
+        """Judge a redirect's Location, relative to the URL that answered (REQ-SEC-008).
+
+        The target is read as a browser reads it (surrounding spaces and controls dropped,
+        tabs and newlines removed, `\\` as `/` before the query) and judged like a caller's
+        URL, except that plain http is not retried over https: it is denied with `scheme`
+        unless plain http is allowed.
+        """
+        text = location.strip("".join(chr(c) for c in range(0x21)))
+        text = text.replace("\t", "").replace("\n", "").replace("\r", "")
+        cut = min((i for i in (text.find("?"), text.find("#")) if i >= 0), default=len(text))
+        text = text[:cut].replace("\\", "/") + text[cut:]
+        try:
+            joined = urljoin(current.url, text)
+        except ValueError:
+            return Denial(refusal=Refusal.MALFORMED_URL)
+        return self.judge_url(joined, upgrade_http=False)
 
 
 def engine_origin_refusal(scheme: str, host: str) -> Refusal | None:
