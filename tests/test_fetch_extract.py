@@ -8,6 +8,7 @@ charsets, the worker thread) is tested with the fetch pipeline.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -117,6 +118,44 @@ def test_req_page_002_scored_block_without_semantic_markup() -> None:
     assert "The main text of this page" in result.content
     assert "Section number" not in result.content
     assert "Terms" not in result.content
+
+
+LINKS_19 = "[Page number 19](https://example.org/p19)"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            "<div>"
+            + " ".join(f'<a href="/p{i}">Page number {i}</a>' for i in range(20))
+            + "</div>",
+            LINKS_19,
+        ),
+        (
+            "<ul>" + "".join(f'<li><a href="/p{i}">Page number {i}</a></li>' for i in range(20)),
+            LINKS_19,
+        ),
+        ("<p>Short.</p>", "Short."),
+        ("Text straight in the body", "Text straight in the body"),
+    ],
+)
+def test_req_fetch_002_page_without_paragraphs_is_its_content(body: str, expected: str) -> None:
+    result = extract(page(body))
+    assert result.outcome is ExtractionOutcome.OK
+    assert expected in result.content
+
+
+def test_req_fetch_002_disclosure_label_kept() -> None:
+    method = (
+        '<details><summary><section class="method"><a href="/src">Source</a>'
+        '<h4>pub fn <a href="#push">push</a>(&amp;mut self)</h4></section></summary>'
+        "<div><p>Appends an element to the back of a collection, growing it, "
+        "when there is no room left, by a factor.</p></div></details>"
+    )
+    result = extract(page(f"<main>{ARTICLE}{method * 3}</main>"))
+    assert "#### pub fn push(&mut self)" in result.content
+    assert "Appends an element to the back" in result.content
 
 
 # --- REQ-CTX-005: what a reader never sees is never returned ----------------------------------
@@ -262,12 +301,62 @@ def test_req_fetch_004_links_absolute_other_schemes_dropped() -> None:
     assert "[the relative one](https://example.org/other)" in content
     assert "[the absolute one](https://example.com/abs)" in content
     assert "[the scheme-relative one](https://cdn.example.net/x)" in content
-    assert "[the fragment one](https://example.org/notes/page#frag)" in content
+    # A link within the page is only its text.
+    assert " the fragment one, " in content
     for text in ("the script one", "the mail one", "the data one", "the ftp one"):
         assert f" {text}," in content or f" {text} " in content
         assert f"[{text}]" not in content
     for scheme in ("javascript:", "mailto:", "data:", "ftp:"):
         assert scheme not in content
+
+
+@pytest.mark.parametrize(
+    "href",
+    [
+        "JaVaScRiPt:alert(1)",
+        " javascript:alert(1)",
+        "java\tscript:alert(1)",
+        "java\nscript:alert(1)",
+        "vbscript:msgbox(1)",
+        "file:///etc/passwd",
+        "about:blank",
+        "blob:https://example.org/uuid",
+        "tel:+100",
+        "http://",
+        "https://[::1",
+        "",
+    ],
+)
+def test_req_fetch_004_link_without_http_target_is_text(href: str) -> None:
+    html = page(f'<article>{ARTICLE}<p>A link <a href="{href}">called here</a> ends.</p></article>')
+    content = extract(html).content
+    assert "A link called here ends." in content
+    assert "](" not in content
+
+
+@pytest.mark.parametrize(
+    ("href", "url"),
+    [
+        ("HTTPS://EXAMPLE.COM/Path", "https://EXAMPLE.COM/Path"),
+        ("http://example.com/a b", "http://example.com/a%20b"),
+        ("/wiki/Rust_(language)", "https://example.org/wiki/Rust_%28language%29"),
+        ("?q=1", "https://example.org/notes/page?q=1"),
+    ],
+)
+def test_req_fetch_004_link_made_absolute(href: str, url: str) -> None:
+    html = page(f'<article>{ARTICLE}<p>A link <a href="{href}">called here</a> ends.</p></article>')
+    assert f"[called here]({url})" in extract(html).content
+
+
+def test_req_fetch_004_links_resolve_against_the_documents_base() -> None:
+    head = '<title>T</title><base href="https://cdn.example.net/docs/">'
+    html = page(f'<article>{ARTICLE}<p>See <a href="guide">the guide</a>.</p></article>', head)
+    assert "[the guide](https://cdn.example.net/docs/guide)" in extract(html).content
+    odd = page(
+        f'<article>{ARTICLE}<p>See <a href="guide">the guide</a>.</p></article>',
+        '<base href="javascript:alert(1)//">',
+    )
+    assert "[the guide](https://example.org/notes/guide)" in extract(odd).content
 
 
 def test_req_fetch_004_images_become_alt_text() -> None:
@@ -281,6 +370,45 @@ def test_req_fetch_004_images_become_alt_text() -> None:
     assert "x.png" not in content
 
 
+def test_req_fetch_004_image_alt_written_once_and_file_names_skipped() -> None:
+    html = page(
+        "<article>"
+        '<p>First <img src="/a.png" alt="a red bicycle"> and again '
+        '<img src="/b.png" alt="a red  bicycle"> here.</p>'
+        '<p>A camera default: <img src="/up/2014/IMG_2953-1.jpg" alt="IMG_2953"> there.</p>'
+        f"{ARTICLE}</article>"
+    )
+    content = extract(html).content
+    assert content.count("a red bicycle") == 1
+    assert "IMG_2953" not in content
+    assert "A camera default: there." in content
+
+
+def test_req_fetch_004_heading_inside_link_is_its_text() -> None:
+    html = page(
+        f'<article>{ARTICLE}<p>See <a href="/next"><h3>The next story</h3></a> too, '
+        "for more about the subject of this page.</p></article>"
+    )
+    content = extract(html).content
+    assert "[The next story](https://example.org/next)" in content
+    assert "[###" not in content
+
+
+def test_req_page_002_link_only_paragraph_removed() -> None:
+    html = page(
+        f"<article>{ARTICLE}"
+        '<p><a href="/promo">READ MORE ABOUT SOMETHING ELSE ENTIRELY HERE</a></p>'
+        '<p>Related: <a href="/other">Another story about another subject entirely</a></p>'
+        '<p>A sentence citing <a href="/src">its source</a> stays where it is.</p>'
+        "<p>The story goes on after the promotion, with more words, and ends.</p></article>"
+    )
+    content = extract(html).content
+    assert "READ MORE" not in content
+    assert "Another story" not in content
+    assert "A sentence citing [its source](https://example.org/src) stays" in content
+    assert "The story goes on after the promotion" in content
+
+
 def test_req_fetch_004_structure_written_as_markdown() -> None:
     html = page(
         "<article><h2>Section</h2><h3>Sub</h3>"
@@ -288,6 +416,8 @@ def test_req_fetch_004_structure_written_as_markdown() -> None:
         "<ol><li>first</li><li>second</li></ol>"
         "<ul><li>outer<ul><li>inner</li></ul></li></ul>"
         "<pre>fn main() {\n    println!();\n}</pre>"
+        '<pre class="language-rust"><code>let x = 1;<br>let y = 2;</code></pre>'
+        '<pre><code class="hljs lang-python">print(1)</code></pre>'
         "<p>Call <code>drop(x)</code> to end it early.</p>"
         "<blockquote><p>Quoted words.</p></blockquote>"
         "<table><tr><th>Name</th><th>Value</th></tr><tr><td>a</td><td>1</td></tr></table>"
@@ -298,6 +428,8 @@ def test_req_fetch_004_structure_written_as_markdown() -> None:
     assert "1. first\n2. second" in content
     assert "- outer\n  - inner" in content
     assert "```\nfn main() {\n    println!();\n}\n```" in content
+    assert "```rust\nlet x = 1;\nlet y = 2;\n```" in content
+    assert "```python\nprint(1)\n```" in content
     assert "Call `drop(x)` to end it early." in content
     assert "> Quoted words." in content
     assert "| Name | Value |\n| --- | --- |\n| a | 1 |" in content
@@ -491,3 +623,95 @@ def test_req_page_006_any_markup_gives_a_result(parts: list[str]) -> None:
     assert isinstance(result, Extraction)
     assert result.nodes <= 64
     assert result.depth <= 8
+
+
+# --- Shapes that cost the most per node: still bounded, still extracted ------------------------
+
+
+def test_lim_f10_deep_chains_with_text_at_the_node_bound() -> None:
+    chain = "".join("<div>" + "y" * 30 for _ in range(200)) + "</div>" * 200
+    html = "<html><body>" + chain * 600 + "</body></html>"
+    result = extract(html)
+    assert result.nodes == MAX_NODES
+    assert result.partial
+    assert result.outcome is ExtractionOutcome.OK
+
+
+def test_lim_f11_nested_tables_and_lists_at_the_depth_bound() -> None:
+    tables = "<table><tr><td>cell text" * 90 + "</td></tr></table>" * 90
+    lists = "<ul><li>item text" * 130 + "</li></ul>" * 130
+    for html in (tables, lists):
+        result = extract(page(html))
+        assert result.depth <= MAX_DEPTH
+        assert result.outcome is ExtractionOutcome.OK
+        assert "text" in result.content
+
+
+def test_req_page_006_writer_beyond_the_interpreters_recursion_gives_text() -> None:
+    # A caller may set LIM-F11 above what the interpreter's recursion allows; the text
+    # still comes back, marked partial, instead of an exception.
+    html = page(
+        "<article>"
+        + "<blockquote>" * 150
+        + "deep words"
+        + "</blockquote>" * 150
+        + ARTICLE
+        + "</article>"
+    )
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(250)
+    try:
+        result = extract(html)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert result.outcome is ExtractionOutcome.OK
+    assert result.partial
+    assert "deep words" in result.content
+    assert "The main text of this page" in result.content
+
+
+# --- Hostile characters: every string the wire can carry ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "char",
+    [
+        *(chr(c) for c in range(0x00, 0x09)),
+        "\x0b",
+        "\x0c",
+        *(chr(c) for c in range(0x0E, 0x20)),
+        "\ufffe",
+        "\uffff",
+        # Lone surrogates, each end of both halves.
+        *(chr(c) for c in (0xD800, 0xDBFF, 0xDC00, 0xDFFF)),
+    ],
+)
+def test_req_page_006_unparseable_character_never_loses_the_page(char: str) -> None:
+    html = page(f'<article><p class="a{char}b">Text {char}kept, ' + ARTICLE[3:] + "</article>")
+    result = extract(html)
+    assert result.outcome is ExtractionOutcome.OK
+    assert "kept, " in result.content
+    assert "main text of this page" in result.content
+    assert char not in result.content
+
+
+def test_req_page_006_character_references_to_unparseable_characters() -> None:
+    refs = "&#0;&#1;&#8;&#11;&#31;&#xD800;&#xFFFE;&#xFFFF;&#x110000;"
+    html = page(
+        f'<article><p title="{refs}">Before{refs}after, and &#12;more.</p>{ARTICLE}</article>'
+    )
+    result = extract(html)
+    assert result.outcome is ExtractionOutcome.OK
+    assert "after, and more." in result.content
+    assert "The main text of this page" in result.content
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.text(st.characters(exclude_categories=())),
+    kind=st.sampled_from(list(DocumentKind)),
+)
+def test_req_page_006_any_code_point_gives_a_result(text: str, kind: DocumentKind) -> None:
+    result = extract(f"<p>{text}</p>" if kind is DocumentKind.HTML else text, kind=kind)
+    assert isinstance(result, Extraction)
+    assert not any("\ud800" <= c <= "\udfff" for c in result.content)

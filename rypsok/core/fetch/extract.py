@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
 from rypsok.core.fetch.mainblock import select_main_block
-from rypsok.core.fetch.markdown import render_markdown
+from rypsok.core.fetch.markdown import absolute_http_url, render_markdown
 from rypsok.core.fetch.parse import parse_html
+
+if TYPE_CHECKING:
+    from lxml import etree
 
 __all__ = [
     "DocumentKind",
@@ -72,13 +75,14 @@ _LINE_END: Final = re.compile(r"\r\n?")
 _TRAILING_SPACE: Final = re.compile(r"[ \t]+\n")
 _BLANK_LINES: Final = re.compile(r"\n{3,}")
 _NUL: Final = "\x00"
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _TITLE_SPACE: Final = re.compile(r"\s+")
 
 
 def normalise_text(text: str) -> str:
     """Plain text or Markdown as returned: one line-end form, no trailing spaces on a line,
     at most one blank line in a row, no NUL, no blank start or end."""
-    text = _LINE_END.sub("\n", text).replace(_NUL, "")
+    text = _SURROGATE.sub("\ufffd", _LINE_END.sub("\n", text).replace(_NUL, ""))
     text = _TRAILING_SPACE.sub("\n", text)
     return _BLANK_LINES.sub("\n\n", text).strip()
 
@@ -103,6 +107,11 @@ def _nothing(
         nodes=nodes,
         depth=depth,
     )
+
+
+def _plain_text(elements: tuple[etree._Element, ...]) -> str:
+    parts = (" ".join(" ".join(element.itertext()).split()) for element in elements)
+    return "\n\n".join(part for part in parts if part)
 
 
 def _pick_title(og_title: str | None, title: str | None, heading: str | None) -> str | None:
@@ -131,8 +140,17 @@ def _extract_html(
             nodes=parsed.nodes,
             depth=parsed.depth,
         )
+    if parsed.base_href is not None:
+        # Links resolve against the document's <base>, as in a browser, when it is http(s).
+        base_url = absolute_http_url(base_url, parsed.base_href) or base_url
     main = select_main_block(parsed.root)
-    content = render_markdown(main.elements, base_url) if main.elements else ""
+    try:
+        content = render_markdown(main.elements, base_url)
+    except RecursionError:
+        # The writer recurses once per level of the tree, which LIM-F11 bounds; should a
+        # caller's bound exceed what the interpreter allows, the text still comes back.
+        content = _plain_text(main.elements)
+        partial = True
     title = _pick_title(parsed.og_title, parsed.title, main.heading)
     if not content:
         return _nothing(partial=partial, title=title, nodes=parsed.nodes, depth=parsed.depth)
@@ -166,7 +184,7 @@ def extract_document(
             if isinstance(document, bytes):
                 document = document.decode(encoding or "utf-8", errors="replace")
             text = normalise_text(document)
-            title = _markdown_title(text) if kind is DocumentKind.MARKDOWN else None
+            title = _markdown_title(text) if kind == DocumentKind.MARKDOWN else None
             if not text:
                 return _nothing(partial=False)
             return Extraction(

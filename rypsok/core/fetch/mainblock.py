@@ -1,26 +1,35 @@
 """The choice of a page's main block (REQ-FETCH-002, REQ-PAGE-002).
 
-Three steps over the tree the bounded parse built:
+Four steps over the tree the bounded parse built (book: "How web_fetch reads a page"):
 
-1. Chrome removal. Navigation, headers, footers, sidebars, forms and dialogs go, by element
-   (nav, header, footer, aside, form, menu), by ARIA role (navigation, banner, contentinfo,
-   complementary, search…) and by class or id words that name chrome (menu, sidebar, share,
-   related, comment…) unless a content word (article, content, post…) is there too. An
-   element holding most of the page's text is never removed this way: a site that puts its
-   article in a ``<form>`` or names its wrapper ``has-sidebar`` keeps it.
-2. Scoring. Every paragraph-like block (p, pre, td, and blocks of inline content) of at least
-   25 characters scores by its length and its commas; the score goes to its parent in full
-   and to the next ancestors in part. A container's score is weighed by its tag, its class
-   and id words, and the share of its text that is link text. The best container is the main
-   block; its siblings join it when they score close to it or are plain paragraphs. An
-   ``<article>`` (or ``itemprop="articleBody"``) holding the best block is preferred to it
-   when the block is a small part of it.
-3. Cleaning. Inside the block, lists, tables and divisions that are mostly links, images or
-   short fragments are removed, as are the page-title heading and short runs of chrome text.
+1. Chrome removal. Navigation, headers, footers, sidebars, forms, dialogs and figures go, by
+   element (nav, header, footer, aside, form, menu, dialog, figure, figcaption), by ARIA
+   role (navigation, banner, contentinfo, complementary, search…) and by class or id words
+   that name chrome (menu, sidebar, share, related, comment…) unless a content word
+   (article, content, post…) is there too. An element holding 40 % of the page's text is
+   never removed this way: a site that puts its article in a ``<form>`` or names its wrapper
+   ``has-sidebar`` keeps it.
+2. Scoring. Every block's own run of inline text (a paragraph, or text written straight into
+   a container) of at least 25 characters scores by its length and its commas; the score
+   goes to its container in full and to the next ancestors in part. A container's score is
+   weighed by its element, its class and id words, and the share of its text that is link
+   text.
+3. The block. The best container is narrowed to the descendant holding 90 % of its
+   paragraph text, widened to the common container of a story split into substantial parts,
+   to a well-scored ancestor of whose paragraph text it holds less than 60 %, and to an
+   enclosing ``<article>`` (or ``itemprop="articleBody"``) of whose paragraph text it holds
+   less than 80 %. Its siblings join it when they score close to it or are plain paragraphs.
+4. Cleaning. Inside the block, lists, tables, divisions and sections that are mostly links,
+   images or short fragments are removed (never a part holding 30 % of the block's paragraph
+   text, nor a disclosure's label), and so are paragraphs that are 80 % link text.
+
+Every step is linear in the size of the tree, whatever its depth: counts are summed from the
+leaves up in one pass, never recomputed per element over its subtree.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, Final, TypeAlias
 
@@ -145,6 +154,7 @@ _TAG_WEIGHT: Final = {
     "th": -5,
 }
 _MIN_BLOCK: Final = 25
+_TEXT_HOLDERS: Final = frozenset({"p", "pre", "blockquote", "table"})
 # An element holding this share of the body's text is never removed as chrome.
 _GUARD_SHARE: Final = 0.4
 
@@ -177,6 +187,10 @@ class _Stats:
         inline_of = self.inline
         inline_links_of = self.inline_links
         commas_of = self.commas
+        # The elements holding a paragraph, code, a quote or a table (a figure that does is
+        # content, not an illustration).
+        self.holds_text: set[Element] = set()
+        holds_text = self.holds_text
         for element in reversed(list(root.iter())):
             own = element.text
             length = len(own.strip()) if own else 0
@@ -185,6 +199,8 @@ class _Stats:
             links = 0
             inline_links = 0
             for child in element:
+                if child in holds_text or child.tag in _TEXT_HOLDERS:
+                    holds_text.add(element)
                 child_length = text_of[child]
                 length += child_length
                 links += links_of[child]
@@ -222,23 +238,27 @@ def _words(element: Element) -> str:
 
 
 def _class_weight(element: Element) -> int:
+    return _words_weight(element.get("class")) + _words_weight(element.get("id"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _words_weight(value: str | None) -> int:
     weight = 0
-    for value in (element.get("class"), element.get("id")):
-        if value:
-            if _NEGATIVE.search(value):
-                weight -= 25
-            if _POSITIVE.search(value):
-                weight += 25
+    if value:
+        if _NEGATIVE.search(value):
+            weight -= 25
+        if _POSITIVE.search(value):
+            weight += 25
     return weight
 
 
-def _is_chrome(element: Element) -> bool:
+def _is_chrome(element: Element, stats: _Stats) -> bool:
     tag = element.tag
     if tag in CHROME_ELEMENTS or tag == "figcaption":
         return True
     if tag == "figure":
         # A figure is an illustration and its caption, unless it holds text of its own.
-        return not any(True for _ in element.iter("pre", "blockquote", "table", "p"))
+        return element not in stats.holds_text
     role = element.get("role")
     if role is not None and role.strip().lower() in CHROME_ROLES:
         return True
@@ -247,7 +267,13 @@ def _is_chrome(element: Element) -> bool:
     if element.get("itemprop", "").lower() == "articlebody":
         return False
     words = _words(element)
-    return bool(words) and bool(_CHROME_WORDS.search(words)) and not _CONTENT_WORDS.search(words)
+    return bool(words) and _chrome_words(words)
+
+
+@functools.lru_cache(maxsize=4096)
+def _chrome_words(words: str) -> bool:
+    # Pages repeat their class names; the cache spares the regexes most of their work.
+    return bool(_CHROME_WORDS.search(words)) and not _CONTENT_WORDS.search(words)
 
 
 def _drop(element: Element) -> None:
@@ -272,7 +298,9 @@ def _remove_chrome(body: Element) -> None:
     doomed = [
         element
         for element in body.iterdescendants()
-        if isinstance(element.tag, str) and _is_chrome(element) and stats.text[element] <= guard
+        if isinstance(element.tag, str)
+        and _is_chrome(element, stats)
+        and stats.text[element] <= guard
     ]
     for element in doomed:
         _drop(element)
@@ -282,16 +310,13 @@ def _block_text(element: Element) -> str:
     return str(element.xpath("string()"))
 
 
-def _is_inline_leaf(element: Element) -> bool:
-    return not any(child.tag in _BLOCK_TAGS for child in element)
-
-
 def _score_candidates(
     body: Element, stats: _Stats
 ) -> tuple[dict[Element, float], dict[Element, int]]:
     """Each container's score, and the length of the paragraph text under each element."""
     scores: dict[Element, float] = {}
     good: dict[Element, int] = {}
+    own_good: dict[Element, int] = {}
 
     def initial(element: Element) -> float:
         return _TAG_WEIGHT.get(str(element.tag), 0) + _class_weight(element)
@@ -303,10 +328,7 @@ def _score_candidates(
             continue
         score = 1.0 + stats.commas[element] + min(length // 100, 3)
         if stats.inline_density(element) < 0.5:
-            holder: Element | None = element
-            while holder is not None:
-                good[holder] = good.get(holder, 0) + length
-                holder = holder.getparent()
+            own_good[element] = length
         if tag in _BLOCK_TAGS and tag != "p":
             # Text straight inside a container is a paragraph of that container.
             scores[element] = scores.get(element, initial(element)) + score
@@ -319,6 +341,13 @@ def _score_candidates(
             scores[ancestor] += score / divider
             ancestor = ancestor.getparent()
             level += 1
+    # Paragraph text summed from the leaves up, in one pass.
+    for element in reversed(list(body.iter())):
+        total = own_good.get(element, 0)
+        for child in element:
+            total += good.get(child, 0)
+        if total:
+            good[element] = total
     weighed = {element: score * (1 - stats.density(element)) for element, score in scores.items()}
     return weighed, good
 
@@ -337,12 +366,70 @@ def _narrow(top: Element, good: dict[Element, int]) -> Element:
             return top
 
 
-def _container_of(top: Element, stats: _Stats) -> Element:
-    """An article (or articleBody) around `top` when `top` is only part of it."""
+def _ancestors(element: Element) -> list[Element]:
+    chain = []
+    parent = element.getparent()
+    while parent is not None:
+        chain.append(parent)
+        parent = parent.getparent()
+    return chain
+
+
+def _merge_parts(
+    top: Element, best: float, scores: dict[Element, float], good: dict[Element, int]
+) -> Element:
+    """A container of `top` and the other parts of a story split across containers.
+
+    A page may cut its story into chunks (around advertisements, a lead and a body, the
+    sections of a reference page) in separate containers. The nearest common container of
+    `top` and another well-scored, substantial part replaces `top` when the parts cover most
+    of its paragraph text (it holds little else besides them).
+    """
+    ranked = sorted(scores, key=scores.__getitem__, reverse=True)[:12]
+    # Only a substantial part joins: a teaser or a boilerplate paragraph does not.
+    least = max(0.4 * good.get(top, 0), 400)
+    parts = [e for e in ranked if scores[e] >= 0.5 * best and good.get(e, 0) >= least]
+    chains = {id(e): _ancestors(e) for e in [top, *parts]}
+    for other in parts:
+        top_chain = chains.setdefault(id(top), _ancestors(top))
+        other_chain = chains[id(other)]
+        if other is top or other in top_chain or top in other_chain:
+            continue
+        other_ids = {id(e) for e in other_chain}
+        common = next((e for e in top_chain if id(e) in other_ids), None)
+        if common is None or common.tag in ("html", "body"):
+            continue
+        inside = [e for e in [top, *parts] if common in chains.get(id(e), ())]
+        outermost = [
+            e for e in inside if not any(o is not e and o in chains[id(e)] for o in inside)
+        ]
+        if good.get(common, 0) <= 1.25 * sum(good.get(e, 0) for e in outermost):
+            top = common
+    return top
+
+
+def _climb(
+    top: Element, best: float, scores: dict[Element, float], good: dict[Element, int]
+) -> Element:
+    """An ancestor of `top` that scores well in its own right and of whose paragraph text
+    `top` holds less than 60 %: the page's content is larger than its best part (a
+    reference page's description, its sections and its lists of items)."""
+    ancestor = top.getparent()
+    while ancestor is not None and ancestor.tag not in ("body", "html"):
+        score = scores.get(ancestor)
+        if score is not None and score >= 0.4 * best and good.get(top, 0) < 0.6 * good[ancestor]:
+            top = ancestor
+        ancestor = ancestor.getparent()
+    return top
+
+
+def _container_of(top: Element, good: dict[Element, int]) -> Element:
+    """An article (or articleBody) around `top` when `top` holds less than 80 % of its
+    paragraph text."""
     ancestor = top.getparent()
     while ancestor is not None:
         if ancestor.tag == "article" or ancestor.get("itemprop", "").lower() == "articlebody":
-            if stats.text.get(top, 0) >= 0.6 * stats.text.get(ancestor, 1):
+            if good.get(top, 0) >= 0.8 * good.get(ancestor, 1):
                 return top
             return ancestor
         ancestor = ancestor.getparent()
@@ -376,47 +463,81 @@ def _with_siblings(top: Element, scores: dict[Element, float], stats: _Stats) ->
     return chosen
 
 
+_CLEANED: Final = frozenset({"div", "section", "ul", "ol", "table", "dl", "figure", "aside"})
+
+
 def _clean(
     elements: Iterable[Element],
     scores: dict[Element, float],
     good: dict[Element, int],
-    stats: _Stats,
 ) -> None:
     """Remove the chrome-like parts left inside the main block (readability's conditional
-    cleaning, in spirit)."""
+    cleaning, in spirit).
+
+    One pass from the leaves up: each element's counts are summed from the children it
+    still has, so a part removed below is already out of its container's counts, and the
+    work stays linear in the size of the block however deep it is.
+    """
     for root in elements:
         # A part holding this much of the block's paragraph text is the block, not chrome.
         keep = 0.3 * good.get(root, 0)
-        candidates = [
-            e
-            for e in root.iter("div", "section", "ul", "ol", "table", "dl", "figure", "aside")
-            if e is not root
-        ]
-        for element in reversed(candidates):
-            if element.getparent() is None or (keep and good.get(element, 0) >= keep):
-                continue
-            weight = _class_weight(element)
-            if weight + scores.get(element, 0.0) < 0:
-                _drop(element)
-                continue
-            text = _block_text(element)
-            if text.count(",") >= 10:
-                continue
-            paragraphs = sum(1 for _ in element.iter("p"))
-            images = sum(1 for _ in element.iter("img"))
-            items = sum(1 for _ in element.iter("li")) - 100
-            density = stats.density(element)
-            length = len(text.strip())
+        # element -> [text length, link text length, commas, p, img, li]
+        counts: dict[Element, list[int]] = {}
+        for element in reversed(list(root.iter())):
             tag = element.tag
-            in_list = tag in ("ul", "ol")
-            if (
-                (images > 1 and paragraphs / images < 0.5)
-                or (not in_list and items > paragraphs)
-                or (weight < 25 and density > 0.2 and not (in_list and density < 0.5))
-                or (weight >= 25 and density > 0.5)
-                or (length < _MIN_BLOCK and images == 0 and tag not in ("table", "ul", "ol"))
-            ):
+            own = element.text
+            total = [len(own.strip()) if own else 0, 0, own.count(",") if own else 0, 0, 0, 0]
+            for child in element:
+                sub = counts.get(child)
+                if sub is not None:
+                    for index in range(6):
+                        total[index] += sub[index]
+                tail = child.tail
+                if tail:
+                    total[0] += len(tail.strip())
+                    total[2] += tail.count(",")
+            if tag == "a":
+                total[1] = total[0]
+            elif tag == "p":
+                total[3] += 1
+            elif tag == "img":
+                total[4] += 1
+            elif tag == "li":
+                total[5] += 1
+            counts[element] = total
+            if tag == "p" and element is not root and total[0] and total[1] >= 0.8 * total[0]:
+                # A paragraph that is (almost) only a link promotes another page: "Read more: …".
                 _drop(element)
+                continue
+            if tag not in _CLEANED or element is root:
+                continue
+            if keep and good.get(element, 0) >= keep:
+                continue
+            if _should_drop(element, scores, total):
+                _drop(element)
+
+
+def _should_drop(element: Element, scores: dict[Element, float], counts: list[int]) -> bool:
+    length, links, commas, paragraphs, images, items = counts
+    parent = element.getparent()
+    if parent is not None and parent.tag == "summary":
+        # The label of a disclosure (an item's signature on a reference page) is content.
+        return False
+    weight = _class_weight(element)
+    if weight + scores.get(element, 0.0) < 0:
+        return True
+    if commas >= 10:
+        return False
+    items -= 100
+    density = links / length if length else 0.0
+    in_list = element.tag in ("ul", "ol")
+    return (
+        (images > 1 and paragraphs / images < 0.5)
+        or (not in_list and items > paragraphs)
+        or (weight < 25 and density > 0.2 and not (in_list and density < 0.5))
+        or (weight >= 25 and density > 0.5)
+        or (length < _MIN_BLOCK and images == 0 and element.tag not in ("table", "ul", "ol"))
+    )
 
 
 def _first_heading(body: Element) -> str | None:
@@ -437,10 +558,17 @@ def select_main_block(root: Element) -> MainBlock:
     stats = _Stats(body)
     scores, good = _score_candidates(body, stats)
     if not scores:
+        # Nothing long enough to score: the page is short, and all of it is content.
         return MainBlock(elements=(body,), heading=heading)
-    top = max(scores, key=lambda e: scores[e])
+    top = max(scores, key=scores.__getitem__)
+    best = scores[top]
+    if best <= 0 or top is root:
+        # No paragraph text anywhere (a page of links, an index): the page is its content.
+        return MainBlock(elements=(body,), heading=heading)
     top = _narrow(top, good)
-    top = _container_of(top, stats)
+    top = _merge_parts(top, best, scores, good)
+    top = _climb(top, best, scores, good)
+    top = _container_of(top, good)
     elements = _with_siblings(top, scores, stats) if top is not body else [body]
-    _clean(elements, scores, good, stats)
+    _clean(elements, scores, good)
     return MainBlock(elements=tuple(elements), heading=heading)

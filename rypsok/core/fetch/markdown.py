@@ -15,10 +15,11 @@ import re
 from typing import TYPE_CHECKING, Final
 from urllib.parse import urljoin, urlsplit
 
+from lxml import etree
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from lxml import etree
 
 __all__ = ["absolute_http_url", "render_markdown"]
 
@@ -110,8 +111,15 @@ def _finish_inline(parts: list[str]) -> str:
 
 
 class _Writer:
-    def __init__(self, base_url: str) -> None:
+    def __init__(
+        self, base_url: str, seen_alts: set[str] | None = None, *, inline_only: bool = False
+    ) -> None:
         self.base_url = base_url
+        # Alternative texts already written: a picture repeated (share buttons, carousels)
+        # says nothing new the second time.
+        self.seen_alts: set[str] = set() if seen_alts is None else seen_alts
+        # Inside a link or a heading, block structure is flattened to text.
+        self.inline_only = inline_only
         self.blocks: list[str] = []
         self.inline: list[str] = []
 
@@ -126,7 +134,7 @@ class _Writer:
 
     def child_blocks(self, element: etree._Element) -> list[str]:
         """The blocks of `element`'s content, written by a fresh writer."""
-        writer = _Writer(self.base_url)
+        writer = _Writer(self.base_url, self.seen_alts)
         writer.children(element)
         writer.flush()
         return writer.blocks
@@ -150,6 +158,11 @@ class _Writer:
             self.inline_node(element, tag)
             return
         level = _HEADINGS.get(tag)
+        if self.inline_only:
+            self.flush()
+            self.children(element)
+            self.flush()
+            return
         if level is not None:
             self.flush()
             text = self.inline_text(element)
@@ -187,7 +200,7 @@ class _Writer:
     # Inline -----------------------------------------------------------------------------
 
     def inline_text(self, element: etree._Element) -> str:
-        writer = _Writer(self.base_url)
+        writer = _Writer(self.base_url, self.seen_alts, inline_only=True)
         writer.children(element)
         # Block content inside an inline context (a div in a heading) is joined by spaces.
         writer.flush()
@@ -198,16 +211,22 @@ class _Writer:
             self.inline.append(_BREAK)
             return
         if tag == "img":
-            alt = element.get("alt")
-            if alt and alt.strip():
-                self.inline.append(" " + alt.strip() + " ")
+            alt = " ".join(element.get("alt", "").split())
+            if alt and alt not in self.seen_alts and not _names_the_file(alt, element.get("src")):
+                self.seen_alts.add(alt)
+                self.inline.append(" " + alt + " ")
             return
         if tag == "a":
             text = self.inline_text(element)
             if not text:
                 return
             href = element.get("href")
-            url = absolute_http_url(self.base_url, href) if href is not None else None
+            # A link within the page (an anchor, a table of contents) is only its text.
+            url = (
+                absolute_http_url(self.base_url, href)
+                if href is not None and not href.strip().startswith("#")
+                else None
+            )
             if url is None:
                 self.inline.append(text)
             else:
@@ -256,35 +275,29 @@ class _Writer:
             self.blocks.append("\n".join(items))
 
     def child_blocks_of(self, element: etree._Element) -> list[str]:
-        writer = _Writer(self.base_url)
+        writer = _Writer(self.base_url, self.seen_alts)
         writer.node(element)
         writer.flush()
         return writer.blocks
 
     def code_block(self, element: etree._Element) -> None:
-        text = str(element.xpath("string()")).replace(_BREAK, "")
-        text = text.strip("\n").rstrip()
+        text = _pre_text(element).strip("\n").rstrip()
         if not text.strip():
             return
         fence = "```"
         while fence in text:
             fence += "`"
-        self.blocks.append(f"{fence}\n{text}\n{fence}")
+        self.blocks.append(f"{fence}{_code_language(element)}\n{text}\n{fence}")
 
     def table(self, element: etree._Element) -> None:
         rows: list[list[str]] = []
         layout = False
-        for row in element.iter("tr"):
-            if _nearest_table(row) is not element:
-                continue
+        for row in _rows(element):
             cells: list[str] = []
             for cell in row:
                 if cell.tag not in ("td", "th"):
                     continue
-                if any(
-                    isinstance(d.tag, str) and d.tag in _BLOCK_CONTENT
-                    for d in cell.iterdescendants()
-                ):
+                if next(cell.iter(*_BLOCK_CONTENT), None) is not None:
                     layout = True
                     break
                 cells.append(self.inline_text(cell).replace("\n", " ").replace("|", "\\|"))
@@ -307,15 +320,58 @@ class _Writer:
         self.blocks.append("\n".join(lines))
 
 
+_LANGUAGE: Final = re.compile(r"(?:^|\s)(?:language|lang)-([A-Za-z0-9_+#.-]{1,32})(?:\s|$)")
+
+
+def _pre_text(element: etree._Element) -> str:
+    """The text of a preformatted block as written, a ``<br>`` being a line end."""
+    parts: list[str] = []
+    for event, node in etree.iterwalk(element, events=("start", "end")):
+        if event == "start":
+            if node.tag == "br":
+                parts.append("\n")
+            if node.text:
+                parts.append(node.text)
+        elif node is not element and node.tail:
+            parts.append(node.tail)
+    return "".join(parts).replace(_BREAK, "")
+
+
+def _code_language(element: etree._Element) -> str:
+    """The language a code block names in its class (``language-rust``), for the fence."""
+    for node in (element, *element.iterchildren("code")):
+        match = _LANGUAGE.search(node.get("class", ""))
+        if match is not None:
+            return match.group(1)
+    return ""
+
+
+_NOT_ALNUM: Final = re.compile(r"[\W_]+")
+
+
+def _names_the_file(alt: str, src: str | None) -> bool:
+    """Whether an alternative text is only the image's file name (a publishing tool's
+    default), which describes nothing."""
+    if not src:
+        return False
+    stem = src.split("?", 1)[0].split("#", 1)[0].rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    key = _NOT_ALNUM.sub("", alt.lower())
+    return bool(key) and key in _NOT_ALNUM.sub("", stem.lower())
+
+
 def _has_block_child(element: etree._Element) -> bool:
     return any(isinstance(child.tag, str) and child.tag not in INLINE_ELEMENTS for child in element)
 
 
-def _nearest_table(element: etree._Element) -> etree._Element | None:
-    parent = element.getparent()
-    while parent is not None and parent.tag != "table":
-        parent = parent.getparent()
-    return parent
+def _rows(table: etree._Element) -> list[etree._Element]:
+    """The table's own rows, directly or in its row groups (not those of a nested table)."""
+    rows: list[etree._Element] = []
+    for child in table:
+        if child.tag == "tr":
+            rows.append(child)
+        elif child.tag in ("thead", "tbody", "tfoot"):
+            rows.extend(row for row in child if row.tag == "tr")
+    return rows
 
 
 def render_markdown(elements: Sequence[etree._Element], base_url: str) -> str:

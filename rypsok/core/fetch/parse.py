@@ -119,6 +119,24 @@ def is_hidden(tag: str, attrib: dict[str, str]) -> bool:
     return tag == "dialog" and "open" not in attrib
 
 
+_HEAD_READ: Final = frozenset({"title", "meta", "base"})
+
+# Characters an lxml tree cannot hold (XML 1.0 excludes them): C0 controls but tab, line feed
+# and carriage return, U+FFFE, U+FFFF, and lone surrogates. Browsers show none of them; they
+# are dropped from text and attribute values rather than failing the page.
+_NOT_XML: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _xml_safe(text: str) -> str:
+    # Runs on every text and kept attribute, since character references (&#1;) bring these
+    # characters back whatever the document's own bytes were.
+    if _NOT_XML.search(text) is None:
+        return text
+    # A form feed is white space to HTML; the others are nothing.
+    return _NOT_XML.sub("", text.replace("\x0c", " "))
+
+
 class _Stop(Exception):
     """Raised inside the target to end the parse at a bound."""
 
@@ -129,7 +147,8 @@ class ParsedDocument:
 
     `root` is the ``html`` element of the tree built so far (None when nothing was built).
     `title` and `og_title` are the document's ``<title>`` text and its ``og:title`` meta
-    property, as the parser decoded them (None when absent). `nodes` and `depth` are what the
+    property, as the parser decoded them, and `base_href` the ``href`` of its first
+    ``<base>`` (None when absent). `nodes` and `depth` are what the
     parse counted; `bound_hit` says the parse stopped at LIM-F10 or LIM-F11, `malformed` that
     the parser had to give up or the document ended with elements left open.
     """
@@ -137,6 +156,7 @@ class ParsedDocument:
     root: etree._Element | None
     title: str | None
     og_title: str | None
+    base_href: str | None
     nodes: int
     depth: int
     bound_hit: bool
@@ -165,6 +185,7 @@ class _BoundedTarget:
         self.title_parts: list[str] = []
         self.title_done = False
         self.og_title: str | None = None
+        self.base_href: str | None = None
 
     def _stop(self) -> None:
         self.stopped = True
@@ -173,46 +194,61 @@ class _BoundedTarget:
     def start(self, tag: object, attrib: dict[str, str]) -> None:
         if self.stopped:
             return
-        self.nodes += 1
-        self.depth += 1
-        if self.nodes > self.max_nodes or self.depth > self.max_depth:
-            self.nodes -= 1
-            self.depth -= 1
+        nodes = self.nodes + 1
+        depth = self.depth + 1
+        if nodes > self.max_nodes or depth > self.max_depth:
             self._stop()
-        if self.depth > self.max_seen:
-            self.max_seen = self.depth
-        name = tag.lower() if isinstance(tag, str) else ""
+        self.nodes = nodes
+        self.depth = depth
+        if depth > self.max_seen:
+            self.max_seen = depth
+        # libxml2's HTML parser hands tag names in lower case.
+        name = tag if isinstance(tag, str) else ""
         self.open_tags.append(name)
-        if not self.skip_depth or self.skip_root == "head":
+        skip_depth = self.skip_depth
+        if name in _HEAD_READ and (not skip_depth or self.skip_root == "head"):
             # The title and og:title are read from the head, which is otherwise not built.
-            if name == "title" and not self.title_done and not self.in_title:
-                self.in_title = True
-                self.title_level = self.depth
-            elif name == "meta" and self.og_title is None:
+            if name == "title":
+                if not self.title_done and not self.in_title:
+                    self.in_title = True
+                    self.title_level = depth
+            elif name == "base":
+                if self.base_href is None and "href" in attrib:
+                    self.base_href = _xml_safe(attrib["href"])
+            elif self.og_title is None:
                 prop = attrib.get("property") or attrib.get("name") or ""
                 if prop.strip().lower() == "og:title":
                     self.og_title = attrib.get("content", "")
-        if self.skip_depth:
-            self.skip_depth += 1
+        if skip_depth:
+            self.skip_depth = skip_depth + 1
             return
-        if name in SKIPPED_ELEMENTS or name in ("title", "meta") or not name:
+        if name in SKIPPED_ELEMENTS or name in _HEAD_READ or not name:
             self.skip_depth = 1
             self.skip_root = name
             return
-        if is_hidden(name, attrib):
+        if attrib and is_hidden(name, attrib):
+            self.skip_depth = 1
+            self.skip_root = ""
+            return
+        if name == "dialog" and "open" not in attrib:
             self.skip_depth = 1
             self.skip_root = ""
             return
         if name in TRANSPARENT_VOID:
             self.built.append(False)
             return
-        if not self.root_started and name != "html":
-            # A fragment without an html element still gets one root.
-            self.builder.start("html", {})
-            self.stack.append("html")
-        self.root_started = True
-        kept = {k: v for k, v in attrib.items() if k in KEPT_ATTRIBUTES}
-        self.builder.start(name, kept)
+        if not self.root_started:
+            self.root_started = True
+            if name != "html":
+                # A fragment without an html element still gets one root.
+                self.builder.start("html", {})
+                self.stack.append("html")
+        if attrib:
+            self.builder.start(
+                name, {k: _xml_safe(v) for k, v in attrib.items() if k in KEPT_ATTRIBUTES}
+            )
+        else:
+            self.builder.start(name, {})
         self.stack.append(name)
         self.built.append(True)
 
@@ -238,7 +274,7 @@ class _BoundedTarget:
             return
         if self.skip_depth or not self.stack:
             return
-        self.builder.data(text)
+        self.builder.data(_xml_safe(text))
 
     def comment(self, text: str) -> None:
         if self.stopped:
@@ -281,6 +317,9 @@ def parse_html(
     """
     target = _BoundedTarget(max_nodes, max_depth)
     malformed = False
+    if isinstance(document, str) and not document.isascii():
+        # A lone surrogate cannot be encoded for the parser; it is a replacement character.
+        document = _SURROGATE.sub("\ufffd", document)
     try:
         parser = etree.HTMLParser(
             target=target,
@@ -315,6 +354,7 @@ def parse_html(
         root=root,
         title=title,
         og_title=target.og_title,
+        base_href=target.base_href,
         nodes=target.nodes,
         depth=target.max_seen,
         bound_hit=target.stopped,
