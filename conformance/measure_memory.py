@@ -33,7 +33,7 @@ MIB = 1024 * 1024
 _WORDS = (
     "ownership borrowing lifetimes compiler values references moves scope memory safety "
     "threads data races traits generics modules crates testing errors results options"
-).split()
+).split(" ")
 
 
 def article(size: int) -> bytes:
@@ -99,7 +99,8 @@ async def _one_run(page_size: int, config_path: Path, folder: str) -> tuple[int,
         process = await trio.lowlevel.open_process(
             argv, stdin=-1, stdout=-1, stderr=-3, cwd=ROOT
         )  # -1: a pipe, -3: /dev/null
-        assert process.stdin is not None and process.stdout is not None
+        assert process.stdin is not None
+        assert process.stdout is not None
         # At rest: started and idle (the first line of the log is not read: wait a moment).
         await trio.sleep(1.5)
         idle = _status(process.pid, "VmRSS")
@@ -133,7 +134,7 @@ def _summary(answer: dict[str, Any]) -> str:
 
 
 async def _main(page_mib: float, runs: int) -> int:
-    if not Path("/proc/self/status").exists():
+    if not sys.platform.startswith("linux"):
         sys.stdout.write("measure-memory: Linux only (it reads /proc)\n")
         return 2
     page_size = int(page_mib * MIB)

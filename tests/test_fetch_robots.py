@@ -222,3 +222,27 @@ async def test_lim_f15_lru_order_and_unreachable_verdicts_are_not_kept(
     cache.put("d", Robots.unreachable())
     assert cache.get("d") is None
     assert len(cache) == 2
+
+
+async def test_req_cmp_005_a_redirected_robots_txt_is_followed_and_judged() -> None:
+    routes = {
+        "/robots.txt": Page.redirect("/real-robots.txt"),
+        "/real-robots.txt": Page.text("User-agent: *\nDisallow: /p\n"),
+        "/p": Page.html(ARTICLE),
+    }
+    async with serve_site(routes) as site:
+        rypsok, _, _ = fetching_rypsok(config(), {"moved.org": site})
+        async with rypsok:
+            answer = await fetch(rypsok, "http://moved.org/p")
+    assert is_robots_denial(answer)
+    assert site.paths() == ["/robots.txt", "/real-robots.txt"]
+
+
+async def test_req_cmp_005_a_robots_txt_redirected_to_a_refused_address_disallows() -> None:
+    routes = {"/robots.txt": Page.redirect("http://10.0.0.1/robots.txt"), "/p": Page.html(ARTICLE)}
+    async with serve_site(routes) as site:
+        rypsok, connector, _ = fetching_rypsok(config(), {"moved.org": site})
+        async with rypsok:
+            answer = await fetch(rypsok, "http://moved.org/p")
+    assert is_robots_denial(answer)
+    assert all(str(address) == site.address for address, _ in connector.attempts)

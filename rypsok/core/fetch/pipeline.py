@@ -270,20 +270,17 @@ class FetchPipeline:
                 )
 
     def _redirect_target(self, hop: _Hop, location: str) -> _Hop:
-        """The next hop, judged by the egress policy like the caller's URL; a target the
-        policy refuses ends the call with denied, egress, and is never disclosed."""
-        try:
-            absolute = str(httpx.URL(hop.target.url).join(location.strip()))
-        except (httpx.InvalidURL, ValueError, TypeError):
-            raise errors.network() from None
-        if len(absolute) > URL_MAX_CHARS:
-            # Not a URL web_fetch would take from a caller either (LIM-F9).
-            raise errors.denied_egress()
-        judged = self._policy.judge_url(absolute)
+        """The next hop, judged by the egress policy (REQ-SEC-008) relative to the URL that
+        answered; a target the policy refuses (a plain http one too, unless plain HTTP is
+        allowed) ends the call with denied, egress, and is never disclosed."""
+        judged = self._policy.judge_redirect(hop.target, location)
         if isinstance(judged, Denial):
             telemetry.info("egress_refused", refusal=str(judged.refusal), hop="redirect")
             raise errors.denied_egress()
-        return _Hop(judged, judged.url, absolute)
+        if len(judged.url) > URL_MAX_CHARS:
+            # Not a URL web_fetch would take from a caller either (LIM-F9).
+            raise errors.denied_egress()
+        return _Hop(judged, judged.url, judged.url)
 
     def _timeouts(self) -> httpx.Timeout:
         # The read timeout is the time left of the deadline (REQ-SEC-011).
@@ -337,8 +334,8 @@ class FetchPipeline:
 
         A site that cannot be connected to is unavailable, network, as the page would be;
         for a plain http URL retried over https that is the retry failing (REQ-FETCH-010)."""
+        judged: Target | Denial = self._policy.judge_url(url)
         for _ in range(_ROBOTS_REDIRECTS + 1):
-            judged = self._policy.judge_url(url)
             if isinstance(judged, Denial):
                 return Robots.unreachable()
             try:
@@ -347,10 +344,7 @@ class FetchPipeline:
                 ) as response:
                     status = response.status_code
                     if status in _REDIRECTS and "location" in response.headers:
-                        try:
-                            url = str(httpx.URL(judged.url).join(response.headers["location"]))
-                        except (httpx.InvalidURL, ValueError, TypeError):
-                            return Robots.unreachable()
+                        judged = self._policy.judge_redirect(judged, response.headers["location"])
                         continue
                     if 200 <= status <= 299:
                         try:
