@@ -30,10 +30,29 @@ ROOT = Path(__file__).resolve().parent.parent
 HOSTS = ("one.example.org", "two.example.org", "three.example.org", "four.example.org")
 ADDRESSES = ("127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4")
 MIB = 1024 * 1024
-_WORDS = (
-    "ownership borrowing lifetimes compiler values references moves scope memory safety "
-    "threads data races traits generics modules crates testing errors results options"
-).split(" ")
+_WORDS = [
+    "ownership",
+    "borrowing",
+    "lifetimes",
+    "compiler",
+    "values",
+    "references",
+    "moves",
+    "scope",
+    "memory",
+    "safety",
+    "threads",
+    "data",
+    "races",
+    "traits",
+    "generics",
+    "modules",
+    "crates",
+    "testing",
+    "errors",
+    "results",
+    "options",
+]
 
 
 def article(size: int) -> bytes:
