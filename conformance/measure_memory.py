@@ -157,7 +157,7 @@ async def _main(page_mib: float, runs: int) -> int:
         sys.stdout.write("measure-memory: Linux only (it reads /proc)\n")
         return 2
     page_size = int(page_mib * MIB)
-    max_bytes = max(page_size + 4096, 5 * MIB)
+    max_bytes = max(page_size, 5 * MIB)
     text = f"config_version = 1\n[fetch]\nmax_bytes = {max_bytes}\n"
     config = load_config_text(text, {})
     figure = estimate(config)

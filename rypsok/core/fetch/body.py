@@ -43,7 +43,9 @@ class _Decoder:
         self._limit = limit
         self._prefix = prefix
         self._count = 0
-        self._parts: list[bytes] = []
+        # One growing buffer, not a list of chunks joined at the end: the join would hold
+        # the body twice at its largest moment.
+        self._buffer = bytearray()
         self._coding = coding
         self._raw_tried = False
         self._z: zlib._Decompress | None
@@ -61,11 +63,10 @@ class _Decoder:
         if self._count > self._limit:
             if self._prefix:
                 # Only the first `limit` bytes are wanted: keep them and stop reading.
-                self._parts.append(data[: len(data) - (self._count - self._limit)])
+                self._buffer += data[: len(data) - (self._count - self._limit)]
                 raise _PrefixFull
             raise BodyTooLarge
-        if data:
-            self._parts.append(data)
+        self._buffer += data
 
     def feed(self, chunk: bytes) -> None:
         if self._z is None:
@@ -89,10 +90,10 @@ class _Decoder:
                 return
             data = self._z.unconsumed_tail
 
-    def taken(self) -> bytes:
-        return b"".join(self._parts)
+    def taken(self) -> bytearray:
+        return self._buffer
 
-    def finish(self) -> bytes:
+    def finish(self) -> bytearray:
         if self._z is not None:
             try:
                 self._keep(self._z.flush())
@@ -100,7 +101,7 @@ class _Decoder:
                 raise UnreadableBody from None
             if not self._z.eof:
                 raise UnreadableBody
-        return b"".join(self._parts)
+        return self._buffer
 
 
 def _content_coding(headers: httpx.Headers) -> str:
@@ -112,7 +113,7 @@ def _content_coding(headers: httpx.Headers) -> str:
     return codings[0] if codings else ""
 
 
-async def read_bounded(response: httpx.Response, limit: int, *, prefix: bool = False) -> bytes:
+async def read_bounded(response: httpx.Response, limit: int, *, prefix: bool = False) -> bytearray:
     """The decompressed body of a streamed response, at most `limit` bytes.
 
     Raises BodyTooLarge past the limit (with `prefix`, returns the first `limit` bytes

@@ -76,7 +76,7 @@ def bounded_media_type(essence: str) -> str:
     return clean_decoded_text(essence, MEDIA_TYPE_MAX_CHARS).text
 
 
-def classify(essence: str | None, head: bytes) -> Kind | None:
+def classify(essence: str | None, head: bytes | bytearray) -> Kind | None:
     """The reading of a body, or None for a type rypsok does not read."""
     if essence is None:
         # No declared type: sniffing tells HTML from text, nothing else.
@@ -95,7 +95,7 @@ def _known(label: str | None) -> str | None:
     return "cp1252" if name in ("latin-1", "iso8859-1", "ascii") else name
 
 
-def declared_charset(content_type: str | None, body: bytes, kind: Kind) -> str | None:
+def declared_charset(content_type: str | None, body: bytes | bytearray, kind: Kind) -> str | None:
     if body.startswith(codecs.BOM_UTF8):
         return "utf-8"
     if body.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
@@ -115,7 +115,7 @@ def declared_charset(content_type: str | None, body: bytes, kind: Kind) -> str |
     return None
 
 
-def decode(content_type: str | None, body: bytes, kind: Kind) -> str:
+def decode(content_type: str | None, body: bytes | bytearray, kind: Kind) -> str:
     """The body as text: its declared charset, else a detected one, else UTF-8; errors
     are replaced (REQ-PAGE-007)."""
     charset = declared_charset(content_type, body, kind)

@@ -97,12 +97,14 @@ class _Hop:
         self.location = location  # a redirect's absolute target as the site named it
 
 
-@attrs.frozen(kw_only=True)
+@attrs.define(kw_only=True)
 class _Page:
+    """A page read; internal and mutable so that its body can be let go once decoded."""
+
     url: str
     status: int
     content_type: str | None
-    body: bytes
+    body: bytes | bytearray
 
 
 @attrs.frozen(kw_only=True)
@@ -306,7 +308,7 @@ class FetchPipeline:
                 raise errors.denied_scheme_upgrade() from None
             raise errors.network() from None
 
-    async def _read_body(self, response: httpx.Response) -> bytes:
+    async def _read_body(self, response: httpx.Response) -> bytearray:
         try:
             return await read_bounded(response, self._fetch.max_bytes)
         except BodyTooLarge:
@@ -370,12 +372,18 @@ class FetchPipeline:
 
     def _read_page(self, page: _Page, kind: Kind) -> _Read:
         text = content_mod.decode(page.content_type, page.body, kind)
+        # From here on the bytes are not needed; nor is each step's input after it: a page
+        # is held at most twice at any moment (REQ-PERF-003's estimate counts on it).
+        page.body = b""
         notices: list[Notice] = []
         extracted = self._extract(text, kind, page.url)
+        del text
         if extracted is None:
             raise errors.extraction_failed()
         title = clean_decoded_text(extracted.title, TITLE_MAX_CHARS)
+        partial = extracted.partial
         body, removed = remove_invisible(extracted.markdown)
+        del extracted
         if not body.isascii() and not unicodedata.is_normalized("NFC", body):
             body = unicodedata.normalize("NFC", body)
         body = body.strip()
@@ -387,7 +395,7 @@ class FetchPipeline:
             notices.append(
                 Notice(code=NoticeCode.CHARACTERS_REMOVED, count=removed + title.removed)
             )
-        if extracted.partial:
+        if partial:
             notices.append(Notice(code=NoticeCode.EXTRACTION_PARTIAL))
         if title.instruction_like or looks_like_instruction(body):
             notices.append(Notice(code=NoticeCode.INSTRUCTION_LIKE_CONTENT))

@@ -42,7 +42,7 @@ class Robots:
     keep: bool = True  # False for the unreachable verdict (see the module's note)
 
     @classmethod
-    def parse(cls, body: bytes) -> Robots:
+    def parse(cls, body: bytes | bytearray) -> Robots:
         # RFC 9309 §2.2: the file is UTF-8; an undecodable byte cannot form a rule.
         text = body.decode("utf-8", errors="replace")
         return cls(rules=Protego.parse(text))
