@@ -136,7 +136,16 @@ async def _one_run(page_size: int, config_path: Path, folder: str) -> tuple[int,
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
                     answers.append(json.loads(line))
+        # A parse whose call ended at its deadline may still be finishing in its worker
+        # thread: the peak is read once it has stopped growing for two seconds.
         peak = _status(process.pid, "VmHWM")
+        steady = 0
+        with trio.move_on_after(60):
+            while steady < 4:
+                await trio.sleep(0.5)
+                now = _status(process.pid, "VmHWM")
+                steady = steady + 1 if now == peak else 0
+                peak = now
         await process.stdin.aclose()
         await process.wait()
         nursery.cancel_scope.cancel()
