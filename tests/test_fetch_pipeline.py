@@ -197,7 +197,7 @@ async def test_req_fetch_003_the_ceiling_is_the_operators_and_stated() -> None:
     assert "8000" in error.message
 
 
-async def test_req_fetch_003_req_fetch_005_cut_on_scalar_values_and_continued() -> None:
+async def test_req_fetch_005_lim_f1_cut_on_scalar_values_and_continued() -> None:
     # Astral characters (two UTF-16 units each) must count as one character each.
     text = "".join(chr(0x1F600 + i % 50) for i in range(1200))
     page = Page.text(text)
@@ -239,7 +239,7 @@ async def test_lim_f1_the_default_budget_is_the_operators() -> None:
         (None, b"Just text, <no> markup at the start.", "Just text, <no> markup at the start."),
     ],
 )
-async def test_req_fetch_008_req_page_005_readable_media_types(
+async def test_req_page_005_req_fetch_008_readable_media_types(
     media_type: str | None, body: bytes, expected: str
 ) -> None:
     headers = () if media_type is None else (("Content-Type", media_type),)
