@@ -150,13 +150,21 @@ async def test_req_page_001_a_secret_in_the_url_is_refused_before_the_policy() -
     assert connector.attempts == []
 
 
-async def test_req_fetch_001_a_name_that_resolves_to_a_refused_address_is_network() -> None:
+async def test_req_fetch_001_a_name_that_resolves_to_a_refused_address_is_network(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     rypsok, connector, _ = fetching_rypsok(
         fetch_config(), {}, allow=(), names={"internal.org": "10.1.2.3"}
     )
     async with rypsok:
         refused = await fetch(rypsok, "https://internal.org/")
         unknown = await fetch(rypsok, "https://nosuchname.org/")
+    log = capsys.readouterr().err
+    events = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    # The operator's log names the refusal's class, never the host or the address.
+    refusals = [e for e in events if e.get("event") == "egress_refused"]
+    assert [e["refusal"] for e in refusals] == ["private"]
+    assert "10.1.2.3" not in log
     for error in (refused, unknown):
         assert isinstance(error, ToolError)
         assert (error.kind, error.detail.reason) == (ErrorKind.UNAVAILABLE, DetailReason.NETWORK)
@@ -452,3 +460,42 @@ async def test_req_page_008_a_cancelled_caller_ends_the_fetch_at_once() -> None:
             site.routes["/slow"] = Page.html(ARTICLE)
             response = await fetch(rypsok, "http://slow.org/slow")
     assert response.title == "A page"
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"url": "https://example.org/\ud800"},
+        {"url": "https://exa\ud800mple.org/"},
+        {"url": "https://example.org/\x00\x1f\x7f"},
+        {"url": "\u202ehttps://example.org/"},
+        {"url": ""},
+        {"url": " "},
+        {"url": "https://.example.org/"},
+        {"url": "https://example.org/", "max_chars": 10**30},
+        {"url": "https://example.org/", "start_char": -(10**30)},
+        {"url": "https://example.org/", "max_chars": -1},
+    ],
+)
+async def test_req_sec_014_hostile_arguments_get_an_error_never_a_crash(
+    arguments: dict[str, Any],
+) -> None:
+    rypsok, connector, _ = fetching_rypsok(fetch_config(), {})
+    async with rypsok:
+        error = await fetch(rypsok, **arguments)
+    assert isinstance(error, ToolError)
+    assert error.kind in (ErrorKind.INVALID_REQUEST, ErrorKind.DENIED)
+    assert connector.attempts == []
+    # The caller's text is never repeated in the message.
+    assert "\ud800" not in error.message
+    assert "\x00" not in error.message
+
+
+async def test_req_fetch_005_a_huge_start_char_states_the_length() -> None:
+    async with serve_site({"/t": Page.text("short text"), "/robots.txt": ROBOTS_OPEN}) as site:
+        rypsok, _, _ = fetching_rypsok(http_config(), {"text.org": site})
+        async with rypsok:
+            error = await fetch(rypsok, "http://text.org/t", start_char=10**30)
+    assert isinstance(error, ToolError)
+    assert error.detail.parameter == "start_char"
+    assert "10 characters" in error.message

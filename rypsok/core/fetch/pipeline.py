@@ -302,7 +302,8 @@ class FetchPipeline:
                 hop.target, accept=_ACCEPT, timeouts=self._timeouts()
             ) as response:
                 yield response
-        except httpx.HTTPError:
+        except httpx.HTTPError as exc:
+            _log_connect_refusal(exc)
             if hop.target.upgraded:
                 # REQ-FETCH-010: the https retry of a plain http URL failed.
                 raise errors.denied_scheme_upgrade() from None
@@ -357,7 +358,8 @@ class FetchPipeline:
                     if 400 <= status <= 499:
                         return Robots.allowing()
                     return Robots.unreachable()
-            except (httpx.ConnectError, httpx.ConnectTimeout, EgressRefused):
+            except (httpx.ConnectError, httpx.ConnectTimeout, EgressRefused) as exc:
+                _log_connect_refusal(exc)
                 # The site itself cannot be reached: the page could not be either, and the
                 # answer is the one of an unreachable site (never a hint about why).
                 if upgraded:
@@ -400,6 +402,13 @@ class FetchPipeline:
         if title.instruction_like or looks_like_instruction(body):
             notices.append(Notice(code=NoticeCode.INSTRUCTION_LIKE_CONTENT))
         return _Read(title=title.text, content=body, notices=tuple(notices))
+
+
+def _log_connect_refusal(exc: BaseException) -> None:
+    """A refusal met at connect time is answered as a network failure; the operator's log
+    still records it, with its class and never the host (external design §8)."""
+    if isinstance(exc, EgressRefused):
+        telemetry.info("egress_refused", refusal=str(exc.refusal), stage="connect")
 
 
 _RETRY_AFTER_MAX_S: Final = 3600
