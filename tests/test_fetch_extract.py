@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,12 +22,13 @@ from rypsok.core.fetch.extract import (
     ExtractionOutcome,
     extract_document,
 )
+from rypsok.core.fetch.mainblock import select_main_block
+from rypsok.core.fetch.markdown import render_markdown
 from rypsok.core.fetch.parse import FEED_SLICE, SKIPPED_ELEMENTS, TRANSPARENT_VOID, parse_html
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "conformance" / "fixtures" / "rust-ownership.html"
 CALLS = ROOT / "conformance" / "calls"
-SPEC_CALLS = Path("/work/shared/spec/examples/calls")
 MAX_NODES = 100_000  # LIM-F10
 MAX_DEPTH = 256  # LIM-F11
 BASE = "https://example.org/notes/page"
@@ -57,13 +59,10 @@ def page(body: str, head: str = "<title>A page</title>") -> str:
 
 
 def example_content(name: str) -> dict[str, object]:
-    for folder in (CALLS, SPEC_CALLS):
-        path = folder / name
-        if path.exists():
-            data = json.loads(path.read_text(encoding="utf-8"))
-            result: dict[str, object] = data["response"]["result"]["structuredContent"]
-            return result
-    pytest.fail(f"the example {name} is missing")
+    """The structured content of one of the book's example calls (conformance/calls/)."""
+    data = json.loads((CALLS / name).read_text(encoding="utf-8"))
+    result: dict[str, object] = data["response"]["result"]["structuredContent"]
+    return result
 
 
 # --- REQ-PAGE-002 / REQ-FETCH-002: the article, not the chrome -------------------------------
@@ -156,6 +155,17 @@ def test_req_fetch_002_disclosure_label_kept() -> None:
     result = extract(page(f"<main>{ARTICLE}{method * 3}</main>"))
     assert "#### pub fn push(&mut self)" in result.content
     assert "Appends an element to the back" in result.content
+
+
+def test_req_fetch_002_link_dense_text_only_is_still_extracted() -> None:
+    # Every block is mostly link text: scored, yet none counts as paragraph text.
+    para = '<p><a href="/x">A long link text that fills most of the block</a> and a tail.</p>'
+    result = extract(page(f"<div><div>{para * 3}</div></div>"))
+    assert result.outcome is ExtractionOutcome.OK
+    assert not result.partial
+    assert "[A long link text that fills most of the block](https://example.org/x)" in (
+        result.content
+    )
 
 
 # --- REQ-CTX-005: what a reader never sees is never returned ----------------------------------
@@ -415,7 +425,8 @@ def test_req_fetch_004_structure_written_as_markdown() -> None:
         f"{ARTICLE}"
         "<ol><li>first</li><li>second</li></ol>"
         "<ul><li>outer<ul><li>inner</li></ul></li></ul>"
-        "<pre>fn main() {\n    println!();\n}</pre>"
+        "<pre>fn main() {\n    println!();\n}\n\n\n\nfn other() {}</pre>"
+        "<p>one<br><br><br><br>two</p>"
         '<pre class="language-rust"><code>let x = 1;<br>let y = 2;</code></pre>'
         '<pre><code class="hljs lang-python">print(1)</code></pre>'
         "<p>Call <code>drop(x)</code> to end it early.</p>"
@@ -427,7 +438,8 @@ def test_req_fetch_004_structure_written_as_markdown() -> None:
     assert "## Section\n\n### Sub" in content
     assert "1. first\n2. second" in content
     assert "- outer\n  - inner" in content
-    assert "```\nfn main() {\n    println!();\n}\n```" in content
+    assert "```\nfn main() {\n    println!();\n}\n\n\n\nfn other() {}\n```" in content
+    assert "one\n\ntwo" in content
     assert "```rust\nlet x = 1;\nlet y = 2;\n```" in content
     assert "```python\nprint(1)\n```" in content
     assert "Call `drop(x)` to end it early." in content
@@ -560,6 +572,18 @@ def test_req_page_006_malformed_html_partial(html: str) -> None:
     result = extract(html)
     assert result.partial
     assert result.outcome is ExtractionOutcome.OK
+    assert "The main text of this page" in result.content
+
+
+@pytest.mark.parametrize("tag", ["o:p", "w:sdt", "foo:bar", "x-custom-element", "a.b", "font"])
+def test_req_page_006_element_names_lxml_refuses_keep_the_page(tag: str) -> None:
+    html = page(
+        f"<article><p>Words before <{tag}>inside the odd element</{tag}> and after it, "
+        f"in one paragraph.</p>{ARTICLE}</article>"
+    )
+    result = extract(html)
+    assert not result.partial
+    assert "Words before inside the odd element and after it, in one paragraph." in result.content
     assert "The main text of this page" in result.content
 
 
@@ -715,3 +739,139 @@ def test_req_page_006_any_code_point_gives_a_result(text: str, kind: DocumentKin
     result = extract(f"<p>{text}</p>" if kind is DocumentKind.HTML else text, kind=kind)
     assert isinstance(result, Extraction)
     assert not any("\ud800" <= c <= "\udfff" for c in result.content)
+
+
+HIDING_PARTS = st.sampled_from(
+    [
+        f"<script>{HIDDEN_CONTENT}</script>",
+        f"<style>{HIDDEN_CONTENT}</style>",
+        f"<noscript>{HIDDEN_CONTENT}</noscript>",
+        f"<template><p>{HIDDEN_CONTENT}</p></template>",
+        f"<!-- {HIDDEN_CONTENT} -->",
+        f'<span hidden="">{HIDDEN_CONTENT}</span>',
+        f'<span aria-hidden="true">{HIDDEN_CONTENT}</span>',
+        f'<span style="display:none">{HIDDEN_CONTENT}</span>',
+        f"<nav><p>{HIDDEN_CONTENT}</p></nav>",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(
+        st.one_of(
+            HIDING_PARTS,
+            TAGS.map(lambda t: f"<{t}>"),
+            TAGS.map(lambda t: f"</{t}>"),
+            st.sampled_from(["Some words, of text. ", "More words here, and more. ", "&amp;"]),
+        ),
+        max_size=40,
+    )
+)
+def test_req_ctx_005_hidden_content_never_returned_whatever_surrounds_it(parts: list[str]) -> None:
+    result = extract(page("".join(parts)))
+    assert HIDDEN_CONTENT not in result.content
+
+
+FUZZ_TAGS = st.sampled_from(
+    [
+        "div",
+        "p",
+        "a",
+        "table",
+        "tr",
+        "td",
+        "th",
+        "ul",
+        "ol",
+        "li",
+        "pre",
+        "code",
+        "h1",
+        "h2",
+        "span",
+        "b",
+        "img",
+        "br",
+        "form",
+        "nav",
+        "header",
+        "figure",
+        "figcaption",
+        "details",
+        "summary",
+        "dialog",
+        "article",
+        "main",
+        "section",
+        "o:p",
+        "x-y",
+    ]
+)
+FUZZ_ATTRIBUTES = st.sampled_from(
+    [
+        'href="/a b"',
+        'href="javascript:x"',
+        'href="#f"',
+        'alt="a picture"',
+        'src="/pic.png"',
+        'class="nav menu"',
+        'class="article-body"',
+        'role="navigation"',
+        "hidden",
+        "open",
+        'start="99999999999999999999"',
+        'class="language-rust"',
+        'title="&#1;"',
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(
+        st.one_of(
+            st.tuples(FUZZ_TAGS, st.lists(FUZZ_ATTRIBUTES, max_size=2)).map(
+                lambda t: f"<{t[0]} {' '.join(t[1])}>"
+            ),
+            FUZZ_TAGS.map(lambda t: f"</{t}>"),
+            st.sampled_from(
+                ["Words, and more words of text here. ", "short ", "&#0;", "<!-- c -->", "\n"]
+            ),
+        ),
+        max_size=50,
+    )
+)
+def test_req_page_006_main_block_and_writer_never_raise(parts: list[str]) -> None:
+    # extract_document turns any exception into "nothing"; the stages themselves must not
+    # need that net on any tree the bounded parse can build.
+    parsed = parse_html("".join(parts), max_nodes=400, max_depth=24)
+    if parsed.root is None:
+        return
+    main = select_main_block(parsed.root)
+    render_markdown(main.elements, BASE)
+
+
+async def test_req_page_008_worker_threads_extract_independently() -> None:
+    # The pipeline runs extraction in worker threads under the parsing limiter (LIM-C5);
+    # one parser per call means concurrent calls give exactly what calls one by one give.
+    documents = [
+        FIXTURE.read_text(encoding="utf-8"),
+        page(f"<article>{ARTICLE}</article>"),
+        "<html><body>" + "<div>" * 1000 + "deep" + "</div>" * 1000 + "</body></html>",
+        "<html><body>" + "<p>x</p>" * 2000 + "</body></html>",
+    ] * 4
+    expected = [extract(doc, max_nodes=1500) for doc in documents]
+    got: list[Extraction | None] = [None] * len(documents)
+    limiter = trio.CapacityLimiter(4)
+
+    async def one(index: int) -> None:
+        got[index] = await trio.to_thread.run_sync(
+            lambda: extract(documents[index], max_nodes=1500), limiter=limiter
+        )
+
+    async with trio.open_nursery() as nursery:
+        for index in range(len(documents)):
+            nursery.start_soon(one, index)
+    assert got == expected
+    assert any(result.partial for result in expected)

@@ -2,13 +2,13 @@
 
 Four steps over the tree the bounded parse built (book: "How web_fetch reads a page"):
 
-1. Chrome removal. Navigation, headers, footers, sidebars, forms, dialogs and figures go, by
-   element (nav, header, footer, aside, form, menu, dialog, figure, figcaption), by ARIA
-   role (navigation, banner, contentinfo, complementary, search…) and by class or id words
-   that name chrome (menu, sidebar, share, related, comment…) unless a content word
-   (article, content, post…) is there too. An element holding 40 % of the page's text is
-   never removed this way: a site that puts its article in a ``<form>`` or names its wrapper
-   ``has-sidebar`` keeps it.
+1. Chrome removal. Navigation, headers, footers, sidebars, menus, dialogs and captions go by
+   element (nav, header, footer, aside, menu, dialog, figcaption) and by ARIA role
+   (navigation, banner, contentinfo, complementary, search…), whatever they hold. Forms,
+   figures and elements whose class or id words name chrome (menu, sidebar, share, related,
+   comment…, unless a content word such as article, content or post is there too) go as
+   well unless they hold 40 % of the page's text: a site that puts its article in a
+   ``<form>`` or names its wrapper ``has-sidebar`` keeps it.
 2. Scoring. Every block's own run of inline text (a paragraph, or text written straight into
    a container) of at least 25 characters scores by its length and its commas; the score
    goes to its container in full and to the next ancestors in part. A container's score is
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 import attrs
 from lxml import etree
 
-from rypsok.core.fetch.markdown import INLINE_ELEMENTS
+from rypsok.core.fetch.markdown import BLOCK_ELEMENTS
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -45,7 +45,11 @@ __all__ = ["MainBlock", "select_main_block"]
 
 Element: TypeAlias = etree._Element
 
-CHROME_ELEMENTS: Final = frozenset({"nav", "header", "footer", "aside", "form", "menu", "dialog"})
+# Removed whatever they hold (REQ-CTX-005 names navigation); a form may wrap a whole page,
+# so it is judged like a class word instead.
+CHROME_ELEMENTS: Final = frozenset(
+    {"nav", "header", "footer", "aside", "menu", "dialog", "figcaption"}
+)
 CHROME_ROLES: Final = frozenset(
     {
         "navigation",
@@ -204,7 +208,7 @@ class _Stats:
                 child_length = text_of[child]
                 length += child_length
                 links += links_of[child]
-                if child.tag in INLINE_ELEMENTS:
+                if child.tag not in BLOCK_ELEMENTS:
                     inline += child_length
                     inline_links += links_of[child]
                     commas += commas_of[child]
@@ -252,22 +256,26 @@ def _words_weight(value: str | None) -> int:
     return weight
 
 
-def _is_chrome(element: Element, stats: _Stats) -> bool:
+def _chrome_kind(element: Element, stats: _Stats) -> int:
+    """0: content; 1: chrome by a guess (a form, a figure, class or id words), removed
+    unless it holds much of the page; 2: chrome by its element or role, always removed."""
     tag = element.tag
-    if tag in CHROME_ELEMENTS or tag == "figcaption":
-        return True
+    if tag in CHROME_ELEMENTS:
+        return 2
+    if tag == "form":
+        return 1
     if tag == "figure":
         # A figure is an illustration and its caption, unless it holds text of its own.
-        return element not in stats.holds_text
+        return 0 if element in stats.holds_text else 1
     role = element.get("role")
     if role is not None and role.strip().lower() in CHROME_ROLES:
-        return True
+        return 2
     if tag in ("body", "html", "article", "main", "a"):
-        return False
+        return 0
     if element.get("itemprop", "").lower() == "articlebody":
-        return False
+        return 0
     words = _words(element)
-    return bool(words) and _chrome_words(words)
+    return 1 if words and _chrome_words(words) else 0
 
 
 @functools.lru_cache(maxsize=4096)
@@ -295,13 +303,11 @@ def _remove_chrome(body: Element) -> None:
     stats = _Stats(body)
     total = stats.text.get(body, 0)
     guard = total * _GUARD_SHARE
-    doomed = [
-        element
-        for element in body.iterdescendants()
-        if isinstance(element.tag, str)
-        and _is_chrome(element, stats)
-        and stats.text[element] <= guard
-    ]
+    doomed = []
+    for element in body.iterdescendants():
+        kind = _chrome_kind(element, stats)
+        if kind == 2 or (kind == 1 and stats.text[element] <= guard):
+            doomed.append(element)
     for element in doomed:
         _drop(element)
 
@@ -324,7 +330,7 @@ def _score_candidates(
     for element in body.iter():
         tag = element.tag
         length = stats.inline[element]
-        if length < _MIN_BLOCK or tag in INLINE_ELEMENTS or tag in _UNSCORED:
+        if length < _MIN_BLOCK or tag not in BLOCK_ELEMENTS or tag in _UNSCORED:
             continue
         score = 1.0 + stats.commas[element] + min(length // 100, 3)
         if stats.inline_density(element) < 0.5:
@@ -417,7 +423,11 @@ def _climb(
     ancestor = top.getparent()
     while ancestor is not None and ancestor.tag not in ("body", "html"):
         score = scores.get(ancestor)
-        if score is not None and score >= 0.4 * best and good.get(top, 0) < 0.6 * good[ancestor]:
+        if (
+            score is not None
+            and score >= 0.4 * best
+            and good.get(top, 0) < 0.6 * good.get(ancestor, 0)
+        ):
             top = ancestor
         ancestor = ancestor.getparent()
     return top
@@ -479,8 +489,11 @@ def _clean(
     work stays linear in the size of the block however deep it is.
     """
     for root in elements:
+        if not good.get(root):
+            # Without paragraph text there is nothing to tell the content from the rest by.
+            continue
         # A part holding this much of the block's paragraph text is the block, not chrome.
-        keep = 0.3 * good.get(root, 0)
+        keep = 0.3 * good[root]
         # element -> [text length, link text length, commas, p, img, li]
         counts: dict[Element, list[int]] = {}
         for element in reversed(list(root.iter())):

@@ -23,52 +23,61 @@ if TYPE_CHECKING:
 
 __all__ = ["absolute_http_url", "render_markdown"]
 
-INLINE_ELEMENTS: Final = frozenset(
+# Elements that stand apart from what surrounds them. Any other element, unknown and custom
+# ones included, is inline, as a browser renders it, unless it holds blocks.
+BLOCK_ELEMENTS: Final = frozenset(
     {
-        "a",
-        "abbr",
-        "acronym",
-        "b",
-        "bdi",
-        "bdo",
-        "big",
-        "cite",
-        "code",
-        "data",
-        "del",
-        "dfn",
-        "em",
-        "font",
-        "i",
-        "img",
-        "ins",
-        "kbd",
-        "label",
-        "mark",
-        "nobr",
-        "q",
-        "s",
-        "samp",
-        "small",
-        "span",
-        "strike",
-        "strong",
-        "sub",
-        "sup",
-        "time",
-        "tt",
-        "u",
-        "var",
-        "wbr",
-        "br",
-        "picture",
-        "output",
-        "meter",
-        "progress",
-        "ruby",
-        "rb",
-        "rt",
-        "rp",
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "body",
+        "caption",
+        "center",
+        "dd",
+        "details",
+        "dialog",
+        "dir",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hgroup",
+        "hr",
+        "html",
+        "legend",
+        "li",
+        "listing",
+        "main",
+        "menu",
+        "nav",
+        "ol",
+        "p",
+        "plaintext",
+        "pre",
+        "search",
+        "section",
+        "summary",
+        "table",
+        "tbody",
+        "td",
+        "tfoot",
+        "th",
+        "thead",
+        "tr",
+        "ul",
+        "xmp",
     }
 )
 
@@ -107,6 +116,8 @@ def _finish_inline(parts: list[str]) -> str:
     text = _collapse("".join(parts))
     if _BREAK in text:
         text = "\n".join(line.strip() for line in text.split(_BREAK))
+        # Line breaks in a row are at most one blank line.
+        text = _BLANK_LINES.sub("\n\n", text)
     return text.strip()
 
 
@@ -154,7 +165,7 @@ class _Writer:
         tag = element.tag
         if not isinstance(tag, str):
             return
-        if tag in INLINE_ELEMENTS:
+        if tag not in BLOCK_ELEMENTS:
             self.inline_node(element, tag)
             return
         level = _HEADINGS.get(tag)
@@ -360,7 +371,7 @@ def _names_the_file(alt: str, src: str | None) -> bool:
 
 
 def _has_block_child(element: etree._Element) -> bool:
-    return any(isinstance(child.tag, str) and child.tag not in INLINE_ELEMENTS for child in element)
+    return any(child.tag in BLOCK_ELEMENTS for child in element)
 
 
 def _rows(table: etree._Element) -> list[etree._Element]:
@@ -381,4 +392,5 @@ def render_markdown(elements: Sequence[etree._Element], base_url: str) -> str:
         writer.node(element)
     writer.flush()
     text = "\n\n".join(writer.blocks)
-    return _BLANK_LINES.sub("\n\n", text).strip()
+    # Blocks are stripped and joined by one blank line; code keeps its own blank lines.
+    return text.strip()

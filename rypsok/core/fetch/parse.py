@@ -18,6 +18,7 @@ One parser and one target per call: lxml parsers are not shareable between threa
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Final
 
@@ -126,6 +127,21 @@ _HEAD_READ: Final = frozenset({"title", "meta", "base"})
 # are dropped from text and attribute values rather than failing the page.
 _NOT_XML: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+@functools.lru_cache(maxsize=1024)
+def _element_name(name: str) -> str:
+    """`name` when lxml accepts it as an element name, else ``span``.
+
+    libxml2 hands over names lxml's tree refuses (``o:p`` from word processors,
+    ``svg:rect``, ``1abc``); a browser renders such an element as an unknown inline element,
+    which is what ``span`` is to the writer.
+    """
+    try:
+        etree.Element(name)
+    except ValueError:
+        return "span"
+    return name
 
 
 def _xml_safe(text: str) -> str:
@@ -243,6 +259,7 @@ class _BoundedTarget:
                 # A fragment without an html element still gets one root.
                 self.builder.start("html", {})
                 self.stack.append("html")
+        name = _element_name(name)
         if attrib:
             self.builder.start(
                 name, {k: _xml_safe(v) for k, v in attrib.items() if k in KEPT_ATTRIBUTES}
