@@ -172,7 +172,7 @@ class FetchPipeline:
 
     def _refuse(self, denial: Denial) -> ToolError:
         # The operator's log gets the class of the refusal, never the host (REQ-PRIV-004).
-        telemetry.info("egress_refused", refusal=str(denial.refusal))
+        telemetry.info("refused", tool="web_fetch", refusal=str(denial.refusal))
         if denial.refusal is Refusal.MALFORMED_URL:
             return errors.url_invalid()
         if denial.reason is DetailReason.SCHEME:
@@ -243,8 +243,6 @@ class FetchPipeline:
 
     async def _walk_host(self, hop: _Hop, redirects: int) -> _Page | tuple[_Hop, int]:
         host = hop.target.host
-        # The host only after the policy admitted it, and never the path (REQ-PRIV-004).
-        telemetry.info("fetch", host=host)
         while True:
             await self._check_robots(hop)
             async with self._send(hop) as response:
@@ -264,11 +262,14 @@ class FetchPipeline:
                     raise errors.http_status(status, _retry_after_ms(response.headers))
                 if not 200 <= status <= 299:
                     raise errors.network()
+                body = await self._read_body(response)
+                # The host only after the policy admitted it, never the path (REQ-PRIV-004).
+                telemetry.info("fetched", host=host, status=status, bytes=len(body))
                 return _Page(
                     url=hop.text,
                     status=status,
                     content_type=response.headers.get("content-type"),
-                    body=await self._read_body(response),
+                    body=body,
                 )
 
     def _redirect_target(self, hop: _Hop, location: str) -> _Hop:
@@ -277,7 +278,7 @@ class FetchPipeline:
         allowed) ends the call with denied, egress, and is never disclosed."""
         judged = self._policy.judge_redirect(hop.target, location)
         if isinstance(judged, Denial):
-            telemetry.info("egress_refused", refusal=str(judged.refusal), hop="redirect")
+            telemetry.info("refused", tool="web_fetch", refusal=str(judged.refusal), hop="redirect")
             raise errors.denied_egress()
         if len(judged.url) > URL_MAX_CHARS:
             # Not a URL web_fetch would take from a caller either (LIM-F9).
@@ -408,7 +409,7 @@ def _log_connect_refusal(exc: BaseException) -> None:
     """A refusal met at connect time is answered as a network failure; the operator's log
     still records it, with its class and never the host (external design §8)."""
     if isinstance(exc, EgressRefused):
-        telemetry.info("egress_refused", refusal=str(exc.refusal), stage="connect")
+        telemetry.info("refused", tool="web_fetch", refusal=str(exc.refusal), stage="connect")
 
 
 _RETRY_AFTER_MAX_S: Final = 3600
