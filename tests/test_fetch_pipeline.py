@@ -426,7 +426,8 @@ async def test_lim_c7_web_fetch_rate_limit_per_caller() -> None:
 async def test_req_priv_004_the_log_has_the_host_only_after_the_policy_and_never_the_path(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    async with serve_site({"/secret-path": Page.html(ARTICLE), "/robots.txt": ROBOTS_OPEN}) as s:
+    routes = {"/secret-path?q=hidden": Page.html(ARTICLE), "/robots.txt": ROBOTS_OPEN}
+    async with serve_site(routes) as s:
         rypsok, _, _ = fetching_rypsok(http_config(), {"logged.org": s})
         async with rypsok:
             await fetch(rypsok, "http://logged.org/secret-path?q=hidden")
