@@ -291,7 +291,9 @@ class _BoundedTarget:
             return
         if self.skip_depth or not self.stack:
             return
-        self.builder.data(_xml_safe(text))
+        if _NOT_XML.search(text) is not None:
+            text = _xml_safe(text)
+        self.builder.data(text)
 
     def comment(self, text: str) -> None:
         if self.stopped:
