@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -116,8 +117,8 @@ async def _one_run(page_size: int, config_path: Path, folder: str) -> tuple[int,
         for host, address, port in zip(HOSTS, ADDRESSES, ports, strict=True):
             argv += ["--fetch-site", f"{host}={address}:{port}"]
         process = await trio.lowlevel.open_process(
-            argv, stdin=-1, stdout=-1, stderr=-3, cwd=ROOT
-        )  # -1: a pipe, -3: /dev/null
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT
+        )
         assert process.stdin is not None
         assert process.stdout is not None
         # At rest: started and idle (the first line of the log is not read: wait a moment).
