@@ -18,6 +18,7 @@ network) and logs the refusal class, but nothing retries it as a transient failu
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import socket
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -220,14 +221,19 @@ class EgressBackend(httpcore.AsyncNetworkBackend):
             if refusal is not None:
                 raise EgressRefused(refusal)
             try:
-                candidates = await self._resolver.resolve(name, port)
-            except (OSError, ValueError):
-                # No such name, no answer, or a name the system's encoder refuses: all are
-                # a name that cannot be reached.
+                answer = await self._resolver.resolve(name, port)
+                # Read only up to the bound, however long (or endless) the answer is.
+                candidates = list(itertools.islice(answer, _MAX_ADDRESSES))
+            except Exception:
+                # No such name, no answer, a name the system's encoder refuses, or a resolver
+                # that failed in its own way: all are a name that cannot be reached, never
+                # a crash of the call (cancellation is a BaseException and passes).
                 raise httpcore.ConnectError("the name could not be resolved") from None
         admitted: list[Address] = []
         first_refusal: Refusal | None = None
-        for address in list(candidates)[:_MAX_ADDRESSES]:
+        for address in candidates:
+            if not isinstance(address, ipaddress.IPv4Address | ipaddress.IPv6Address):
+                continue  # not an address: nothing that could be judged or dialled
             refusal = self._policy.judge_address(address, host=name)
             if refusal is None:
                 if address not in admitted:

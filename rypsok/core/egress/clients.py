@@ -157,7 +157,10 @@ def _mapped(exc: Exception) -> Exception:
     )
     for source, target in table:
         if isinstance(exc, source):
-            return target(str(exc))
+            # A fixed sentence: h11's messages quote the bytes the server sent (an illegal
+            # status line, a bad header), which are external text and may not reach a log
+            # or an error (REQ-PRIV-004); the original stays the cause.
+            return target(f"the fetch failed: {target.__name__}")
     return exc
 
 
@@ -217,6 +220,10 @@ class EgressTransport(httpx.AsyncBaseTransport):
         if request.method != "GET":
             raise EgressRefused(Refusal.METHOD)
         if any(name.lower() not in REQUEST_HEADERS for name in request.headers):
+            raise EgressRefused(Refusal.HEADER)
+        # Host is allowed only as httpx writes it from the URL: a Host set by hand would
+        # send the judged connection a request for another site (or a second Host).
+        if request.headers.get_list("host") != [request.url.netloc.decode("ascii")]:
             raise EgressRefused(Refusal.HEADER)
         judged = self._policy.judge_url(str(request.url), upgrade_http=False)
         if isinstance(judged, Denial):

@@ -22,7 +22,13 @@ import attrs
 
 from rypsok.config.rules import EgressRule, parse_egress_rule
 from rypsok.core.egress.names import Host, name_refusal, parse_host
-from rypsok.core.egress.ranges import Address, canonical, classify
+from rypsok.core.egress.ranges import (
+    Address,
+    canonical,
+    canonical_network,
+    carried_ipv4,
+    classify,
+)
 from rypsok.core.egress.vocabulary import Refusal, detail_reason
 
 if TYPE_CHECKING:
@@ -101,17 +107,32 @@ class Denial:
         return detail_reason(self.refusal)
 
 
-def _rule_matches(rule: EgressRule, name: str | None, address: Address | None) -> bool:
-    if name is not None:
-        if rule.host is not None and name == rule.host:
-            return True
-        if rule.suffix is not None and name.endswith("." + rule.suffix):
-            return True
-    if address is not None and rule.network is not None:
-        for form in {address, canonical(address)}:
-            if form.version == rule.network.version and form in rule.network:
-                return True
-    return False
+def _name_matches(rule: EgressRule, name: str | None) -> bool:
+    if name is None:
+        return False
+    if rule.host is not None and name == rule.host:
+        return True
+    return rule.suffix is not None and name.endswith("." + rule.suffix)
+
+
+def _network_matches(rule: EgressRule, address: Address) -> bool:
+    if rule.network is None:
+        return False
+    # A rule written as ::ffff:a.b.c.d names the IPv4 address, as the address is judged.
+    network = canonical_network(rule.network)
+    return address.version == network.version and address in network
+
+
+def _denied_by(rule: EgressRule, name: str | None, address: Address | None) -> bool:
+    """A deny rule matches the name, the address in either form, or any IPv4 address an
+    IPv6 transition form of it carries (a deny of 10.0.0.0/8 also refuses
+    64:ff9b::10.0.0.1 and 2002:a00:1::)."""
+    if _name_matches(rule, name):
+        return True
+    if address is None:
+        return False
+    forms = (address, canonical(address), *carried_ipv4(address))
+    return any(_network_matches(rule, form) for form in forms)
 
 
 def _split_scheme(url: str) -> tuple[str, str] | None:
@@ -275,12 +296,32 @@ class EgressPolicy:
         return attrs.evolve(self, allow=(*self.allow, *(parse_egress_rule(r) for r in rules)))
 
     def _rules(self, name: str | None, address: Address | None) -> bool | None:
-        """False: a deny rule matches; True: an allow rule matches; None: neither."""
-        if any(_rule_matches(rule, name, address) for rule in self.deny):
+        """False: a deny rule matches; True: an allow rule matches; None: neither.
+
+        An allow rule matches the name, or the address after canonicalization (never the
+        IPv4-mapped form itself: `::/0` does not admit ::ffff:127.0.0.1). A network rule
+        wider than one address that covers an IPv6 transition form (6to4, NAT64, ...) admits
+        it only when every IPv4 address it carries is admitted too, by an allow rule or the
+        built-in table; otherwise the table decides, as if no rule matched.
+        """
+        if any(_denied_by(rule, name, address) for rule in self.deny):
             return False
-        if any(_rule_matches(rule, name, address) for rule in self.allow):
+        if any(_name_matches(rule, name) for rule in self.allow):
             return True
-        return None
+        if address is None:
+            return None
+        address = canonical(address)
+        matching = [rule for rule in self.allow if _network_matches(rule, address)]
+        if not matching:
+            return None
+        if any(rule.network is not None and rule.network.num_addresses == 1 for rule in matching):
+            return True  # the operator named exactly this address
+        for inner in carried_ipv4(address):
+            if classify(inner) is not None and not any(
+                _network_matches(rule, inner) for rule in self.allow
+            ):
+                return None
+        return True
 
     def judge_name(self, name: str) -> Refusal | None:
         """A name before it is resolved: deny, allow, then the built-in name rules."""
@@ -357,10 +398,30 @@ class EgressPolicy:
         cut = min((i for i in (text.find("?"), text.find("#")) if i >= 0), default=len(text))
         text = text[:cut].replace("\\", "/") + text[cut:]
         try:
-            joined = urljoin(current.url, text)
+            joined = _join(current, text)
         except ValueError:
             return Denial(refusal=Refusal.MALFORMED_URL)
         return self.judge_url(joined, upgrade_http=False)
+
+
+def _join(current: Target, text: str) -> str:
+    """A Location read against the URL that answered, as the WHATWG URL standard reads it.
+
+    `urljoin` differs where it matters: it reads `///host/` and `https:///host/` as a path
+    on the current host, where a browser (and `judge_url`) skips every slash and reads a
+    new host. So an authority is recognised here first, and only a reference without one
+    is left to `urljoin`.
+    """
+    split = _split_scheme(text)
+    if split is not None:
+        scheme, rest = split
+        if scheme != current.scheme or rest.startswith("//"):
+            return text  # absolute: `judge_url` reads it (and refuses other schemes)
+        # The current scheme and no authority: a browser reads the rest as relative.
+        text = rest
+    if text.startswith("//"):
+        return f"{current.scheme}:{text}"
+    return urljoin(current.url, text)
 
 
 def engine_origin_refusal(scheme: str, host: str) -> Refusal | None:

@@ -33,6 +33,8 @@ __all__ = [
     "Address",
     "Block",
     "canonical",
+    "canonical_network",
+    "carried_ipv4",
     "classify",
     "embedded_ipv4",
 ]
@@ -142,6 +144,16 @@ _V4: Final = tuple(sorted(IPV4_BLOCKS, key=lambda b: -b.network.prefixlen))
 _V6: Final = tuple(sorted(IPV6_BLOCKS, key=lambda b: -b.network.prefixlen))
 _MAPPED: Final = ipaddress.IPv6Network("::ffff:0:0/96")
 _SIX_TO_FOUR: Final = ipaddress.IPv6Network("2002::/16")
+_TEREDO: Final = ipaddress.IPv6Network("2001::/32")
+# The forms whose last 32 bits are an IPv4 address: NAT64 (both prefixes; the local-use one
+# in its common /96 form), SIIT's IPv4-translated form and the deprecated IPv4-compatible
+# form (RFC 6052, 8215, 7915, 4291).
+_LOW_32: Final = (
+    ipaddress.IPv6Network("64:ff9b::/96"),
+    ipaddress.IPv6Network("64:ff9b:1::/48"),
+    ipaddress.IPv6Network("::ffff:0:0:0/96"),
+    ipaddress.IPv6Network("::/96"),
+)
 
 
 def canonical(address: Address) -> Address:
@@ -156,6 +168,41 @@ def embedded_ipv4(address: Address) -> ipaddress.IPv4Address | None:
     if isinstance(address, ipaddress.IPv6Address) and address in _SIX_TO_FOUR:
         return ipaddress.IPv4Address((int(address) >> 80) & 0xFFFFFFFF)
     return None
+
+
+def carried_ipv4(address: Address) -> tuple[ipaddress.IPv4Address, ...]:
+    """Every IPv4 address an IPv6 transition form carries (6to4, NAT64, SIIT,
+    IPv4-compatible, and a Teredo address's server and client), after canonicalization.
+
+    A packet to such an address ends up at (or is translated to) the IPv4 address, so an
+    operator's deny rule for an IPv4 network is matched against these too, and an allow
+    rule for the IPv6 form does not vouch for the IPv4 address it carries.
+    """
+    address = canonical(address)
+    if isinstance(address, ipaddress.IPv4Address):
+        return ()
+    value = int(address)
+    out: list[ipaddress.IPv4Address] = []
+    inner = embedded_ipv4(address)
+    if inner is not None:
+        out.append(inner)
+    if address in _TEREDO:
+        out.append(ipaddress.IPv4Address((value >> 64) & 0xFFFFFFFF))
+        out.append(ipaddress.IPv4Address(~value & 0xFFFFFFFF))
+    # :: and ::1 are the unspecified and loopback addresses, not IPv4-compatible ones.
+    if value > 1 and any(address in network for network in _LOW_32):
+        out.append(ipaddress.IPv4Address(value & 0xFFFFFFFF))
+    return tuple(out)
+
+
+def canonical_network(network: Network) -> Network:
+    """An IPv6 network inside ::ffff:0:0/96 as the IPv4 network it maps; any other
+    unchanged (a rule written in the mapped form names IPv4 destinations)."""
+    if isinstance(network, ipaddress.IPv6Network) and network.subnet_of(_MAPPED):
+        return ipaddress.IPv4Network(
+            (int(network.network_address) & 0xFFFFFFFF, network.prefixlen - 96)
+        )
+    return network
 
 
 def _lookup(address: Address) -> Refusal | None:
