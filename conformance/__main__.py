@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from conformance import scraping
+from conformance.fetch_site import HOST, FixtureSite, temporary_folder
 from conformance.http import http_cases
 from conformance.mediawiki import FixtureWiki
 
@@ -31,7 +32,15 @@ CONFIG = ROOT / "examples" / "configs" / "tutorial-1.toml"
 CASE_TIMEOUT_S = 20
 
 # Example calls of features later issues deliver; they join the replay when those land.
-NOT_DELIVERED = ("web-fetch",)
+NOT_DELIVERED: tuple[str, ...] = ()
+# Examples the book gets wrong, with the reason printed instead of a replay. The redirected
+# example's target (https://example.org/new) is on the host of the request
+# (https://example.org/moved): REQ-FETCH-006 follows such a redirect, so no correct rypsok
+# can answer it with `redirected`.
+BOOK_DEFECTS = {
+    "web-fetch-redirected": "the example redirects to the same host, which REQ-FETCH-006 "
+    "follows; reported for the book",
+}
 
 
 async def _run(argv: list[str], stdin: bytes) -> subprocess.CompletedProcess[bytes]:
@@ -69,11 +78,14 @@ def _one_answer(done: subprocess.CompletedProcess[bytes]) -> tuple[dict[str, Any
         return None, "stdout is not JSON"
 
 
-async def call_case(case: dict[str, Any], port: int) -> str:
+async def call_case(case: dict[str, Any], port: int, site: tuple[int, str] | None = None) -> str:
+    """One case in a fresh process; `site` is the fixture web site's port and authority."""
     argv = [
         sys.executable, "-m", "conformance.launch",
         "--config", str(CONFIG), "--route", f"en.wikipedia.org={port}",
     ]  # fmt: skip
+    if site is not None:
+        argv += ["--fetch-site", f"{HOST}={site[0]}", "--fetch-ca", site[1]]
     done = await _run(argv, json.dumps(case["request"]).encode() + b"\n")
     answer, why = _one_answer(done)
     if answer is None:
@@ -116,41 +128,54 @@ async def host_entry_case(entry: dict[str, Any]) -> str:
 
 
 async def main() -> int:
-    failures = 0
-    replayed: list[tuple[str, dict[str, Any]]] = []
     wiki = FixtureWiki()
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(wiki.serve)
-        for path in sorted(CALLS.glob("*.json")):
-            name = path.stem
-            if name.startswith(NOT_DELIVERED):
-                _say(f"skipped: {name}: not delivered yet")
-                continue
-            case = json.loads(path.read_text(encoding="utf-8"))
-            if "mcpServers" in case and "url" in next(iter(case["mcpServers"].values())):
-                continue  # a network-mode entry: replayed over HTTP below
-            if "mcpServers" in case:
-                why = await host_entry_case(case)
-            else:
-                why = await call_case(case, port)
-            if why:
-                failures += 1
-                _say(f"FAIL: {name}: {why}")
-            else:
-                _say(f"ok: {name}")
-            if "request" in case:
-                replayed.append((name, case))
-        for name, why in await http_cases(replayed, port):
-            failures += 1 if why else 0
-            _say(f"FAIL: {name}: {why}" if why else f"ok: {name}")
-        for name, why in (
-            ("tutorial-5-check", await scraping.check_case()),
-            ("tutorial-5-blocked", await scraping.blocked_case(port)),
-        ):
-            failures += 1 if why else 0
-            _say(f"FAIL: {name}: {why}" if why else f"ok: {name}")
-        nursery.cancel_scope.cancel()
+    with temporary_folder() as folder:
+        site = FixtureSite(folder)
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(wiki.serve)
+            site_port = await nursery.start(site.serve)
+            failures = await _replay(port, (site_port, str(site.ca_file)))
+            nursery.cancel_scope.cancel()
     return 1 if failures else 0
+
+
+async def _replay(port: int, site: tuple[int, str]) -> int:
+    failures = 0
+    # Over HTTP too: the search and status calls (the fetch calls read the fixture site,
+    # which the stdio replay covers; the listener adds nothing a page could change).
+    replayed: list[tuple[str, dict[str, Any]]] = []
+    for path in sorted(CALLS.glob("*.json")):
+        name = path.stem
+        if name.startswith(NOT_DELIVERED):
+            _say(f"skipped: {name}: not delivered yet")
+            continue
+        if name in BOOK_DEFECTS:
+            _say(f"skipped: {name}: {BOOK_DEFECTS[name]}")
+            continue
+        case = json.loads(path.read_text(encoding="utf-8"))
+        if "mcpServers" in case and "url" in next(iter(case["mcpServers"].values())):
+            continue  # a network-mode entry: replayed over HTTP below
+        if "mcpServers" in case:
+            why = await host_entry_case(case)
+        else:
+            why = await call_case(case, port, site)
+        if why:
+            failures += 1
+            _say(f"FAIL: {name}: {why}")
+        else:
+            _say(f"ok: {name}")
+        if "request" in case and not name.startswith("web-fetch"):
+            replayed.append((name, case))
+    for name, why in await http_cases(replayed, port):
+        failures += 1 if why else 0
+        _say(f"FAIL: {name}: {why}" if why else f"ok: {name}")
+    for name, why in (
+        ("tutorial-5-check", await scraping.check_case()),
+        ("tutorial-5-blocked", await scraping.blocked_case(port)),
+    ):
+        failures += 1 if why else 0
+        _say(f"FAIL: {name}: {why}" if why else f"ok: {name}")
+    return failures
 
 
 if __name__ == "__main__":

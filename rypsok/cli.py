@@ -122,6 +122,15 @@ def _serve(transport: str, path: str | None, env: Mapping[str, str]) -> int:
     except ConfigError as exc:
         _err(PREFIX + str(exc))
         return EXIT_CONFIG
+    from rypsok.core.egress.clients import ClientBuildError, system_trust_context
+
+    try:
+        # Every outbound client trusts the system's store: a missing one stops the start
+        # here, said once (deployment page; audit F-3).
+        system_trust_context()
+    except ClientBuildError as exc:
+        _err(PREFIX + str(exc))
+        return EXIT_CONFIG
     config = validated.config
     telemetry.configure(level=config.logging.level, log_queries=config.logging.log_queries)
     if transport == "http":

@@ -291,6 +291,7 @@ async def test_req_mcp_003_a_handshake_session_lists_and_calls() -> None:
         )
         assert [t["name"] for t in listed.json()["result"]["tools"]] == [
             "web_search",
+            "web_fetch",
             "engine_status",
         ]
         called = await client.post(
@@ -582,7 +583,11 @@ async def test_req_mcp_003_discover_and_list_over_http() -> None:
         )
         listed = await post(client, server, modern_body("tools/list"), modern_headers("tools/list"))
     assert "2026-07-28" in found.json()["result"]["supportedVersions"]
-    assert [t["name"] for t in listed.json()["result"]["tools"]] == ["web_search", "engine_status"]
+    assert [t["name"] for t in listed.json()["result"]["tools"]] == [
+        "web_search",
+        "web_fetch",
+        "engine_status",
+    ]
 
 
 # -- 431 ------------------------------------------------------------------------------------

@@ -21,3 +21,20 @@ async def test_req_ctx_003_harness_matches_the_book_and_catches_one_changed_byte
         assert await call_case(case, port) == ""
         assert await call_case(changed, port) != ""
         nursery.cancel_scope.cancel()
+
+
+async def test_req_ctx_003_the_fetch_cases_replay_against_the_fixture_site() -> None:
+    from conformance.fetch_site import FixtureSite, temporary_folder
+
+    case = json.loads((CALLS / "web-fetch-continuation-1.json").read_text(encoding="utf-8"))
+    changed = copy.deepcopy(case)
+    changed["response"]["result"]["structuredContent"]["next_start_char"] = 499
+    with temporary_folder() as folder:
+        site = FixtureSite(folder)
+        async with trio.open_nursery() as nursery:
+            wiki_port = await nursery.start(FixtureWiki().serve)
+            site_port = await nursery.start(site.serve)
+            where = (site_port, str(site.ca_file))
+            assert await call_case(case, wiki_port, where) == ""
+            assert await call_case(changed, wiki_port, where) != ""
+            nursery.cancel_scope.cancel()

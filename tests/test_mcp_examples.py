@@ -53,4 +53,8 @@ async def test_req_ops_001_stdio_host_entry_starts_rypsok_through_the_real_cli(
         nursery.cancel_scope.cancel()
     assert {first["id"], second["id"]} == {1, 2}
     listed = first if first["id"] == 2 else second
-    assert [t["name"] for t in listed["result"]["tools"]] == ["web_search", "engine_status"]
+    assert [t["name"] for t in listed["result"]["tools"]] == [
+        "web_search",
+        "web_fetch",
+        "engine_status",
+    ]

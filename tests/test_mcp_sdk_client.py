@@ -42,7 +42,7 @@ async def test_req_mcp_006_sdk_client_lists_and_calls_the_tools(
                 assert client.server_info is not None
                 assert client.server_info.name == "rypsok"
             listed = await client.list_tools()
-            assert [t.name for t in listed.tools] == ["web_search", "engine_status"]
+            assert [t.name for t in listed.tools] == ["web_search", "web_fetch", "engine_status"]
             assert all(t.output_schema is not None for t in listed.tools)
             found = await client.call_tool(
                 "web_search", {"query": "rust programming language", "max_results": 5}

@@ -565,10 +565,11 @@ async def test_req_test_009_tool_list_schemas_budget_cancellation_purity_and_eof
         assert len(logs.named("stdio_end_of_input")) == 1, revision
         assert [e["in_flight"] for e in logs.named("shutdown_started")] == [1], revision
         tools = listed["result"]["tools"]
-        assert [t["name"] for t in tools] == ["web_search", "engine_status"]
+        assert [t["name"] for t in tools] == ["web_search", "web_fetch", "engine_status"]
         base = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True}
         assert tools[0]["annotations"] == {**base, "openWorldHint": True}
-        assert tools[1]["annotations"] == {**base, "openWorldHint": False}
+        assert tools[1]["annotations"] == {**base, "openWorldHint": True}
+        assert tools[2]["annotations"] == {**base, "openWorldHint": False}
         for tool in tools:
             _flat(tool["inputSchema"])
             assert ("outputSchema" in tool) is (revision != "2025-03-26")

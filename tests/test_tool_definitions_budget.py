@@ -100,7 +100,7 @@ def _largest_fitting() -> int:
 
 def test_req_mcp_008_the_last_language_that_fits_is_accepted_and_one_more_refused() -> None:
     fits = _largest_fitting()
-    assert 100 < fits < 300
+    assert 50 < fits < 300
     config = load_config_text(_languages_text(fits), {}, source="t")
     assert len(config.search.languages) == fits
     with pytest.raises(ConfigError) as caught:

@@ -13,6 +13,7 @@ import attrs
 
 from rypsok.config.coordination import describe_url, parse_store_url
 from rypsok.config.load import ConfigError, ConfigSource, load_source, locate_config
+from rypsok.config.memory import MEMORY_MAX_BYTES, estimate
 from rypsok.config.rules import parse_bind, parse_egress_rule
 from rypsok.config.schema import Config, CoordinationConfig
 from rypsok.config.secrets import Credential, engine_credential, file_is_world_readable
@@ -143,6 +144,8 @@ def report_lines(config: Config, env: Mapping[str, str]) -> list[str]:
     ]
     if config.coordination is not None:
         lines.append(coordination_line(config.coordination))
+    # Last, as the book shows it: the line that names the build its figure is for.
+    lines.append(_memory_line(config))
     return lines
 
 
@@ -153,6 +156,16 @@ def coordination_line(c: CoordinationConfig) -> str:
         f"coordination: url={describe_url(parse_store_url(c.url))} key_prefix={c.key_prefix} "
         f"timeout_ms={c.timeout_ms} replicas={c.replicas} password={password}"
     )
+
+
+def _memory_line(config: Config) -> str:
+    figure = estimate(config)
+    if not figure.measured:
+        return (
+            f"memory: worst case about {figure.total_mib:.0f} MiB (measured for CPython on "
+            f"Linux with glibc; not measured for {figure.build})"
+        )
+    return f"memory: worst case about {figure.total_mib:.0f} MiB for {figure.build}"
 
 
 def _engine_line(config: Config, engine_id: str, credential: Credential | None) -> str:
@@ -174,10 +187,18 @@ def _engine_line(config: Config, engine_id: str, credential: Credential | None) 
 def warnings(config: Config, env: Mapping[str, str]) -> list[str]:
     """The Warnings table's rows that apply, each `<key>: <what happens>; <safer setting>`.
 
-    The memory row needs the measured costs of this build, which are not measured yet; it
-    is not reported rather than reported with made-up figures.
+    The memory row compares the estimate with the documented unit's MemoryMax only on the
+    build the constants were measured for.
     """
     out: list[str] = []
+    figure = estimate(config)
+    if figure.measured and figure.total_bytes > MEMORY_MAX_BYTES:
+        out.append(
+            f"memory: the worst case of these settings, about {figure.total_mib:.0f} MiB for "
+            f"{figure.build}, is above the {MEMORY_MAX_BYTES // (1024 * 1024)} MiB of the "
+            "documented unit's MemoryMax; lower fetch.max_bytes, limits.fetches_in_flight or "
+            "limits.parsing_in_flight, or raise MemoryMax"
+        )
     for index, text in enumerate(config.egress.allow):
         network = parse_egress_rule(text).network
         if network is not None and network.prefixlen < (

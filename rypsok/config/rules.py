@@ -13,6 +13,7 @@ from typing import Final
 from urllib.parse import urlsplit
 
 import attrs
+import idna
 
 __all__ = [
     "Bind",
@@ -62,9 +63,12 @@ def parse_host_name(text: str, *, what: str = "a host name") -> str:
         raise RuleError(f"{what} must not have an empty label")
     name = text.lower()
     if not name.isascii():
+        # UTS #46, non-transitional: the mapping a URL's host gets (rypsok.core.egress.names),
+        # so that a rule written in Unicode matches the host it names (Python's own "idna"
+        # codec is IDNA 2003 and would turn faß.de into fass.de).
         try:
-            name = name.encode("idna").decode("ascii")
-        except UnicodeError:
+            name = idna.encode(name, uts46=True, transitional=False).decode("ascii")
+        except (idna.IDNAError, UnicodeError, ValueError):
             raise RuleError(f"{what} is not a valid name") from None
     if len(name) > _MAX_NAME or not all(_LABEL.fullmatch(label) for label in name.split(".")):
         raise RuleError(f"{what} is not a valid name")
@@ -108,7 +112,19 @@ def parse_egress_rule(text: str) -> EgressRule:
         return EgressRule(suffix=parse_host_name(text[2:], what="a host pattern"))
     if "*" in text:
         raise RuleError("a host pattern has * only as its whole first label (*.example)")
-    return EgressRule(host=parse_host_name(text, what="a host pattern"))
+    name = parse_host_name(text, what="a host pattern")
+    if _ends_in_number(name):
+        # A URL host like this is read as an address (127.1 is 127.0.0.1), never as a
+        # name, so such a rule would match nothing: ask for the address in full.
+        raise RuleError("an address is written in full, as four decimal numbers (127.0.0.1)")
+    return EgressRule(host=name)
+
+
+def _ends_in_number(name: str) -> bool:
+    last = name.rsplit(".", 1)[-1]
+    if last.isdigit():
+        return True
+    return last.startswith("0x") and all(c in "0123456789abcdef" for c in last[2:])
 
 
 @attrs.frozen(kw_only=True)

@@ -150,6 +150,8 @@ class Validator(Reader):
             max_results_default=config.search.max_results,
             max_results_ceiling=config.search.max_results_ceiling,
             query_max_chars=config.search.query_max_chars,
+            max_chars_default=config.fetch.max_chars,
+            max_chars_ceiling=config.fetch.max_chars_ceiling,
         )
         if size > LIM_I1_CHARS:
             raise self.fail(

@@ -14,17 +14,39 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
 __all__ = [
+    "RETRYABLE_STATUSES",
     "all_failed",
     "busy",
+    "deadline_fetch",
     "deadline_search",
+    "denied_credential_in_url",
+    "denied_egress",
+    "denied_robots",
+    "denied_scheme",
+    "denied_scheme_upgrade",
     "denied_secret",
+    "denied_strict_mode",
+    "extraction_failed",
+    "fetch_busy",
+    "http_status",
     "invalid_allowed",
+    "invalid_length",
     "invalid_range",
     "invalid_type",
+    "network",
     "no_engine",
     "no_engine_skipped",
     "rate_limited",
+    "redirected",
     "required",
+    "start_char_beyond",
+    "start_char_negative",
+    "too_large",
+    "too_many_redirects",
+    "unknown_parameter",
+    "unsupported_media_type",
+    "url_invalid",
+    "url_too_long",
 ]
 
 
@@ -165,4 +187,191 @@ def busy() -> ToolError:
         kind=ErrorKind.UNAVAILABLE,
         message="rypsok is at its concurrency limit; retry later",
         detail=ErrorDetail(reason=DetailReason.BUSY),
+    )
+
+
+# --- web_fetch -------------------------------------------------------------------------------
+
+
+def start_char_beyond(length: int) -> ToolError:
+    # The content length is rypsok's count, not external text: the caller needs it.
+    return ToolError(
+        kind=ErrorKind.INVALID_REQUEST,
+        message=(
+            f"start_char must be below the content length, {length} characters; "
+            "call again with a smaller start_char"
+        ),
+        detail=ErrorDetail(parameter="start_char", min=0, max=max(0, length - 1)),
+    )
+
+
+def url_too_long(maximum: int) -> ToolError:
+    return ToolError(
+        kind=ErrorKind.INVALID_REQUEST,
+        message=f"url must be at most {maximum} characters",
+        detail=ErrorDetail(parameter="url", min=1, max=maximum),
+    )
+
+
+def url_invalid() -> ToolError:
+    return ToolError(
+        kind=ErrorKind.INVALID_REQUEST,
+        message="url must be an absolute http or https URL with a host name",
+        detail=ErrorDetail(parameter="url", allowed=("https", "http")),
+    )
+
+
+def denied_egress() -> ToolError:
+    return ToolError(
+        kind=ErrorKind.DENIED,
+        message="the destination is not allowed by the egress policy",
+        detail=ErrorDetail(reason=DetailReason.EGRESS),
+    )
+
+
+def denied_robots() -> ToolError:
+    return ToolError(
+        kind=ErrorKind.DENIED,
+        message="the site's robots.txt does not allow rypsok to read this page; do not retry",
+        detail=ErrorDetail(reason=DetailReason.ROBOTS_TXT),
+    )
+
+
+def denied_scheme() -> ToolError:
+    # DAT-3: a scheme that is not http at all has its own message, never "retried".
+    return ToolError(
+        kind=ErrorKind.DENIED,
+        message="the URL scheme is not allowed; use https (http only where the operator allows)",
+        detail=ErrorDetail(reason=DetailReason.SCHEME),
+    )
+
+
+def denied_scheme_upgrade() -> ToolError:
+    return ToolError(
+        kind=ErrorKind.DENIED,
+        message=(
+            "plain http is not allowed; the URL was retried over https and that request "
+            "failed; use a page served over https"
+        ),
+        detail=ErrorDetail(reason=DetailReason.SCHEME),
+    )
+
+
+def denied_strict_mode() -> ToolError:
+    return ToolError(
+        kind=ErrorKind.DENIED,
+        message=(
+            "strict mode: only URLs a web_search returned in this process or hosts the "
+            "operator allows can be fetched"
+        ),
+        detail=ErrorDetail(reason=DetailReason.STRICT_MODE),
+    )
+
+
+def denied_credential_in_url() -> ToolError:
+    return ToolError(
+        kind=ErrorKind.DENIED,
+        message="the url carries a user name before the host; remove it and call again",
+        detail=ErrorDetail(reason=DetailReason.CREDENTIAL_IN_URL),
+    )
+
+
+def redirected(location: str) -> ToolError:
+    return ToolError(
+        kind=ErrorKind.REDIRECTED,
+        message="the page moved to another host; see detail.location",
+        detail=ErrorDetail(location=location),
+    )
+
+
+def network() -> ToolError:
+    # The same answer whatever the cause, so that it tells nothing about internal names.
+    return ToolError(
+        kind=ErrorKind.UNAVAILABLE,
+        message="the site could not be reached; retry later or choose another page",
+        detail=ErrorDetail(reason=DetailReason.NETWORK),
+    )
+
+
+def deadline_fetch() -> ToolError:
+    return ToolError(
+        kind=ErrorKind.UNAVAILABLE,
+        message="the page was not retrieved before the deadline; retry later",
+        detail=ErrorDetail(reason=DetailReason.DEADLINE),
+    )
+
+
+RETRYABLE_STATUSES = frozenset({408, 425, 429})
+
+
+def http_status(status: int, retry_after_ms: int | None = None) -> ToolError:
+    """A 4xx or 5xx answer (REQ-FETCH-011, DAT-4): the message says whether a retry helps."""
+    if status in RETRYABLE_STATUSES or 500 <= status <= 599:
+        return ToolError(
+            kind=ErrorKind.UNAVAILABLE,
+            message=f"the site answered with status {status}; retry later",
+            detail=ErrorDetail(
+                reason=DetailReason.HTTP_STATUS, status=status, retry_after_ms=retry_after_ms
+            ),
+        )
+    return ToolError(
+        kind=ErrorKind.UNAVAILABLE,
+        message=(
+            f"the site answered with status {status}: it refused the request or has no such "
+            "page, and retrying the same URL will not help"
+        ),
+        detail=ErrorDetail(reason=DetailReason.HTTP_STATUS, status=status),
+    )
+
+
+def unsupported_media_type(media_type: str) -> ToolError:
+    return ToolError(
+        kind=ErrorKind.UNSUPPORTED_CONTENT,
+        message=(
+            "only HTML, XHTML, plain text and Markdown are read; the type is in "
+            "detail.media_type; choose another page"
+        ),
+        detail=ErrorDetail(reason=DetailReason.MEDIA_TYPE, media_type=media_type),
+    )
+
+
+def extraction_failed() -> ToolError:
+    return ToolError(
+        kind=ErrorKind.UNSUPPORTED_CONTENT,
+        message="nothing could be extracted from the page; choose another page",
+        detail=ErrorDetail(reason=DetailReason.EXTRACTION_FAILED),
+    )
+
+
+def too_large(limit_bytes: int) -> ToolError:
+    return ToolError(
+        kind=ErrorKind.TOO_LARGE,
+        message=(
+            f"the page is larger than {limit_bytes} bytes after decompression; choose another page"
+        ),
+        detail=ErrorDetail(limit_bytes=limit_bytes),
+    )
+
+
+def fetch_busy() -> ToolError:
+    return ToolError(
+        kind=ErrorKind.UNAVAILABLE,
+        message="rypsok is reading as many pages as it may at once; retry later",
+        detail=ErrorDetail(reason=DetailReason.BUSY),
+    )
+
+
+def too_many_redirects(maximum: int) -> ToolError:
+    return ToolError(
+        kind=ErrorKind.UNAVAILABLE,
+        message=f"the page redirected more than {maximum} times; choose another page",
+        detail=ErrorDetail(reason=DetailReason.NETWORK),
+    )
+
+
+def start_char_negative() -> ToolError:
+    return ToolError(
+        kind=ErrorKind.INVALID_REQUEST,
+        message="start_char must be 0 or more",
+        detail=ErrorDetail(parameter="start_char", min=0),
     )

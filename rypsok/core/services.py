@@ -28,11 +28,15 @@ from rypsok.core.engines.registry import (
     build_registry,
     status_entries,
 )
+from rypsok.core.fetch.egress_port import FetchNetwork, build_fetch_egress
+from rypsok.core.fetch.slots import FetchSlots
 from rypsok.core.model import (
     Category,
     DetailReason,
     DisabledReason,
     ErrorKind,
+    FetchRequest,
+    FetchResponse,
     SearchRequest,
     SearchResponse,
     StatusResponse,
@@ -50,14 +54,19 @@ if TYPE_CHECKING:
     import httpx
 
     from rypsok.config.schema import Config
+    from rypsok.core.egress import FetchClient
     from rypsok.core.engines.base import Engine
+    from rypsok.core.fetch.pipeline import FetchPipeline
+    from rypsok.core.fetch.robots import RobotsCache
     from rypsok.core.search.cache import AnswerCache
 
-__all__ = ["ReturnedUrls", "Rypsok"]
+__all__ = ["FetchNetwork", "ReturnedUrls", "Rypsok"]
 
 ToolLimit = ToolRateLimiter | SharedToolLimiter
 
 WEB_SEARCH = "web_search"
+WEB_FETCH = "web_fetch"
+FETCH_CALL_MARGIN_MS = 1000  # LIM-F5 = LIM-F4 + 1000 ms
 _REFUSAL_KINDS = frozenset({ErrorKind.INVALID_REQUEST, ErrorKind.DENIED})
 ENGINE_STATUS = "engine_status"
 
@@ -178,11 +187,17 @@ class Rypsok:
         engine_transport: httpx.AsyncBaseTransport | None = None,
         engines: Sequence[Engine] | None = None,
         cache: AnswerCache | None = None,
+        fetch_network: FetchNetwork | None = None,
     ) -> None:
         self._config = config
         self._http = EngineHttp.from_config(config, transport=engine_transport)
         env_map = os.environ if env is None else env
-        registry = build_registry(config, env_map, http=self._http)
+        # One parse limiter for everything CPU-bound off the event loop (LIM-C5): page
+        # parsing and extraction, the engines' JSON decoding, the scraping driver's pages.
+        self._parse_limiter = trio.CapacityLimiter(config.limits.parsing_in_flight)
+        registry = build_registry(
+            config, env_map, http=self._http, parse_permits=self._parse_limiter
+        )
         if engines is not None:
             registry = _substitute(registry, engines, config)
         self._registry = registry
@@ -201,6 +216,13 @@ class Rypsok:
         self._cache: AnswerCache | None = None
         if config.cache.enabled:
             self._cache = cache if cache is not None else ResultCache(config.cache)
+        self._fetch_limit = self._tool_limit(WEB_FETCH, config.limits.web_fetch_per_minute)
+        self._http.parse_limiter = self._parse_limiter
+        self._fetch_network = fetch_network if fetch_network is not None else FetchNetwork()
+        self._fetch_client: FetchClient | None = None
+        self._fetch: FetchPipeline | None = None
+        self._robots: RobotsCache | None = None
+        self._fetch_slots = FetchSlots(config.limits.fetches_in_flight)
 
     @property
     def config(self) -> Config:
@@ -228,9 +250,38 @@ class Rypsok:
             return ToolRateLimiter(per_minute)
         return SharedToolLimiter(tool, per_minute, self._store)
 
+    def _fetch_pipeline(self) -> FetchPipeline:
+        if self._fetch is None:
+            # Imported at the first fetch: the parser, the charset detector and the robots.txt
+            # reader cost a search-only process nothing, at start or at exit.
+            from rypsok.core.fetch.pipeline import FetchPipeline
+            from rypsok.core.fetch.reading import extract
+            from rypsok.core.fetch.robots import RobotsCache
+
+            self._robots = RobotsCache(self._config.limits.robots_cache_entries)
+            # Built at the first fetch: a process that never fetches never reads the trust
+            # store.
+            policy, client = build_fetch_egress(
+                self._config, self._fetch_network, user_agent=self._http.user_agent
+            )
+            self._fetch_client = client
+            self._fetch = FetchPipeline(
+                self._config,
+                client=client,
+                policy=policy,
+                extractor=extract,
+                robots=self._robots,
+                slots=self._fetch_slots,
+                parse_limiter=self._parse_limiter,
+                was_returned=self.was_returned,
+            )
+        return self._fetch
+
     async def aclose(self) -> None:
         try:
             await self._http.aclose()
+            if self._fetch_client is not None:
+                await self._fetch_client.aclose()
         finally:
             if self._store is not None:
                 await self._store.__aexit__(None, None, None)
@@ -291,6 +342,39 @@ class Rypsok:
                 latency_ms=_ms_since(start),
             )
             return run.response
+
+    async def fetch(self, request: FetchRequest) -> FetchResponse:
+        return await self.fetch_as(telemetry.LOCAL_CALLER, request)
+
+    async def fetch_as(self, caller: str, request: FetchRequest) -> FetchResponse:
+        """One web_fetch call of `caller` (LIM-C7). One scope ends it at LIM-F5 whatever
+        is running: the network part has its own deadline (LIM-F4) inside, and a parse
+        still running in its worker thread is abandoned (its permit returns when it ends)."""
+        start = trio.current_time()
+        with telemetry.call_scope(caller):
+            try:
+                await self._admit(self._fetch_limit, WEB_FETCH, caller, start)
+                hard_stop = start + (self._config.fetch.deadline_ms + FETCH_CALL_MARGIN_MS) / 1000
+                with trio.move_on_at(hard_stop) as scope:
+                    response = await self._fetch_pipeline().run(request, start=start)
+                if scope.cancelled_caught:
+                    raise errors.deadline_fetch()
+            except ToolError as exc:
+                self._log_error(WEB_FETCH, exc, start)
+                raise
+            except trio.Cancelled:
+                telemetry.info(
+                    "call", tool=WEB_FETCH, outcome="cancelled", latency_ms=_ms_since(start)
+                )
+                raise
+            telemetry.info(
+                "call",
+                tool=WEB_FETCH,
+                outcome=str(response.outcome),
+                truncated=response.truncated,
+                latency_ms=_ms_since(start),
+            )
+            return response
 
     async def status(self) -> StatusResponse:
         return await self.status_as(telemetry.LOCAL_CALLER)

@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from rypsok import __version__
 from rypsok.core import telemetry
-from rypsok.core.model import SearchRequest, SearchResponse, StatusResponse, ToolError
+from rypsok.core.model import (
+    FetchRequest,
+    FetchResponse,
+    SearchRequest,
+    SearchResponse,
+    StatusResponse,
+    ToolError,
+)
 from rypsok.mcp.protocol import Call, Dispatcher, build_toolset
 
 if TYPE_CHECKING:
@@ -33,6 +40,8 @@ class ToolService(Protocol):
 
     async def search_as(self, caller: str, request: SearchRequest) -> SearchResponse: ...
 
+    async def fetch_as(self, caller: str, request: FetchRequest) -> FetchResponse: ...
+
     async def status_as(self, caller: str) -> StatusResponse: ...
 
 
@@ -45,6 +54,8 @@ def make_dispatcher(service: ToolService, config: Config) -> Dispatcher:
         max_results_default=config.search.max_results,
         max_results_ceiling=config.search.max_results_ceiling,
         query_max_chars=config.search.query_max_chars,
+        max_chars_default=config.fetch.max_chars,
+        max_chars_ceiling=config.fetch.max_chars_ceiling,
     )
     return Dispatcher(
         toolset,
@@ -62,6 +73,8 @@ async def execute(
     try:
         if isinstance(call.request, SearchRequest):
             body = (await service.search_as(caller, call.request)).to_json()
+        elif isinstance(call.request, FetchRequest):
+            body = (await service.fetch_as(caller, call.request)).to_json()
         else:
             body = (await service.status_as(caller)).to_json()
     except ToolError as error:

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
     from rypsok.config.schema import Config
     from rypsok.core.engines.base import Engine
+    from rypsok.core.services import FetchNetwork
     from rypsok.mcp.calls import ToolService
 
 __all__ = ["HEADER_BLOCK_BYTES", "Listener", "listening_socket", "run_http", "serve_http"]
@@ -386,6 +387,7 @@ async def _serve_process(
     sock: stdlib_socket.socket,
     engine_transport: httpx.AsyncBaseTransport | None,
     engines: Sequence[Engine] | None,
+    fetch_network: FetchNetwork | None,
 ) -> None:
     from rypsok.core.services import Rypsok
 
@@ -402,7 +404,11 @@ async def _serve_process(
 
             nursery.start_soon(watch_signals)
             async with Rypsok(
-                config, env=env, engine_transport=engine_transport, engines=engines
+                config,
+                env=env,
+                engine_transport=engine_transport,
+                engines=engines,
+                fetch_network=fetch_network,
             ) as rypsok:
                 await serve_http(rypsok, config, callers, stop=stop, listen_socket=sock)
             nursery.cancel_scope.cancel()
@@ -414,10 +420,12 @@ def run_http(
     *,
     engine_transport: httpx.AsyncBaseTransport | None = None,
     engines: Sequence[Engine] | None = None,
+    fetch_network: FetchNetwork | None = None,
 ) -> int:
     """`rypsok serve --transport http`: serve until SIGTERM; exit code 0.
 
     The tokens are read once, here; the configuration was validated with the same reading.
+    `engine_transport`, `engines` and `fetch_network` are the test seams of `run_stdio`.
     """
     callers = Callers.from_config(config, env)
     try:
@@ -433,7 +441,9 @@ def run_http(
     previous = signal.getsignal(signal.SIGTERM)
     _early.install()
     try:
-        trio.run(_serve_process, config, env, callers, sock, engine_transport, engines)
+        trio.run(
+            _serve_process, config, env, callers, sock, engine_transport, engines, fetch_network
+        )
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

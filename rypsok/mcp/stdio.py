@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from rypsok.config.schema import Config
     from rypsok.core.engines.base import Engine
+    from rypsok.core.services import FetchNetwork
     from rypsok.mcp.protocol.dispatch import Action
 
 __all__ = ["run_stdio", "serve_stdio"]
@@ -330,6 +331,7 @@ async def _serve_process(
     env: Mapping[str, str],
     engine_transport: httpx.AsyncBaseTransport | None,
     engines: Sequence[Engine] | None,
+    fetch_network: FetchNetwork | None = None,
 ) -> None:
     from rypsok.core.services import Rypsok
 
@@ -352,7 +354,11 @@ async def _serve_process(
 
             nursery.start_soon(watch_signals)
             async with Rypsok(
-                config, env=env, engine_transport=engine_transport, engines=engines
+                config,
+                env=env,
+                engine_transport=engine_transport,
+                engines=engines,
+                fetch_network=fetch_network,
             ) as rypsok:
                 telemetry.info("serving", transport="stdio")
                 await serve_stdio(rypsok, config, stdin=stdin, stdout=stdout, stop=stop)
@@ -367,19 +373,21 @@ def run_stdio(
     *,
     engine_transport: httpx.AsyncBaseTransport | None = None,
     engines: Sequence[Engine] | None = None,
+    fetch_network: FetchNetwork | None = None,
 ) -> int:
     """`rypsok serve --transport stdio`: serve until end of input or SIGTERM; exit code 0.
 
     `engine_transport` routes the engines' requests elsewhere and `engines` replaces their
-    drivers (the conformance harness and the stdio bench use local fixtures); the command
-    line sets neither.
+    drivers (the conformance harness and the stdio bench use local fixtures);
+    `fetch_network` lets web_fetch reach a local fixture site through allow rules added in
+    code. The command line sets none of them.
     """
     # A SIGTERM before the event loop listens (the entry point catches it while the modules
     # import) must still mean a graceful stop: `_early` remembers it until Trio takes over.
     previous = signal.getsignal(signal.SIGTERM)
     _early.install()
     try:
-        trio.run(_serve_process, config, env, engine_transport, engines)
+        trio.run(_serve_process, config, env, engine_transport, engines, fetch_network)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

@@ -23,10 +23,13 @@ __all__ = [
     "ENGINE_STATUS_DESCRIPTION",
     "INSTRUCTIONS",
     "LIM_I1_CHARS",
+    "WEB_FETCH",
+    "WEB_FETCH_DESCRIPTION",
     "WEB_SEARCH",
     "WEB_SEARCH_DESCRIPTION",
     "counted_chars",
     "definition_chars",
+    "fetch_input_schema",
     "search_input_schema",
     "served_order",
     "status_input_schema",
@@ -35,6 +38,7 @@ __all__ = [
 LIM_I1_CHARS: Final = 2000
 
 WEB_SEARCH: Final = "web_search"
+WEB_FETCH: Final = "web_fetch"
 ENGINE_STATUS: Final = "engine_status"
 
 # Normative text (external design §2 and §3): reproduced verbatim.
@@ -46,6 +50,11 @@ INSTRUCTIONS: Final = (
 WEB_SEARCH_DESCRIPTION: Final = (
     "Search several engines at once and return deduplicated, ranked results. "
     "Results are external data."
+)
+WEB_FETCH_DESCRIPTION: Final = (
+    "Read the main content of one public web page, as Markdown, up to max_chars characters "
+    "starting at start_char. The page is fetched again for each call and may have changed. "
+    "Scripts are not run and meta refresh is not followed. Content is external data."
 )
 ENGINE_STATUS_DESCRIPTION: Final = (
     "Report the state of each configured engine. For diagnosis, not for answering questions."
@@ -101,6 +110,25 @@ def search_input_schema(
     }
 
 
+def fetch_input_schema(max_chars_default: int, max_chars_ceiling: int) -> dict[str, Any]:
+    """web_fetch's input schema: the budget's default and ceiling come from [fetch]."""
+    return {
+        "type": "object",
+        "properties": {
+            "url": {"type": "string", "description": "An https URL, at most 2048 characters."},
+            "max_chars": {
+                "type": "integer",
+                "minimum": 500,
+                "maximum": max_chars_ceiling,
+                "default": max_chars_default,
+            },
+            "start_char": {"type": "integer", "minimum": 0, "default": 0},
+        },
+        "required": ["url"],
+        "additionalProperties": False,
+    }
+
+
 def status_input_schema() -> dict[str, Any]:
     """engine_status takes no parameters."""
     return {"type": "object", "properties": {}, "additionalProperties": False}
@@ -123,6 +151,8 @@ def definition_chars(
     max_results_default: int,
     max_results_ceiling: int,
     query_max_chars: int,
+    max_chars_default: int = 3000,
+    max_chars_ceiling: int = 20000,
 ) -> int:
     """The LIM-I1 count of the tools a process with these settings serves."""
     schema = search_input_schema(
@@ -132,7 +162,14 @@ def definition_chars(
         max_results_ceiling,
         query_max_chars,
     )
-    tools = [(WEB_SEARCH, WEB_SEARCH_DESCRIPTION, schema)]
+    tools = [
+        (WEB_SEARCH, WEB_SEARCH_DESCRIPTION, schema),
+        (
+            WEB_FETCH,
+            WEB_FETCH_DESCRIPTION,
+            fetch_input_schema(max_chars_default, max_chars_ceiling),
+        ),
+    ]
     if status_enabled:
         tools.append((ENGINE_STATUS, ENGINE_STATUS_DESCRIPTION, status_input_schema()))
     return counted_chars(tools)

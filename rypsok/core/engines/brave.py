@@ -153,7 +153,7 @@ class BraveEngine:
             max_bytes=BRAVE_RECORD.response_max_bytes,
         )
         raise_for_status(response, _REFUSALS, _rate_limit_wait)
-        return EngineAnswer(results=self._parse(response.body))
+        return EngineAnswer(results=await self._http.off_loop(self._parse, response.body))
 
     def _parse(self, body: bytes) -> tuple[RawResult, ...]:
         document = json_object(body)

@@ -15,19 +15,21 @@ import email.utils
 import math
 import time
 import zlib
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 import attrs
 import httpx
 import trio
 
-from rypsok.config.rules import is_loopback_host as _config_is_loopback
+from rypsok.core.egress.clients import system_trust_context
+from rypsok.core.egress.policy import engine_origin_refusal
+from rypsok.core.egress.vocabulary import Refusal
 from rypsok.core.engines.base import EngineFailure
 from rypsok.core.model import Reason
 from rypsok.shared.version import __version__
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Mapping, Sequence
+    from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
     from rypsok.config.schema import Config
 
@@ -40,6 +42,10 @@ __all__ = [
     "parse_retry_after",
     "user_agent",
 ]
+
+_T = TypeVar("_T")
+# Answers up to this size are decoded on the event loop (see `EngineHttp.off_loop`).
+_INLINE_BYTES: Final = 65536
 
 PROJECT_URL: Final = "https://github.com/nabbisen/rypsok"
 
@@ -66,9 +72,9 @@ def user_agent(contact: str) -> str:
 
 
 def is_loopback_host(host: str) -> bool:
-    """`localhost` or a loopback address literal: the configuration's own rule, reused so
-    that what the loader admits for `base_url` and what this client admits are one rule."""
-    return _config_is_loopback(host.rstrip("."))
+    """`localhost` or a loopback address literal, judged by the egress component's table
+    (REQ-SEC-005): plain http to such a host is the engine profile's only exception."""
+    return engine_origin_refusal("http", host) is None
 
 
 @attrs.frozen(kw_only=True)
@@ -80,13 +86,14 @@ class EngineOrigin:
     port: int | None = None
 
     def __attrs_post_init__(self) -> None:
-        if self.scheme == "http":
-            if not is_loopback_host(self.host):
-                raise ValueError("plain http is admitted for an engine on a loopback host only")
-        elif self.scheme != "https":
-            raise ValueError("an engine origin is https")
-        if not self.host:
+        # The engine profile of the egress component (REQ-SEC-005, REQ-SEC-017).
+        refusal = engine_origin_refusal(self.scheme, self.host)
+        if refusal is Refusal.MALFORMED_HOST:
             raise ValueError("an engine origin needs a host")
+        if refusal is not None and self.scheme == "http":
+            raise ValueError("plain http is admitted for an engine on a loopback host only")
+        if refusal is not None:
+            raise ValueError("an engine origin is https")
 
     @classmethod
     def parse(cls, url: str) -> EngineOrigin:
@@ -191,14 +198,20 @@ class EngineHttp:
         self._connect_s = connect_timeout_ms / 1000
         self._outbound_max = outbound_in_flight
         self._outbound = trio.Semaphore(outbound_in_flight)  # LIM-C1
+        # The process's limiter of CPU-bound work (LIM-C5), shared with page parsing; set by
+        # the service. Without one (a driver tested alone) decoding runs inline.
+        self.parse_limiter: trio.CapacityLimiter | None = None
         if transport is not None:
             self._client = httpx.AsyncClient(
                 transport=transport, trust_env=False, follow_redirects=False
             )
         else:
+            # The system's store, as for fetches (deployment page): no bundled roots, and a
+            # store that cannot be read stops the start (ClientBuildError).
+            trust = system_trust_context()
             try:
                 self._client = httpx.AsyncClient(
-                    proxy=proxy or None, trust_env=False, follow_redirects=False
+                    proxy=proxy or None, trust_env=False, follow_redirects=False, verify=trust
                 )
             except (ValueError, TypeError, httpx.InvalidURL):
                 # The proxy URL may carry credentials: never repeat it.
@@ -214,6 +227,17 @@ class EngineHttp:
             outbound_in_flight=config.limits.outbound_in_flight,
             proxy=config.egress.proxy,
             transport=transport,
+        )
+
+    async def off_loop(self, decode: Callable[[bytes], _T], body: bytes) -> _T:
+        """`decode(body)` in a worker thread under the parse limiter, off the event loop
+        (REQ-PAGE-008's rule, applied to the engines' answers too). A small answer is
+        decoded inline: under _INLINE_BYTES that takes well under a millisecond, less
+        than the trip to a worker thread and back."""
+        if self.parse_limiter is None or len(body) <= _INLINE_BYTES:
+            return decode(body)
+        return await trio.to_thread.run_sync(
+            decode, body, limiter=self.parse_limiter, abandon_on_cancel=True
         )
 
     @property

@@ -141,7 +141,10 @@ class WikipediaEngine:
             max_bytes=WIKIPEDIA_RECORD.response_max_bytes,
         )
         raise_for_status(response, _REFUSALS)
-        return EngineAnswer(results=self._parse(response.body, origin, script))
+        results = await self._http.off_loop(
+            lambda body: self._parse(body, origin, script), response.body
+        )
+        return EngineAnswer(results=results)
 
     def _result_url(self, origin: EngineOrigin, script: str, title: str) -> str:
         # The title is cleaned later, its surrogates removed and counted; its URL must be

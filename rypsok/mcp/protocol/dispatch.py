@@ -14,7 +14,13 @@ from typing import Any
 import attrs
 
 from rypsok.core import telemetry
-from rypsok.core.model import MAX_MESSAGE_CHARS, SearchRequest, ToolError, canonical_json
+from rypsok.core.model import (
+    MAX_MESSAGE_CHARS,
+    FetchRequest,
+    SearchRequest,
+    ToolError,
+    canonical_json,
+)
 from rypsok.mcp.protocol import eras, jsonrpc
 from rypsok.mcp.protocol.jsonrpc import (
     INVALID_PARAMS,
@@ -70,7 +76,7 @@ class Call:
 
     request_id: RequestId
     tool: str
-    request: SearchRequest | StatusCall
+    request: SearchRequest | FetchRequest | StatusCall
     revision: str
 
 

@@ -25,6 +25,7 @@ from rypsok.core.model import (
     EngineState,
     ErrorDetail,
     ErrorKind,
+    FetchRequest,
     NoticeCode,
     Outcome,
     Reason,
@@ -37,9 +38,12 @@ from rypsok.shared.tooldefs import (
     ENGINE_STATUS,
     ENGINE_STATUS_DESCRIPTION,
     INSTRUCTIONS,
+    WEB_FETCH,
+    WEB_FETCH_DESCRIPTION,
     WEB_SEARCH,
     WEB_SEARCH_DESCRIPTION,
     counted_chars,
+    fetch_input_schema,
     search_input_schema,
     served_order,
     status_input_schema,
@@ -52,6 +56,8 @@ __all__ = [
     "ENGINE_STATUS",
     "ENGINE_STATUS_DESCRIPTION",
     "INSTRUCTIONS",
+    "WEB_FETCH",
+    "WEB_FETCH_DESCRIPTION",
     "WEB_SEARCH",
     "WEB_SEARCH_DESCRIPTION",
     "StatusCall",
@@ -185,6 +191,24 @@ def _status_output_schema() -> dict[str, Any]:
     )
 
 
+def _fetch_output_schema() -> dict[str, Any]:
+    return _response_or_error(
+        {
+            "type": "object",
+            "properties": {
+                **_envelope((Outcome.OK,)),
+                "url": {"type": "string"},
+                "title": {"type": "string"},
+                "content": {"type": "string"},
+                "truncated": {"type": "boolean"},
+                "next_start_char": {"type": "integer", "minimum": 0},
+            },
+            "required": ["outcome", "notices", "url", "title", "content", "truncated"],
+            "additionalProperties": False,
+        }
+    )
+
+
 _EXPECTED = {"string": "a string", "integer": "an integer"}
 # A parsed message holds no surrogate (the JSON-RPC parser refuses it); a transport that
 # builds arguments another way meets the same rule here, before any work (REQ-MCP-004).
@@ -262,11 +286,15 @@ class ToolSet:
     def definitions(self, *, with_output_schema: bool = True) -> list[dict[str, Any]]:
         return [t.definition(with_output_schema=with_output_schema) for t in self.tools]
 
-    def request_for(self, tool: Tool, arguments: Mapping[str, Any]) -> SearchRequest | StatusCall:
+    def request_for(
+        self, tool: Tool, arguments: Mapping[str, Any]
+    ) -> SearchRequest | FetchRequest | StatusCall:
         """Validate and build the service request; raises ToolError (invalid_request)."""
         checked = tool.validate(arguments)
         if tool.name == WEB_SEARCH:
             return SearchRequest(**checked)
+        if tool.name == WEB_FETCH:
+            return FetchRequest(**checked)
         return StatusCall()
 
 
@@ -278,6 +306,8 @@ def build_toolset(
     max_results_default: int,
     max_results_ceiling: int,
     query_max_chars: int,
+    max_chars_default: int = 3000,
+    max_chars_ceiling: int = 20000,
 ) -> ToolSet:
     # Enumeration order: the vocabulary's, so the list never depends on configuration order.
     categories = served_order(served_categories)
@@ -294,7 +324,14 @@ def build_toolset(
             ),
             output_schema=_search_output_schema(),
             open_world=True,
-        )
+        ),
+        Tool(
+            name=WEB_FETCH,
+            description=WEB_FETCH_DESCRIPTION,
+            input_schema=fetch_input_schema(max_chars_default, max_chars_ceiling),
+            output_schema=_fetch_output_schema(),
+            open_world=True,
+        ),
     ]
     if status_enabled:
         tools.append(

@@ -1,0 +1,78 @@
+"""The worst-case memory of a configuration (deployment: "Does the configuration fit
+MemoryMax?"), for `rypsok check`.
+
+estimate = at rest
+         + limits.fetches_in_flight × fetch.max_bytes            (the bodies being read)
+         + limits.parsing_in_flight × (slope × fetch.max_bytes + per parse)
+         + service.http.max_sessions × one session   (only while legacy_revisions is on)
+         + cache.max_entries × cache.max_entry_bytes (only when the cache is on)
+
+The constants are measured for the build rypsok runs as, because the interpreter and the
+allocator decide how much a process holds after a parse: here CPython on Linux with glibc,
+measured by `tools/measure-memory` (four fetches from four hosts, two parses at once, at a
+5 MiB and a 10 MiB page) and rounded up so that the estimate is above every measured peak
+(book/maintainers/measurements.md). Elsewhere the same figures are printed with a note that
+they were not measured there, and nothing is compared with the unit.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from typing import TYPE_CHECKING, Final
+
+import attrs
+
+if TYPE_CHECKING:
+    from rypsok.config.schema import Config
+
+__all__ = ["MEMORY_MAX_BYTES", "Estimate", "estimate", "measured_build"]
+
+MIB: Final = 1024 * 1024
+KIB: Final = 1024
+MEMORY_MAX_BYTES: Final = 256 * MIB  # LIM-M5: MemoryMax of the documented unit
+
+# CPython 3.11 on Linux, glibc (book/maintainers/measurements.md, "Memory"): at rest 43.5
+# to 43.7 MiB; four fetches from four hosts peaked at 181.0 to 183.3 MiB with 5 MiB pages and
+# 309.0 to 317.4 MiB with 10 MiB pages, which is 59.8 and 116.9 MiB per parse: a line of
+# 11.41 bytes per byte of page crossing at 2.75 MiB, rounded up with the rest.
+AT_REST_BYTES: Final = 46 * MIB
+PARSE_FIXED_BYTES: Final = 4 * MIB
+PARSE_TENTHS_PER_BYTE: Final = 116  # the part of a parse that grows with the page
+SESSION_BYTES: Final = 60 * KIB  # LIM-M4; a session's state is the same in kind
+
+
+@attrs.frozen(kw_only=True)
+class Estimate:
+    total_bytes: int
+    build: str
+    measured: bool  # False on a build the constants were not measured for
+
+    @property
+    def total_mib(self) -> float:
+        return self.total_bytes / MIB
+
+
+def measured_build() -> tuple[str, bool]:
+    """A description of this build, and whether the constants were measured for it."""
+    python = f"CPython {sys.version_info.major}.{sys.version_info.minor}"
+    if platform.python_implementation() != "CPython" or not sys.platform.startswith("linux"):
+        return f"{platform.python_implementation()} on {sys.platform}", False
+    libc, version = platform.libc_ver()
+    if libc != "glibc":
+        return f"{python} on Linux ({libc or 'unknown C library'})", False
+    return f"{python} on Linux (glibc {version})", True
+
+
+def estimate(config: Config) -> Estimate:
+    fetch, limits, http = config.fetch, config.limits, config.service.http
+    total = AT_REST_BYTES + limits.fetches_in_flight * fetch.max_bytes
+    total += limits.parsing_in_flight * (
+        PARSE_TENTHS_PER_BYTE * fetch.max_bytes // 10 + PARSE_FIXED_BYTES
+    )
+    if http.legacy_revisions:
+        total += http.max_sessions * SESSION_BYTES
+    if config.cache.enabled:
+        total += config.cache.max_entries * config.cache.max_entry_bytes
+    build, measured = measured_build()
+    return Estimate(total_bytes=total, build=build, measured=measured)

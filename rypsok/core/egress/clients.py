@@ -1,0 +1,428 @@
+"""The outbound clients of the egress component: the trust store and the fetch client.
+
+`system_trust_context` is the one TLS configuration of every outbound HTTPS connection,
+engines and fetched pages alike (deployment page, "Which certificates the fetches trust"):
+the operating system's certificate store and no bundled roots, `SSL_CERT_FILE` and
+`SSL_CERT_DIR` replacing the system locations when set. A store that cannot be read is
+found at start: `ClientBuildError`, whose text is the sentence the command line prints.
+
+`FetchClient` is the agent-directed client (REQ-SEC-006 to REQ-SEC-009): its transport is
+an httpcore pool over `EgressBackend`, so every connection goes to an address the policy
+judged; it never follows a redirect (the fetch pipeline does, hop by hop, judging each
+target), reads no environment variable (no proxy, ever), keeps no cookie, and sends GET
+with rypsok's own headers only. The transport refuses any other method or header and
+judges the request's URL again, so that a request built by mistake elsewhere still cannot
+leave the profile.
+"""
+
+from __future__ import annotations
+
+import http.cookiejar
+import os
+import re
+import ssl
+import sys
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Final
+
+import httpcore
+import httpx
+
+from rypsok.core.egress.backend import EgressBackend, EgressRefused
+from rypsok.core.egress.policy import Denial
+from rypsok.core.egress.vocabulary import Refusal
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterable, Mapping
+    from types import TracebackType
+
+    from rypsok.config.schema import Config
+    from rypsok.core.egress.backend import Connector, Resolver
+    from rypsok.core.egress.policy import EgressPolicy, Target
+
+__all__ = [
+    "DEFAULT_ACCEPT",
+    "REQUEST_HEADERS",
+    "ClientBuildError",
+    "EgressTransport",
+    "FetchClient",
+    "build_fetch_client",
+    "build_fetch_client_from_config",
+    "system_trust_context",
+]
+
+# What web_fetch can extract, preferred in this order (REQ-FETCH-008).
+DEFAULT_ACCEPT: Final = (
+    "text/html, application/xhtml+xml, text/markdown;q=0.9, text/plain;q=0.8, */*;q=0.1"
+)
+# The only request headers an agent-directed request may carry (REQ-SEC-009); all of them
+# are rypsok's own. Host comes from the URL; Connection is httpx's own keep-alive.
+REQUEST_HEADERS: Final = frozenset(
+    {"host", "user-agent", "accept", "accept-encoding", "accept-language", "connection"}
+)
+_BUILD_FAILED: Final = "the HTTP client could not be built"
+_HASHED_NAME: Final = re.compile(r"[0-9a-fA-F]{8}\.r?[0-9]+")
+# Where Linux distributions keep the system bundle, for an OpenSSL built with other paths.
+_BUNDLES: Final = (
+    "/etc/ssl/certs/ca-certificates.crt",  # Debian, Ubuntu, Alpine, distroless
+    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",  # Fedora, RHEL
+    "/etc/pki/tls/certs/ca-bundle.crt",  # older RHEL
+    "/etc/ssl/ca-bundle.pem",  # SUSE
+    "/etc/ssl/cert.pem",  # Arch, BSD
+)
+
+
+class ClientBuildError(Exception):
+    """An outbound client cannot be built; `str()` is the sentence to print at start.
+
+    The sentence says why once (audit F-3) and never holds a path or a secret.
+    """
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"{_BUILD_FAILED}: {why}")
+        self.why: Final = why
+
+
+def _has_hashed_certificates(directory: str) -> bool:
+    try:
+        return any(_HASHED_NAME.fullmatch(name) for name in os.listdir(directory))
+    except OSError:
+        return False
+
+
+def _load_file(context: ssl.SSLContext, path: str, what: str) -> None:
+    if not os.path.isfile(path):
+        raise ClientBuildError(f"{what} names a file that does not exist")
+    try:
+        context.load_verify_locations(cafile=path)
+    except (ssl.SSLError, OSError, ValueError):
+        raise ClientBuildError(f"{what} names a file without readable certificates") from None
+
+
+def system_trust_context(environ: Mapping[str, str] | None = None) -> ssl.SSLContext:
+    """A client TLS context that trusts the operating system's store and nothing else.
+
+    On Linux and other Unix systems the roots come from `SSL_CERT_FILE` and the
+    colon-separated `SSL_CERT_DIR` when either is set (and then only from there), else
+    from the system locations; a missing store raises ClientBuildError. On Windows and
+    macOS the platform's default roots as Python's ssl module loads them are used.
+    """
+    env = os.environ if environ is None else environ
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # hostname check, certificate required
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    cert_file = env.get("SSL_CERT_FILE", "")
+    cert_dirs = [d for d in env.get("SSL_CERT_DIR", "").split(":") if d]
+    if cert_file or cert_dirs:
+        if cert_file:
+            _load_file(context, cert_file, "SSL_CERT_FILE")
+        for directory in cert_dirs:
+            if not os.path.isdir(directory):
+                raise ClientBuildError("SSL_CERT_DIR names a directory that does not exist")
+            context.load_verify_locations(capath=directory)
+        return context
+    if sys.platform in ("win32", "darwin"):
+        context.load_default_certs(ssl.Purpose.SERVER_AUTH)
+        return context
+    defaults = ssl.get_default_verify_paths()
+    for bundle in (defaults.openssl_cafile, *_BUNDLES):
+        if bundle and os.path.isfile(bundle):
+            _load_file(context, bundle, "the system certificate bundle")
+            return context
+    for directory in (defaults.openssl_capath, "/etc/ssl/certs"):
+        if directory and _has_hashed_certificates(directory):
+            context.load_verify_locations(capath=directory)
+            return context
+    raise ClientBuildError(
+        "no system certificate store was found; install the CA bundle "
+        "(ca-certificates) or set SSL_CERT_FILE"
+    )
+
+
+def _mapped(exc: Exception) -> Exception:
+    """httpcore's exception as httpx's (the most specific class first); others unchanged."""
+    table: tuple[tuple[type[Exception], type[httpx.HTTPError]], ...] = (
+        (httpcore.ConnectTimeout, httpx.ConnectTimeout),
+        (httpcore.ReadTimeout, httpx.ReadTimeout),
+        (httpcore.WriteTimeout, httpx.WriteTimeout),
+        (httpcore.PoolTimeout, httpx.PoolTimeout),
+        (httpcore.TimeoutException, httpx.TimeoutException),
+        (httpcore.ConnectError, httpx.ConnectError),
+        (httpcore.ReadError, httpx.ReadError),
+        (httpcore.WriteError, httpx.WriteError),
+        (httpcore.NetworkError, httpx.NetworkError),
+        (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
+        (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+        (httpcore.ProtocolError, httpx.ProtocolError),
+        (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+    )
+    for source, target in table:
+        if isinstance(exc, source):
+            # A fixed sentence: h11's messages quote the bytes the server sent (an illegal
+            # status line, a bad header), which are external text and may not reach a log
+            # or an error (REQ-PRIV-004); the original stays the cause.
+            return target(f"the fetch failed: {target.__name__}")
+    return exc
+
+
+class _Body(httpx.AsyncByteStream):
+    def __init__(self, stream: httpcore.Response) -> None:
+        self._response = stream
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        chunks = self._response.aiter_stream()
+        while True:
+            try:
+                chunk = await chunks.__anext__()
+            except StopAsyncIteration:
+                return
+            except Exception as exc:
+                mapped = _mapped(exc)
+                if mapped is exc:
+                    raise
+                raise mapped from exc
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._response.aclose()
+
+
+class EgressTransport(httpx.AsyncBaseTransport):
+    """An httpx transport over an httpcore pool whose network backend is `EgressBackend`.
+
+    httpx's own transport cannot take a network backend, hence this one (public httpcore
+    API only). HTTP/1.1; connections are pooled per origin and each was opened to an
+    address the policy admitted.
+    """
+
+    def __init__(
+        self,
+        policy: EgressPolicy,
+        *,
+        ssl_context: ssl.SSLContext,
+        resolver: Resolver | None = None,
+        connector: Connector | None = None,
+        max_connections: int = 16,
+    ) -> None:
+        self._policy = policy
+        self.backend: Final = EgressBackend(policy, resolver=resolver, connector=connector)
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=ssl_context,
+            max_connections=max_connections,
+            max_keepalive_connections=max_connections,
+            keepalive_expiry=5.0,
+            http1=True,
+            http2=False,
+            retries=0,
+            network_backend=self.backend,
+        )
+
+    def _check(self, request: httpx.Request) -> None:
+        if request.method != "GET":
+            raise EgressRefused(Refusal.METHOD)
+        if any(name.lower() not in REQUEST_HEADERS for name in request.headers):
+            raise EgressRefused(Refusal.HEADER)
+        # Host is allowed only as httpx writes it from the URL: a Host set by hand would
+        # send the judged connection a request for another site (or a second Host).
+        if request.headers.get_list("host") != [request.url.netloc.decode("ascii")]:
+            raise EgressRefused(Refusal.HEADER)
+        judged = self._policy.judge_url(str(request.url), upgrade_http=False)
+        if isinstance(judged, Denial):
+            raise EgressRefused(judged.refusal)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self._check(request)
+        assert isinstance(request.stream, httpx.AsyncByteStream)
+        core_request = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        try:
+            response = await self._pool.handle_async_request(core_request)
+        except Exception as exc:
+            mapped = _mapped(exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.headers,
+            stream=_Body(response),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+
+
+class _NoCookies(http.cookiejar.CookiePolicy):
+    """A cookie policy that accepts and returns nothing (REQ-FETCH-007)."""
+
+    netscape = True
+    rfc2965 = False
+    hide_cookie2 = True
+
+    def set_ok(self, cookie: http.cookiejar.Cookie, request: object) -> bool:
+        return False
+
+    def return_ok(self, cookie: http.cookiejar.Cookie, request: object) -> bool:
+        return False
+
+    def domain_return_ok(self, domain: str, request: object) -> bool:
+        return False
+
+    def path_return_ok(self, path: str, request: object) -> bool:
+        return False
+
+
+class _NoCookieJar(http.cookiejar.CookieJar):
+    """A jar that stores nothing, even when asked directly; httpx copies a client's cookies
+    into a fresh jar per request, so the policy alone would not keep them out."""
+
+    def __init__(self) -> None:
+        super().__init__(policy=_NoCookies())
+
+    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
+        return None
+
+
+class FetchClient:
+    """The client of agent-directed requests (web_fetch and its robots.txt reads).
+
+    `stream(target)` sends one GET for a `Target` the policy produced and yields the
+    response unread; the caller reads the body under its own bound. `http` is the
+    underlying httpx client for code that needs it (its transport enforces the same
+    profile). Timeouts: `connect` is LIM-F6 (the backend also caps it), the others default
+    to the fetch deadline; the pipeline's own Trio deadline ends a call earlier.
+    """
+
+    def __init__(
+        self,
+        *,
+        policy: EgressPolicy,
+        user_agent: str,
+        ssl_context: ssl.SSLContext | None = None,
+        resolver: Resolver | None = None,
+        connector: Connector | None = None,
+        max_connections: int = 16,
+        deadline_s: float = 10.0,
+    ) -> None:
+        self.policy: Final = policy
+        context = ssl_context if ssl_context is not None else system_trust_context()
+        self.transport: Final = EgressTransport(
+            policy,
+            ssl_context=context,
+            resolver=resolver,
+            connector=connector,
+            max_connections=max_connections,
+        )
+        self.timeout: Final = httpx.Timeout(
+            deadline_s, connect=min(policy.connect_timeout_s, deadline_s)
+        )
+        self.http: Final = httpx.AsyncClient(
+            transport=self.transport,
+            trust_env=False,
+            follow_redirects=False,
+            cookies=_NoCookieJar(),
+            timeout=self.timeout,
+            headers={
+                "User-Agent": user_agent,
+                "Accept": DEFAULT_ACCEPT,
+                "Accept-Encoding": "gzip, deflate",
+            },
+        )
+
+    @asynccontextmanager
+    async def stream(
+        self,
+        target: Target,
+        *,
+        accept: str | None = None,
+        accept_encoding: str | None = None,
+        timeouts: httpx.Timeout | None = None,
+    ) -> AsyncIterator[httpx.Response]:
+        """One GET of `target.url`, redirects not followed, the body not read yet."""
+        headers: dict[str, str] = {}
+        if accept is not None:
+            headers["Accept"] = accept
+        if accept_encoding is not None:
+            headers["Accept-Encoding"] = accept_encoding
+        request = self.http.build_request(
+            "GET", target.url, headers=headers, timeout=timeouts or self.timeout
+        )
+        response = await self.http.send(request, stream=True, follow_redirects=False)
+        try:
+            yield response
+        finally:
+            await response.aclose()
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def __aenter__(self) -> FetchClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+def build_fetch_client(
+    policy: EgressPolicy,
+    *,
+    user_agent: str,
+    resolver: Resolver | None = None,
+    connector: Connector | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+    max_connections: int = 16,
+    deadline_s: float = 10.0,
+) -> FetchClient:
+    """The fetch client of a process; raises ClientBuildError when the trust store cannot
+    be read (the command line prints its text and exits 1)."""
+    return FetchClient(
+        policy=policy,
+        user_agent=user_agent,
+        ssl_context=ssl_context,
+        resolver=resolver,
+        connector=connector,
+        max_connections=max_connections,
+        deadline_s=deadline_s,
+    )
+
+
+def build_fetch_client_from_config(
+    config: Config,
+    *,
+    extra_allow: Iterable[str] = (),
+    resolver: Resolver | None = None,
+    connector: Connector | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+) -> FetchClient:
+    """The fetch client of a configuration: its policy (`[egress]`, `[fetch] ports` and
+    LIM-F6), the engines' User-Agent, the fetch deadline (LIM-F4), and a pool sized for a
+    page and its robots.txt per fetch in flight (LIM-C3). `extra_allow` adds allow rules in
+    code (tests, an embedding host's own servers: REQ-TEST-005)."""
+    # Imported here: the engine client imports this module for the trust store.
+    from rypsok.core.egress.policy import EgressPolicy
+    from rypsok.core.engines.http import user_agent
+
+    return build_fetch_client(
+        EgressPolicy.from_config(config, extra_allow=extra_allow),
+        user_agent=user_agent(config.service.user_agent_contact),
+        resolver=resolver,
+        connector=connector,
+        ssl_context=ssl_context,
+        max_connections=2 * config.limits.fetches_in_flight,
+        deadline_s=config.fetch.deadline_ms / 1000,
+    )

@@ -1,0 +1,426 @@
+"""The web_fetch pipeline, in the order of REQ-PAGE-001.
+
+parameter validation → privacy check of the URL → egress policy (and strict mode) →
+robots.txt → request → byte limit while streaming → media type → charset → parsing under
+bounds → extraction → cleaning → truncation → structured response.
+
+Redirects are followed here, hop by hop, never by httpx: each hop is judged again by the
+egress policy and by robots.txt (REQ-FETCH-006, REQ-CMP-005). The network part runs under
+the fetch deadline (LIM-F4); parsing and extraction run in worker threads under the parse
+limiter (LIM-C5, REQ-PAGE-008); the service holds the one scope that ends the call at LIM-F5.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Final, Protocol
+
+import attrs
+import httpx
+import trio
+
+from rypsok.core import errors, privacy, telemetry
+from rypsok.core.boundary import clean_decoded_text, looks_like_instruction, remove_invisible
+from rypsok.core.egress import (
+    Denial,
+    EgressPolicy,
+    EgressRefused,
+    FetchClient,
+    Refusal,
+    Target,
+)
+from rypsok.core.fetch import content as content_mod
+from rypsok.core.fetch.body import BodyTooLarge, UnreadableBody, read_bounded
+from rypsok.core.fetch.robots import ROBOTS_MAX_BYTES, Robots, RobotsCache
+from rypsok.core.model import (
+    DetailReason,
+    FetchRequest,
+    FetchResponse,
+    Notice,
+    NoticeCode,
+    ToolError,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
+    from rypsok.config.schema import Config
+    from rypsok.core.fetch.content import Kind
+    from rypsok.core.fetch.slots import FetchSlots
+
+__all__ = [
+    "MAX_CHARS_MIN",
+    "URL_MAX_CHARS",
+    "Extracted",
+    "Extractor",
+    "FetchPipeline",
+]
+
+URL_MAX_CHARS: Final = 2048  # LIM-F9
+MAX_CHARS_MIN: Final = 500  # the floor of max_chars (external design §3.2)
+TITLE_MAX_CHARS: Final = 150  # LIM-S10
+_REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
+_TIMER_MARGIN_S: Final = 0.5
+_ROBOTS_REDIRECTS: Final = 5  # RFC 9309 §2.3.1.2
+_ACCEPT: Final = "text/html, application/xhtml+xml, text/markdown, text/plain;q=0.9, */*;q=0.1"
+
+
+@attrs.frozen(kw_only=True)
+class Extracted:
+    """What extraction made of a document: its title and main content as Markdown."""
+
+    title: str
+    markdown: str
+    partial: bool
+
+
+class Extractor(Protocol):
+    """The extraction step: a decoded document of a kind, and its URL (for absolute links)
+    → title and Markdown, or None when nothing can be extracted. Pure and synchronous: it
+    runs in a worker thread under the parse limiter, parsing under LIM-F10 and LIM-F11."""
+
+    def __call__(self, document: str, kind: Kind, base_url: str) -> Extracted | None: ...
+
+
+class _Progress:
+    started = False
+
+
+class _Hop:
+    """One request of the walk from the caller's URL to the page read."""
+
+    def __init__(self, target: Target, text: str, location: str = "") -> None:
+        self.target = target
+        self.text = text  # the URL as it is reported (the caller's own spelling first)
+        self.location = location  # a redirect's absolute target as the site named it
+
+
+@attrs.define(kw_only=True)
+class _Page:
+    """A page read; internal and mutable so that its body can be let go once decoded."""
+
+    url: str
+    status: int
+    content_type: str | None
+    body: bytes | bytearray
+
+
+@attrs.frozen(kw_only=True)
+class _Read:
+    title: str
+    content: str
+    notices: tuple[Notice, ...]
+
+
+class FetchPipeline:
+    """One process's web_fetch: its client, policy, robots cache, slots and parse limiter."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        client: FetchClient,
+        policy: EgressPolicy,
+        extractor: Extractor,
+        robots: RobotsCache,
+        slots: FetchSlots,
+        parse_limiter: trio.CapacityLimiter,
+        was_returned: Callable[[str], bool],
+    ) -> None:
+        self._config = config
+        self._fetch = config.fetch
+        self._client = client
+        self._policy = policy
+        self._extract = extractor
+        self._robots = robots
+        self._slots = slots
+        self._parse_limiter = parse_limiter
+        self._was_returned = was_returned
+
+    # -- parameters, privacy, policy (no network) -------------------------------------------
+
+    def _validate(self, request: FetchRequest) -> tuple[int, int]:
+        if len(request.url) > URL_MAX_CHARS:
+            raise errors.url_too_long(URL_MAX_CHARS)
+        ceiling = self._fetch.max_chars_ceiling
+        max_chars = self._fetch.max_chars if request.max_chars is None else request.max_chars
+        if not MAX_CHARS_MIN <= max_chars <= ceiling:
+            raise errors.invalid_range("max_chars", MAX_CHARS_MIN, ceiling)
+        start_char = 0 if request.start_char is None else request.start_char
+        if start_char < 0:
+            raise errors.start_char_negative()
+        return max_chars, start_char
+
+    def _privacy(self, url: str) -> tuple[str, tuple[Notice, ...]]:
+        mode = self._config.privacy.secret_detection
+        if mode == "off":
+            return url, ()
+        if mode == "mask":
+            masked, count = privacy.mask_secrets(url)
+            if count == 0:
+                return url, ()
+            return masked, (Notice(code=NoticeCode.CREDENTIAL_MASKED, count=count),)
+        finding = privacy.find_secret(url)
+        if finding is None:
+            return url, ()
+        if mode == "warn":
+            telemetry.warn("secret_in_url", kind=str(finding.kind), position=finding.position)
+            return url, ()
+        raise errors.denied_secret(DetailReason.SECRET_IN_URL, finding.kind, finding.position)
+
+    def _refuse(self, denial: Denial) -> ToolError:
+        # The operator's log gets the class of the refusal, never the host (REQ-PRIV-004).
+        telemetry.info("refused", tool="web_fetch", refusal=str(denial.refusal))
+        if denial.refusal is Refusal.MALFORMED_URL:
+            return errors.url_invalid()
+        if denial.reason is DetailReason.SCHEME:
+            return errors.denied_scheme()
+        if denial.reason is DetailReason.CREDENTIAL_IN_URL:
+            return errors.denied_credential_in_url()
+        return errors.denied_egress()
+
+    def _first_hop(self, text: str) -> _Hop:
+        judged = self._policy.judge_url(text)
+        if isinstance(judged, Denial):
+            raise self._refuse(judged)
+        if self._fetch.strict_mode and not (self._was_returned(text) or judged.allowed_by_rule):
+            raise errors.denied_strict_mode()
+        return _Hop(judged, judged.url if judged.upgraded else text)
+
+    # -- the call ---------------------------------------------------------------------------
+
+    async def run(self, request: FetchRequest, *, start: float) -> FetchResponse:
+        """One web_fetch; raises ToolError. The caller holds the LIM-F5 scope."""
+        max_chars, start_char = self._validate(request)
+        url_text, notices = self._privacy(request.url)
+        hop = self._first_hop(url_text)
+        network_deadline = start + self._fetch.deadline_ms / 1000
+        progress = _Progress()
+        with trio.move_on_at(network_deadline) as scope:
+            page = await self._retrieve(hop, progress)
+        if scope.cancelled_caught:
+            # Still waiting for a slot at the deadline: the limit, not the site, was the cause.
+            raise errors.deadline_fetch() if progress.started else errors.fetch_busy()
+        essence = content_mod.media_type_of(page.content_type)
+        kind = content_mod.classify(essence, page.body[:4096])
+        if kind is None:
+            raise errors.unsupported_media_type(
+                content_mod.bounded_media_type(essence or "application/octet-stream")
+            )
+        read = await trio.to_thread.run_sync(
+            self._read_page,
+            page,
+            kind,
+            limiter=self._parse_limiter,
+            abandon_on_cancel=True,
+        )
+        piece = content_mod.cut(read.content, start_char, max_chars)
+        if isinstance(piece, int):
+            raise errors.start_char_beyond(piece)
+        return FetchResponse(
+            url=page.url,
+            title=read.title,
+            content=piece.text,
+            truncated=piece.truncated,
+            next_start_char=piece.next_start_char,
+            notices=notices + read.notices,
+        )
+
+    # -- network ------------------------------------------------------------------------------
+
+    async def _retrieve(self, hop: _Hop, progress: _Progress) -> _Page:
+        redirects = 0
+        while True:
+            async with self._slots.host(hop.target.host):
+                progress.started = True
+                outcome = await self._walk_host(hop, redirects)
+            if isinstance(outcome, _Page):
+                return outcome
+            # A cross-host hop the operator lets the pipeline follow: a new host slot.
+            hop, redirects = outcome
+
+    async def _walk_host(self, hop: _Hop, redirects: int) -> _Page | tuple[_Hop, int]:
+        host = hop.target.host
+        while True:
+            await self._check_robots(hop)
+            async with self._send(hop) as response:
+                status = response.status_code
+                if status in _REDIRECTS and "location" in response.headers:
+                    target = self._redirect_target(hop, response.headers["location"])
+                    redirects += 1
+                    if redirects > self._fetch.max_redirects:
+                        raise errors.too_many_redirects(self._fetch.max_redirects)
+                    if target.target.host != host:
+                        if not self._fetch.follow_cross_host_redirects:
+                            raise errors.redirected(target.location)
+                        return target, redirects
+                    hop = target
+                    continue
+                if 400 <= status <= 599:
+                    raise errors.http_status(status, _retry_after_ms(response.headers))
+                if not 200 <= status <= 299:
+                    raise errors.network()
+                body = await self._read_body(response)
+                # The host only after the policy admitted it, never the path (REQ-PRIV-004).
+                telemetry.info("fetched", host=host, status=status, bytes=len(body))
+                return _Page(
+                    url=hop.text,
+                    status=status,
+                    content_type=response.headers.get("content-type"),
+                    body=body,
+                )
+
+    def _redirect_target(self, hop: _Hop, location: str) -> _Hop:
+        """The next hop, judged by the egress policy (REQ-SEC-008) relative to the URL that
+        answered; a target the policy refuses (a plain http one too, unless plain HTTP is
+        allowed) ends the call with denied, egress, and is never disclosed."""
+        judged = self._policy.judge_redirect(hop.target, location)
+        if isinstance(judged, Denial):
+            telemetry.info("refused", tool="web_fetch", refusal=str(judged.refusal), hop="redirect")
+            raise errors.denied_egress()
+        if len(judged.url) > URL_MAX_CHARS:
+            # Not a URL web_fetch would take from a caller either (LIM-F9).
+            raise errors.denied_egress()
+        return _Hop(judged, judged.url, judged.url)
+
+    def _timeouts(self) -> httpx.Timeout:
+        # The read timeout is the time left of the deadline (REQ-SEC-011).
+        left = trio.current_effective_deadline() - trio.current_time()
+        if math.isinf(left):
+            left = self._fetch.deadline_ms / 1000
+        left = max(left, 0.001)
+        connect = min(self._fetch.connect_timeout_ms / 1000, left)
+        # Past the deadline by a margin: the pipeline's Trio deadline, not httpx's timer, ends
+        # a slow read, so that it is answered as the deadline it is.
+        return httpx.Timeout(left + _TIMER_MARGIN_S, connect=connect)
+
+    @asynccontextmanager
+    async def _send(self, hop: _Hop) -> AsyncIterator[httpx.Response]:
+        try:
+            async with self._client.stream(
+                hop.target, accept=_ACCEPT, timeouts=self._timeouts()
+            ) as response:
+                yield response
+        except httpx.HTTPError as exc:
+            _log_connect_refusal(exc)
+            if hop.target.upgraded:
+                # REQ-FETCH-010: the https retry of a plain http URL failed.
+                raise errors.denied_scheme_upgrade() from None
+            raise errors.network() from None
+
+    async def _read_body(self, response: httpx.Response) -> bytearray:
+        try:
+            return await read_bounded(response, self._fetch.max_bytes)
+        except BodyTooLarge:
+            raise errors.too_large(self._fetch.max_bytes) from None
+        except UnreadableBody:
+            raise errors.network() from None
+
+    # -- robots.txt ---------------------------------------------------------------------------
+
+    async def _check_robots(self, hop: _Hop) -> None:
+        if not self._fetch.robots_txt:
+            return
+        target = hop.target
+
+        async def read() -> Robots:
+            return await self._read_robots(f"{target.origin}/robots.txt", target.upgraded)
+
+        robots = await self._robots.rules_for(target.origin, read)
+        if not robots.allows(target.url):
+            raise errors.denied_robots()
+
+    async def _read_robots(self, url: str, upgraded: bool) -> Robots:
+        """RFC 9309 §2.3: 2xx rules; 4xx none; 5xx or unreachable everything disallowed.
+        Up to five redirects are followed, each judged by the egress policy.
+
+        A site that cannot be connected to is unavailable, network, as the page would be;
+        for a plain http URL retried over https that is the retry failing (REQ-FETCH-010)."""
+        judged: Target | Denial = self._policy.judge_url(url)
+        for _ in range(_ROBOTS_REDIRECTS + 1):
+            if isinstance(judged, Denial):
+                return Robots.unreachable()
+            try:
+                async with self._client.stream(
+                    judged, accept="text/plain", timeouts=self._timeouts()
+                ) as response:
+                    status = response.status_code
+                    if status in _REDIRECTS and "location" in response.headers:
+                        judged = self._policy.judge_redirect(judged, response.headers["location"])
+                        continue
+                    if 200 <= status <= 299:
+                        try:
+                            body = await read_bounded(response, ROBOTS_MAX_BYTES, prefix=True)
+                        except UnreadableBody:
+                            return Robots.unreachable()
+                        return Robots.parse(body)
+                    if 400 <= status <= 499:
+                        return Robots.allowing()
+                    return Robots.unreachable()
+            except (httpx.ConnectError, httpx.ConnectTimeout, EgressRefused) as exc:
+                _log_connect_refusal(exc)
+                # The site itself cannot be reached: the page could not be either, and the
+                # answer is the one of an unreachable site (never a hint about why).
+                if upgraded:
+                    raise errors.denied_scheme_upgrade() from None
+                raise errors.network() from None
+            except httpx.HTTPError:
+                return Robots.unreachable()
+        # RFC 9309 §2.3.1.2: past five redirects the file may be taken as unavailable.
+        return Robots.allowing()
+
+    # -- worker thread: decode, extract, clean -------------------------------------------------
+
+    def _read_page(self, page: _Page, kind: Kind) -> _Read:
+        text = content_mod.decode(page.content_type, page.body, kind)
+        # From here on the bytes are not needed; nor is each step's input after it: a page
+        # is held at most twice at any moment (REQ-PERF-003's estimate counts on it).
+        page.body = b""
+        notices: list[Notice] = []
+        extracted = self._extract(text, kind, page.url)
+        del text
+        if extracted is None:
+            raise errors.extraction_failed()
+        title = clean_decoded_text(extracted.title, TITLE_MAX_CHARS)
+        partial = extracted.partial
+        body, removed = remove_invisible(extracted.markdown)
+        del extracted
+        if not body.isascii() and not unicodedata.is_normalized("NFC", body):
+            body = unicodedata.normalize("NFC", body)
+        body = body.strip()
+        if not body:
+            raise errors.extraction_failed()
+        if title.truncated:
+            notices.append(Notice(code=NoticeCode.TITLE_TRUNCATED, count=1))
+        if removed + title.removed:
+            notices.append(
+                Notice(code=NoticeCode.CHARACTERS_REMOVED, count=removed + title.removed)
+            )
+        if partial:
+            notices.append(Notice(code=NoticeCode.EXTRACTION_PARTIAL))
+        if title.instruction_like or looks_like_instruction(body):
+            notices.append(Notice(code=NoticeCode.INSTRUCTION_LIKE_CONTENT))
+        return _Read(title=title.text, content=body, notices=tuple(notices))
+
+
+def _log_connect_refusal(exc: BaseException) -> None:
+    """A refusal met at connect time is answered as a network failure; the operator's log
+    still records it, with its class and never the host (external design §8)."""
+    if isinstance(exc, EgressRefused):
+        telemetry.info("refused", tool="web_fetch", refusal=str(exc.refusal), stage="connect")
+
+
+_RETRY_AFTER_MAX_S: Final = 3600
+
+
+def _retry_after_ms(headers: httpx.Headers) -> int | None:
+    """A Retry-After of delta-seconds up to an hour; a date or a larger value is ignored."""
+    value = headers.get("retry-after", "").strip()
+    if not value.isdigit() or len(value) > 5:
+        return None
+    seconds = int(value)
+    if seconds > _RETRY_AFTER_MAX_S:
+        return None
+    return seconds * 1000
