@@ -327,3 +327,33 @@ async def test_req_priv_004_a_servers_bytes_never_reach_an_error_message(reply: 
         nursery.cancel_scope.cancel()
     assert _MARKER not in str(caught.value)
     assert "example.org" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("answer", "refusal"),
+    [
+        (["::ffff:127.0.0.1"], Refusal.LOOPBACK),
+        (["::ffff:169.254.169.254", "::ffff:10.0.0.1"], Refusal.METADATA),
+        (["::ffff:0:7f00:1"], Refusal.RESERVED),  # SIIT's IPv4-translated form
+        (["::7f00:1"], Refusal.IPV4_COMPATIBLE),
+        (["64:ff9b:1::a9fe:a9fe"], Refusal.NAT64),
+        (["2001:0:4136:e378:8000:63bf:3fff:fdd2"], Refusal.TEREDO),
+    ],
+)
+async def test_req_sec_006_ipv4_carried_in_ipv6_answers_is_judged_as_ipv4(
+    answer: list[str], refusal: Refusal
+) -> None:
+    assert await _refused_at_connect(EgressPolicy(), answer) is refusal
+
+
+class _EmptyResolver:
+    async def resolve(self, name: str, port: int) -> Sequence[Address]:
+        return ()
+
+
+async def test_req_sec_007_an_empty_answer_is_a_name_that_cannot_be_reached() -> None:
+    connector = RecordingConnector()
+    backend = EgressBackend(EgressPolicy(), resolver=_EmptyResolver(), connector=connector)
+    with pytest.raises(httpcore.ConnectError):
+        await backend.connect_tcp("site.example.org", 443)
+    assert connector.attempts == []
