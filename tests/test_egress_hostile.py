@@ -19,11 +19,14 @@ import httpcore
 import httpx
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from servers import Reply, serve_http
 
 from rypsok.config.rules import parse_egress_rule
 from rypsok.core.egress import EgressPolicy, EgressRefused, Refusal, build_fetch_client
 from rypsok.core.egress.backend import EgressBackend
+from rypsok.core.egress.names import Host, parse_host
 from rypsok.core.egress.policy import Denial, Target
 from rypsok.core.egress.testing import MapResolver, RecordingConnector
 
@@ -357,3 +360,43 @@ async def test_req_sec_007_an_empty_answer_is_a_name_that_cannot_be_reached() ->
     with pytest.raises(httpcore.ConnectError):
         await backend.connect_tcp("site.example.org", 443)
     assert connector.attempts == []
+
+
+_HOST_PIECES: Final = (
+    *"0123456789abcdefxX.:%[]@_-/\\?#",
+    "\u3002",
+    "\uff0e",
+    "\uff11",
+    "\u00ad",
+    "\u0131",
+    "\u00df",
+    "\u200d",
+    "%2e",
+    "%5b",
+    "%3a",
+    "0x",
+    "::ffff:",
+    "::",
+    "localhost",
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from(_HOST_PIECES), min_size=1, max_size=14))
+def test_req_sec_007_the_host_judged_is_the_host_httpx_and_the_backend_read(
+    pieces: list[str],
+) -> None:
+    # Whatever a URL's host holds, a target the policy admits is sent by httpx to that
+    # host and port, and the backend reads httpx's host as that same host: the judgment on
+    # the URL and the judgment at connect time are about one destination.
+    policy = EgressPolicy().with_allow("0.0.0.0/0", "::/0", "*.localhost", "localhost")
+    judged = policy.judge_url(f"https://{''.join(pieces)}/p")
+    if not isinstance(judged, Target):
+        return
+    sent = httpx.URL(judged.url)
+    raw_host = sent.raw_host.decode("ascii")
+    assert raw_host == judged.host
+    assert (sent.port or 443) == judged.port
+    read = parse_host(f"[{raw_host}]" if ":" in raw_host else raw_host)
+    assert isinstance(read, Host)
+    assert (read.name or str(read.address)) == judged.host
