@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from servers import Reply, serve_http
 
-from rypsok.config.rules import parse_egress_rule
+from rypsok.config.rules import RuleError, parse_egress_rule
 from rypsok.core.egress import EgressPolicy, EgressRefused, Refusal, build_fetch_client
 from rypsok.core.egress.backend import EgressBackend
 from rypsok.core.egress.names import Host, parse_host
@@ -400,3 +400,12 @@ def test_req_sec_007_the_host_judged_is_the_host_httpx_and_the_backend_read(
     read = parse_host(f"[{raw_host}]" if ":" in raw_host else raw_host)
     assert isinstance(read, Host)
     assert (read.name or str(read.address)) == judged.host
+
+
+@pytest.mark.parametrize("text", ["fe80::1%eth0", "fe80::%eth0/64", "[fe80::1%25eth0]", "%2e.org"])
+def test_req_cfg_005_an_egress_rule_with_a_zone_is_refused(text: str) -> None:
+    # A zone was kept by ipaddress and ignored when matching: the rule admitted the address
+    # on every interface. It is refused with a sentence that does not repeat the rule.
+    with pytest.raises(RuleError) as caught:
+        parse_egress_rule(text)
+    assert "eth0" not in str(caught.value)
