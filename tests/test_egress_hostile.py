@@ -19,11 +19,14 @@ import httpcore
 import httpx
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from servers import Reply, serve_http
 
-from rypsok.config.rules import parse_egress_rule
+from rypsok.config.rules import RuleError, parse_egress_rule
 from rypsok.core.egress import EgressPolicy, EgressRefused, Refusal, build_fetch_client
 from rypsok.core.egress.backend import EgressBackend
+from rypsok.core.egress.names import Host, parse_host
 from rypsok.core.egress.policy import Denial, Target
 from rypsok.core.egress.testing import MapResolver, RecordingConnector
 
@@ -327,3 +330,82 @@ async def test_req_priv_004_a_servers_bytes_never_reach_an_error_message(reply: 
         nursery.cancel_scope.cancel()
     assert _MARKER not in str(caught.value)
     assert "example.org" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("answer", "refusal"),
+    [
+        (["::ffff:127.0.0.1"], Refusal.LOOPBACK),
+        (["::ffff:169.254.169.254", "::ffff:10.0.0.1"], Refusal.METADATA),
+        (["::ffff:0:7f00:1"], Refusal.RESERVED),  # SIIT's IPv4-translated form
+        (["::7f00:1"], Refusal.IPV4_COMPATIBLE),
+        (["64:ff9b:1::a9fe:a9fe"], Refusal.NAT64),
+        (["2001:0:4136:e378:8000:63bf:3fff:fdd2"], Refusal.TEREDO),
+    ],
+)
+async def test_req_sec_006_ipv4_carried_in_ipv6_answers_is_judged_as_ipv4(
+    answer: list[str], refusal: Refusal
+) -> None:
+    assert await _refused_at_connect(EgressPolicy(), answer) is refusal
+
+
+class _EmptyResolver:
+    async def resolve(self, name: str, port: int) -> Sequence[Address]:
+        return ()
+
+
+async def test_req_sec_007_an_empty_answer_is_a_name_that_cannot_be_reached() -> None:
+    connector = RecordingConnector()
+    backend = EgressBackend(EgressPolicy(), resolver=_EmptyResolver(), connector=connector)
+    with pytest.raises(httpcore.ConnectError):
+        await backend.connect_tcp("site.example.org", 443)
+    assert connector.attempts == []
+
+
+_HOST_PIECES: Final = (
+    *"0123456789abcdefxX.:%[]@_-/\\?#",
+    "\u3002",
+    "\uff0e",
+    "\uff11",
+    "\u00ad",
+    "\u0131",
+    "\u00df",
+    "\u200d",
+    "%2e",
+    "%5b",
+    "%3a",
+    "0x",
+    "::ffff:",
+    "::",
+    "localhost",
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from(_HOST_PIECES), min_size=1, max_size=14))
+def test_req_sec_007_the_host_judged_is_the_host_httpx_and_the_backend_read(
+    pieces: list[str],
+) -> None:
+    # Whatever a URL's host holds, a target the policy admits is sent by httpx to that
+    # host and port, and the backend reads httpx's host as that same host: the judgment on
+    # the URL and the judgment at connect time are about one destination.
+    policy = EgressPolicy().with_allow("0.0.0.0/0", "::/0", "*.localhost", "localhost")
+    judged = policy.judge_url(f"https://{''.join(pieces)}/p")
+    if not isinstance(judged, Target):
+        return
+    sent = httpx.URL(judged.url)
+    raw_host = sent.raw_host.decode("ascii")
+    assert raw_host == judged.host
+    assert (sent.port or 443) == judged.port
+    read = parse_host(f"[{raw_host}]" if ":" in raw_host else raw_host)
+    assert isinstance(read, Host)
+    assert (read.name or str(read.address)) == judged.host
+
+
+@pytest.mark.parametrize("text", ["fe80::1%eth0", "fe80::%eth0/64", "[fe80::1%25eth0]", "%2e.org"])
+def test_req_cfg_005_an_egress_rule_with_a_zone_is_refused(text: str) -> None:
+    # A zone was kept by ipaddress and ignored when matching: the rule admitted the address
+    # on every interface. It is refused with a sentence that does not repeat the rule.
+    with pytest.raises(RuleError) as caught:
+        parse_egress_rule(text)
+    assert "eth0" not in str(caught.value)

@@ -92,6 +92,10 @@ def parse_egress_rule(text: str) -> EgressRule:
     """A network in CIDR notation, an address, a host name or `*.` and a name."""
     if "://" in text or text.lower().startswith(("http:", "https:")):
         raise RuleError("a rule names a network, an address or a host, never a scheme")
+    if "%" in text:
+        # ipaddress keeps a zone (fe80::1%eth0) but ignores it when matching, so such a rule
+        # would admit the address on every interface; a URL with a zone is refused anyway.
+        raise RuleError("a rule names an address without a zone (no %)")
     if "/" in text:
         try:
             return EgressRule(network=ipaddress.ip_network(text, strict=True))
