@@ -1,0 +1,216 @@
+"""Four `rypsok serve --transport http` processes sharing one real redis-server.
+
+The engine is a MediaWiki-shaped server on loopback (the wikipedia driver's `base_url`) that
+records when each request arrived. Across the four processes:
+
+- the provider never sees more than its admission allows (100 a minute, burst 10), in any
+  window between two arrivals, although each process alone would admit its own burst;
+- one caller's `web_search_per_minute` spent through one process is spent through all, and
+  another caller keeps its own;
+- with the store stopped in the middle, no call fails for it, the provider still sees no
+  more than the processes' shares (100/4 a minute each, burst 2), every process warns, and
+  once the store is back the shared limiter decides again.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+import trio
+from http_helpers import CALLERS, TOKEN_A, TOKEN_B, call_body, modern_headers
+from redis_server import RedisServer, free_port, redis_server
+from test_http_process import _env, _Process, _start
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+FIXTURE = Path(__file__).parent / "fixtures" / "wikipedia-search-rust.json"
+INTERVAL = Fraction(60, 100)  # the wikipedia record: 100 a minute
+BURST = 10
+JITTER_S = 0.15  # between an admission and the request's arrival at the fixture
+
+
+@pytest.fixture
+def redis() -> Iterator[RedisServer]:
+    yield from redis_server()
+
+
+class Wiki:
+    """A MediaWiki-shaped engine that notes when each request arrives."""
+
+    def __init__(self) -> None:
+        self.arrivals: list[float] = []
+        self._body = FIXTURE.read_bytes()
+
+    async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        async with trio.open_nursery() as nursery:
+            await nursery.start(trio.serve_listeners, self._connection, listeners)
+            task_status.started(listeners[0].socket.getsockname()[1])
+
+    async def _connection(self, stream: trio.SocketStream) -> None:
+        head = (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(self._body)}\r\n\r\n".encode()
+        )
+        buffer = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buffer:
+                    data = await stream.receive_some(65536)
+                    if not data:
+                        return
+                    buffer += data
+                _, buffer = buffer.split(b"\r\n\r\n", 1)
+                self.arrivals.append(time.monotonic())
+                await stream.send_all(head + self._body)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return
+
+
+def _config(port: int, wiki_port: int, redis_url: str) -> str:
+    return (
+        f'config_version = 1\n[service.http]\nbind = "127.0.0.1:{port}"\n'
+        + CALLERS
+        + "[limits]\nweb_search_per_minute = 1000\nengine_status_per_minute = 3\n"
+        + '[engines.wikipedia]\ntype = "wikipedia"\ncategories = ["general"]\n'
+        + f'base_url = "http://127.0.0.1:{wiki_port}/w/api.php"\n'
+        + f'[coordination]\nurl = "{redis_url}"\nreplicas = 4\ntimeout_ms = 250\n'
+    )
+
+
+def _within_gcra(arrivals: list[float], interval: Fraction, burst: int) -> str:
+    """'' when no window between two arrivals holds more than the rate admits."""
+    times = sorted(arrivals)
+    for i in range(len(times)):
+        for j in range(i + burst, len(times)):
+            span = times[j] - times[i] + JITTER_S
+            if j - i + 1 > burst + span / float(interval):
+                return f"{j - i + 1} requests within {times[j] - times[i]:.3f} s"
+    return ""
+
+
+async def _search(client: httpx.AsyncClient, port: int, token: str, query: str) -> dict[str, Any]:
+    response = await client.post(
+        f"http://127.0.0.1:{port}/mcp",
+        content=json.dumps(call_body("web_search", {"query": query})),
+        headers=modern_headers("tools/call", "web_search", token),
+        timeout=20,
+    )
+    assert response.status_code == 200
+    result: dict[str, Any] = response.json()["result"]
+    return result
+
+
+def _kind(result: dict[str, Any]) -> str:
+    structured = result["structuredContent"]
+    if "error" in structured:
+        return f"{structured['error']['kind']}/{structured['error']['detail'].get('reason')}"
+    return str(structured["outcome"])
+
+
+async def _burst_of_calls(ports: list[int], calls_per_process: int, tag: str) -> list[str]:
+    kinds: list[str] = []
+    async with httpx.AsyncClient(trust_env=False) as client:
+
+        async def one(port: int, n: int) -> None:
+            kinds.append(_kind(await _search(client, port, TOKEN_B, f"{tag} {port} {n}")))
+
+        async with trio.open_nursery() as nursery:
+            for port in ports:
+                for n in range(calls_per_process):
+                    nursery.start_soon(one, port, n)
+    return kinds
+
+
+async def test_req_cmp_002_four_processes_share_the_providers_rate_and_the_callers_limits(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    wiki = Wiki()
+    ports = [free_port() for _ in range(4)]
+    env = _env(RYPSOK_TOKEN_A=TOKEN_A, RYPSOK_TOKEN_B=TOKEN_B)
+    async with trio.open_nursery() as nursery:
+        wiki_port = await nursery.start(wiki.serve)
+        children: list[_Process] = []
+        for index, port in enumerate(ports):
+            config = tmp_path / f"rypsok-{index}.toml"
+            config.write_text(_config(port, wiki_port, redis.url))
+            argv = [sys.executable, "-m", "rypsok", "serve", "--transport", "http"]
+            children.append(await _start(nursery, [*argv, "--config", str(config)], env))
+        for child in children:
+            await child.wait_for("listening")
+
+        # 1. Many concurrent searches through all four: one shared admission.
+        kinds = await _burst_of_calls(ports, 6, "shared")
+        assert set(kinds) <= {"ok", "unavailable/no_engine"}, kinds
+        shared_arrivals = list(wiki.arrivals)
+        assert BURST <= len(shared_arrivals) < 4 * BURST  # not four separate bursts
+        assert _within_gcra(shared_arrivals, INTERVAL, BURST) == ""
+
+        # 2. A caller's limit spent through one process is spent through all.
+        async with httpx.AsyncClient(trust_env=False) as client:
+            await _spend_callers_limit(client, ports)
+
+        # 3. The store goes away in the middle: no call fails for it.
+        redis.stop()
+        await trio.sleep(0.5)
+        wiki.arrivals.clear()
+        started = time.monotonic()
+        kinds = await _burst_of_calls(ports, 4, "alone")
+        elapsed = time.monotonic() - started
+        assert set(kinds) <= {"ok", "unavailable/no_engine"}, kinds
+        # Each process alone: 25 a minute, burst 2 (100/4 and 10//4).
+        alone = len(wiki.arrivals)
+        assert alone <= 4 * (2 + elapsed / 2.4) + 1, (alone, elapsed)
+        for child in children:
+            warning = await child.wait_for("coordination_unavailable")
+            assert warning["level"] == "warn"
+            assert warning["reason"] in ("unreachable", "timeout")
+
+        # 4. The store is back: the processes return to it.
+        redis.start()
+        await trio.sleep(1.5)  # past RETRY_AFTER_S
+        await _burst_of_calls(ports, 1, "back")
+        for child in children:
+            await child.wait_for("coordination_restored")
+
+        for child in children:
+            child.process.send_signal(signal.SIGTERM)
+        with trio.fail_after(20):
+            codes = [await child.process.wait() for child in children]
+        nursery.cancel_scope.cancel()
+    assert codes == [0, 0, 0, 0]
+    for child in children:
+        text = child.stderr.decode()
+        assert TOKEN_A not in text
+        assert TOKEN_B not in text
+        assert "Traceback" not in text
+
+
+async def _spend_callers_limit(client: httpx.AsyncClient, ports: list[int]) -> None:
+    """alpha's 3 engine_status calls a minute, spent through three processes, are spent for
+    the fourth; beta's budget is its own."""
+    for port in ports[:3]:
+        assert await _status_call(client, port, TOKEN_A) == "ok"
+    assert await _status_call(client, ports[3], TOKEN_A) == "unavailable/rate_limited"
+    assert await _status_call(client, ports[0], TOKEN_A) == "unavailable/rate_limited"
+    assert await _status_call(client, ports[3], TOKEN_B) == "ok"
+
+
+async def _status_call(client: httpx.AsyncClient, port: int, token: str) -> str:
+    response = await client.post(
+        f"http://127.0.0.1:{port}/mcp",
+        content=json.dumps(call_body("engine_status")),
+        headers=modern_headers("tools/call", "engine_status", token),
+        timeout=30,
+    )
+    assert response.status_code == 200
+    return _kind(response.json()["result"])
