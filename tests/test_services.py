@@ -924,3 +924,18 @@ async def test_req_test_016_engine_requests_never_exceed_the_record_rate_and_con
             window = sent[j] - begin
             assert j - i + 1 <= record.burst + int(window / interval + 1e-9), (i, j)
     assert len(sent) > record.burst  # the bucket refilled and was used again
+
+
+async def test_req_obs_005_a_cancelled_call_is_logged_as_cancelled(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    engine = FakeEngine("alpha", results("a", 1), delay_s=1.0)
+    with capture_logs() as logs:
+        async with Rypsok(make_config(engine_config("alpha")), engines=[engine]) as rypsok:
+            with trio.move_on_after(0.5) as scope:
+                await rypsok.search(SearchRequest(query="rust"))
+    assert scope.cancelled_caught
+    (event,) = logs.named("call")
+    assert event["tool"] == "web_search"
+    assert event["outcome"] == "cancelled"
+    assert event["latency_ms"] == 500

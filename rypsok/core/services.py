@@ -165,6 +165,17 @@ def _slots(registry: Registry, store: Store | None, config: Config) -> tuple[Eng
     return tuple(slots)
 
 
+def _is_cancellation(exc: BaseException) -> bool:
+    """trio.Cancelled, alone or as every leaf of a group: a nursery inside the call wraps
+    the cancellation of its children in an exception group."""
+    if isinstance(exc, trio.Cancelled):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        rest = exc.split(trio.Cancelled)[1]
+        return rest is None
+    return False
+
+
 def _ms_since(start: float) -> int:
     return max(0, round((trio.current_time() - start) * 1000))
 
@@ -328,10 +339,11 @@ class Rypsok:
             except ToolError as exc:
                 self._log_error(WEB_SEARCH, exc, start)
                 raise
-            except trio.Cancelled:
-                telemetry.info(
-                    "call", tool=WEB_SEARCH, outcome="cancelled", latency_ms=_ms_since(start)
-                )
+            except BaseException as exc:
+                if _is_cancellation(exc):
+                    telemetry.info(
+                        "call", tool=WEB_SEARCH, outcome="cancelled", latency_ms=_ms_since(start)
+                    )
                 raise
             self._returned.add(run.urls)
             telemetry.info(
@@ -362,10 +374,11 @@ class Rypsok:
             except ToolError as exc:
                 self._log_error(WEB_FETCH, exc, start)
                 raise
-            except trio.Cancelled:
-                telemetry.info(
-                    "call", tool=WEB_FETCH, outcome="cancelled", latency_ms=_ms_since(start)
-                )
+            except BaseException as exc:
+                if _is_cancellation(exc):
+                    telemetry.info(
+                        "call", tool=WEB_FETCH, outcome="cancelled", latency_ms=_ms_since(start)
+                    )
                 raise
             telemetry.info(
                 "call",
