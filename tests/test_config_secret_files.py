@@ -158,3 +158,44 @@ def test_req_ops_001_a_world_readable_secret_file_is_recognized(
 
 def test_req_ops_001_a_missing_file_is_not_world_readable(tmp_path: Path) -> None:
     assert file_is_world_readable(str(tmp_path / "absent")) is False
+
+
+def _credential(engine_table: str, env: dict[str, str]) -> secrets.Credential:
+    config = load_config_text("config_version = 1\n" + engine_table, env, source="t")
+    return engine_credential(config.engines[0], env)
+
+
+def test_req_cfg_004_every_credential_state_says_whether_a_key_is_needed() -> None:
+    brave = '[engines.b]\ntype = "brave"\ncategories = ["general"]\n'
+    assert _credential(brave, {}) == secrets.Credential(
+        needed=True, secret=None, state="inactive: neither api_key_env nor api_key_file is set"
+    )
+    assert not _credential(brave, {}).active
+    unset = _credential(brave + 'api_key_env = "K"\n', {})
+    assert (unset.needed, unset.secret, unset.active) == (True, None, False)
+    blank = _credential(brave + 'api_key_env = "K"\n', {"K": "  "})
+    assert (blank.needed, blank.secret, blank.active) == (True, None, False)
+    resolved = _credential(brave + 'api_key_env = "K"\n', {"K": " key "})
+    assert (resolved.needed, resolved.state, resolved.active) == (
+        True, "credential resolved", True
+    )  # fmt: skip
+    assert resolved.secret is not None
+    assert resolved.secret.reveal() == "key"
+    wiki = _credential('[engines.w]\ntype = "wikipedia"\ncategories = ["general"]\n', {})
+    assert wiki == secrets.Credential(needed=False, secret=None, state="no credential needed")
+    assert wiki.active
+
+
+def test_req_cfg_004_a_key_file_states_needed_and_its_reason(tmp_path: Path) -> None:
+    brave = '[engines.b]\ntype = "brave"\ncategories = ["general"]\n'
+    key = tmp_path / "key"
+    key.write_text("\n")
+    empty = _credential(brave + f'api_key_file = "{key}"\n', {})
+    assert empty == secrets.Credential(
+        needed=True, secret=None, state="inactive: the credential file is empty"
+    )
+    missing = _credential(brave + f'api_key_file = "{tmp_path / "none"}"\n', {})
+    assert (missing.needed, missing.secret) == (True, None)
+    key.write_text(" filekey \n")
+    found = _credential(brave + f'api_key_file = "{key}"\n', {})
+    assert (found.needed, found.state) == (True, "credential resolved")
