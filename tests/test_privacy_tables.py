@@ -425,3 +425,65 @@ def test_req_priv_002_of_two_overlapping_matches_the_longer_is_kept_on_a_tie() -
     # the only one: a tie goes to the longer.
     token = "gh" + "p_" + _body(36)
     assert _kinds(token) == [(SecretKind.GITHUB_TOKEN, 0, 40)]
+
+
+# --- the structural confirmations -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "token-rotation-policy-and-guide",
+        "TOKEN-ROTATION-POLICY-AND-GUIDE",
+        "token_rotation_policy_and_guide",
+        "2024-01-01-release-notes-here",
+        "-leading-and-trailing-words-",
+        "_leading_and_trailing_words_",
+    ],
+)
+def test_req_priv_002_a_body_of_words_joined_by_separators_is_text(body: str) -> None:
+    assert find_secret("gl" + "pat-" + body) is None
+    # A digit inside a word makes it a key.
+    if "o" in body.lower():
+        assert find_secret("gl" + "pat-" + body.replace("o", "0", 1).replace("O", "0", 1))
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["of.the.year.2024.award.list", "of-the-year-2024-award-list", "of_the_year_2024_award_list"],
+)
+def test_req_priv_002_a_bearer_value_of_words_and_numbers_is_text(value: str) -> None:
+    assert find_secret("Bearer " + value) is None
+    assert find_secret("Bearer " + value.replace("year", "ye4r")) is not None
+
+
+@pytest.mark.parametrize(
+    "placeholder", ["$_DB", "$DB2", "${DB_2}", "%_X1%", "%PASS_2%", "XXXX", "*.*", "<a b>"]
+)
+def test_req_priv_002_every_placeholder_alphabet_passes(placeholder: str) -> None:
+    assert find_secret("password=" + placeholder) is None
+
+
+@pytest.mark.parametrize(
+    "user", ["HOST.example", "host1.example", "my-host.example", "a.b.c", "h-1.EX"]
+)
+def test_req_priv_002_a_port_after_any_host_name_in_the_user_part_is_no_password(
+    user: str,
+) -> None:
+    assert find_secret(f"https://{user}:8080@mirror.example/") is None
+    assert find_secret(f"https://{user}:8080x@mirror.example/") is not None
+
+
+@pytest.mark.parametrize("quote", ['"', "'"])
+def test_req_priv_002_a_quoted_aws_secret_access_key_name_is_found(quote: str) -> None:
+    value = _body(40, ALNUM + "/+")
+    text = f"{quote}aws_secret_access_key{quote}: {quote}{value}{quote}"
+    start = text.index(value)
+    assert _kinds(text) == [(SecretKind.AWS_SECRET_ACCESS_KEY, start, start + 40)]
+
+
+def test_req_priv_002_a_value_glued_to_more_characters_is_not_a_bearer_or_basic_value() -> None:
+    assert find_secret("bearer " + _body(24) + "==x") is None
+    value = base64.b64encode(b"bob:pa55word1").decode().rstrip("=")
+    assert find_secret("Authorization: Basic " + value + "=x") is None
+    assert find_secret("AccountKey=" + base64.b64encode(bytes(64)).decode() + "=") is None
