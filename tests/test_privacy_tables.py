@@ -487,3 +487,13 @@ def test_req_priv_002_a_value_glued_to_more_characters_is_not_a_bearer_or_basic_
     value = base64.b64encode(b"bob:pa55word1").decode().rstrip("=")
     assert find_secret("Authorization: Basic " + value + "=x") is None
     assert find_secret("AccountKey=" + base64.b64encode(bytes(64)).decode() + "=") is None
+
+
+@pytest.mark.parametrize("letter", "pousr")
+@pytest.mark.parametrize("cut", [1, 18, 35])
+def test_req_priv_002_a_wrapped_github_token_is_found_for_every_letter_and_cut(
+    letter: str, cut: int
+) -> None:
+    body = _body(36)
+    wrapped = "gh" + letter + "_" + body[:cut] + " " + body[cut:]
+    assert _kinds("see " + wrapped + " end") == [(SecretKind.GITHUB_TOKEN, 4, 4 + len(wrapped))]
