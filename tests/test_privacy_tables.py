@@ -497,3 +497,8 @@ def test_req_priv_002_a_wrapped_github_token_is_found_for_every_letter_and_cut(
     body = _body(36)
     wrapped = "gh" + letter + "_" + body[:cut] + " " + body[cut:]
     assert _kinds("see " + wrapped + " end") == [(SecretKind.GITHUB_TOKEN, 4, 4 + len(wrapped))]
+
+
+def test_req_priv_002_the_mask_is_the_documented_marker() -> None:
+    # book/privacy.md: each credential is replaced by "[masked]".
+    assert mask_secrets("password=hunter2 ok") == ("password=[masked] ok", 1)

@@ -158,6 +158,8 @@ def test_req_rank_003_port_ends(port: str, ok: bool) -> None:
         "https://[zz::1]/",
         "https://[::1]x/",
         "https://[]/",
+        "https://[::1x]/",
+        "https://[g::1]/",
         "https://./",
         "https://:80/",
         "https://example.org@/",
