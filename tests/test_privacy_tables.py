@@ -502,3 +502,44 @@ def test_req_priv_002_a_wrapped_github_token_is_found_for_every_letter_and_cut(
 def test_req_priv_002_the_mask_is_the_documented_marker() -> None:
     # book/privacy.md: each credential is replaced by "[masked]".
     assert mask_secrets("password=hunter2 ok") == ("password=[masked] ok", 1)
+
+
+def _glued_cases() -> list[tuple[str, str]]:
+    jwt_part = base64.urlsafe_b64encode(b'{"alg":"none"}').rstrip(b"=").decode()
+    return [
+        ("slack", "xo" + "xb-" + _body(6, string.digits) + "-" + _body(10)),
+        ("gitlab", "gl" + "pat-" + _b64url_body(20)),
+        ("google", "AI" + "za" + _b64url_body(35)),
+        ("anthropic", "sk-ant-api03-" + _b64url_body(90)),
+        ("openai", "sk-proj-" + _b64url_body(40)),
+        ("sendgrid", "S" + "G." + _b64url_body(22) + "." + _b64url_body(43)),
+        ("telegram", _body(10, string.digits) + ":" + _b64url_body(35)),
+        ("jwt", jwt_part + "." + jwt_part + "." + _b64url_body(20)),
+        ("stripe", "sk" + "_live_" + _body(30)),
+        ("twilio", "S" + "K" + _body(32, "0123456789abcdef")),
+    ]
+
+
+@pytest.mark.parametrize(("family", "token"), _glued_cases(), ids=lambda v: str(v)[:10])
+def test_req_priv_002_a_token_glued_to_a_word_before_it_is_not_found(
+    family: str, token: str
+) -> None:
+    assert find_secrets("q " + token) != ()
+    assert find_secrets("q a" + token) == (), family
+    assert find_secrets("q 7" + token) == (), family
+
+
+@pytest.mark.parametrize(
+    ("family", "token"),
+    # A Stripe body of 24 to 247 characters absorbs one more: its end is tested by length.
+    [case for case in _glued_cases() if case[0] != "stripe"],
+    ids=lambda v: str(v)[:10],
+)
+def test_req_priv_002_a_token_glued_to_a_symbol_of_its_alphabet_after_it_is_not_found(
+    family: str, token: str
+) -> None:
+    # "-" continues a base64url body (and a Slack body); a fixed-length body followed by
+    # another character of its alphabet is a longer string, not this credential.
+    glue = {"slack": "-", "twilio": "g"}.get(family, "-")
+    found = find_secrets(token + glue + "x")
+    assert [f for f in found if f.start == 0 and f.end == len(token)] == [], family
