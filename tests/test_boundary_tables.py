@@ -463,3 +463,18 @@ def test_req_sec_015_a_mongolian_selector_is_kept_at_both_ends_of_the_block(base
     assert remove_invisible(base + "\u180b") == (base + "\u180b", 0)
     assert remove_invisible("\u17ff\u180b") == ("\u17ff", 1)
     assert remove_invisible("\u18b0\u180b") == ("\u18b0", 1)
+
+
+# Unicode White_Space: several of these sit right next to a range of the invisible set.
+WHITESPACE = [
+    "\t", "\n", "\x0b", "\x0c", "\r", " ", "\x85", "\xa0", "\u1680", "\u2000", "\u200a",
+    "\u2028", "\u2029", "\u202f", "\u205f", "\u3000",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("space", WHITESPACE, ids=lambda c: _hex(ord(c)))
+def test_req_sec_015_whitespace_next_to_the_invisible_ranges_is_not_removed(space: str) -> None:
+    assert remove_invisible("a" + space + "b") == ("a" + space + "b", 0)
+    assert remove_invisible("\u200b" + space + "\u200b") == (space, 2)
+    cleaned = clean_decoded_text("a" + space + space + "b", 10)
+    assert (cleaned.text, cleaned.removed) == ("a b", 0)
