@@ -78,6 +78,10 @@ def test_req_mcp_001_any_other_id_is_an_invalid_request_answered_with_null(
         ({"jsonrpc": "2.0", "id": 7, "method": "m", "params": []}, 7),
         ({"jsonrpc": "2.0", "id": 8, "method": "m", "params": None}, 8),
         ({"jsonrpc": "2.0", "id": "s", "method": "m", "params": "p"}, "s"),
+        # An id of the wrong type is answered with null even when params is wrong too.
+        ({"jsonrpc": "2.0", "id": 1.5, "method": "m", "params": []}, None),
+        ({"jsonrpc": "2.0", "id": None, "method": "m", "params": 3}, None),
+        ({"jsonrpc": "2.0", "id": False, "method": "m", "params": []}, None),
     ],
 )
 def test_req_mcp_001_every_malformed_request_gets_invalid_request(
