@@ -131,6 +131,8 @@ def test_req_rank_003_host_and_label_length_ends() -> None:
         ("-a", False),
         ("a-", False),
         ("a.b", True),
+        ("a_", True),
+        ("_", True),
         ("a!b", False),
     ],
 )
@@ -191,6 +193,9 @@ def test_req_rank_003_hosts_and_authorities_web_fetch_refuses_are_invalid(url: s
         ("https://ü.example./", "https://xn--tda.example./"),
         ("https://exämple\u3002org/", "https://xn--exmple-cua.org/"),
         ("HtTp://EXAMPLE.org", "HtTp://EXAMPLE.org"),
+        # UTS #46 mapping: upper case folded, and ß kept (non-transitional processing).
+        ("https://BÜCHER.example/", "https://xn--bcher-kva.example/"),
+        ("https://straße.example/", "https://xn--strae-oqa.example/"),
     ],
 )
 def test_req_rank_003_authority_forms_that_are_kept(url: str, shown: str) -> None:
