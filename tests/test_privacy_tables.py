@@ -450,7 +450,14 @@ def test_req_priv_002_a_body_of_words_joined_by_separators_is_text(body: str) ->
 
 @pytest.mark.parametrize(
     "value",
-    ["of.the.year.2024.award.list", "of-the-year-2024-award-list", "of_the_year_2024_award_list"],
+    [
+        "of.the.year.2024.award.list",
+        "of-the-year-2024-award-list",
+        "of_the_year_2024_award_list",
+        ".of.the.year.2024.award.list.",
+        "-of-the-year-2024-award-list-",
+        "_of_the_year_2024_award_list_",
+    ],
 )
 def test_req_priv_002_a_bearer_value_of_words_and_numbers_is_text(value: str) -> None:
     assert find_secret("Bearer " + value) is None
@@ -465,8 +472,10 @@ def test_req_priv_002_every_placeholder_alphabet_passes(placeholder: str) -> Non
 
 
 @pytest.mark.parametrize(
-    "user", ["HOST.example", "host1.example", "my-host.example", "a.b.c", "h-1.EX"]
-)
+    "user",
+    ["HOST.example", "host1.example", "my-host.example", "a.b.c", "h-1.EX", "host.ex4mple",
+     "host.my-example", "host.EXAMPLE"],
+)  # fmt: skip
 def test_req_priv_002_a_port_after_any_host_name_in_the_user_part_is_no_password(
     user: str,
 ) -> None:
@@ -543,3 +552,25 @@ def test_req_priv_002_a_token_glued_to_a_symbol_of_its_alphabet_after_it_is_not_
     glue = {"slack": "-", "twilio": "g"}.get(family, "-")
     found = find_secrets(token + glue + "x")
     assert [f for f in found if f.start == 0 and f.end == len(token)] == [], family
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['password="<your-password>"', "password='{{secret}}'", "password=x.x.", "secret='x*x*'"],
+)
+def test_req_priv_002_every_quoted_placeholder_form_passes(text: str) -> None:
+    assert find_secret(text) is None
+
+
+@pytest.mark.parametrize(
+    "value", ['"<a<b>"', '"<a>b>"', "'{{a{b}}'", "'{{a}b}}'", '"${A-1}"', '"%A-1%"']
+)
+def test_req_priv_002_a_value_that_only_looks_like_a_placeholder_is_a_password(value: str) -> None:
+    text = "password=" + value
+    assert _kinds(text) == [(SecretKind.PASSWORD_ASSIGNMENT, 10, len(text) - 1)]
+
+
+def test_req_priv_002_a_credential_at_the_very_start_is_found_through_an_invisible() -> None:
+    token = "np" + "m_" + _body(36)
+    text = token[:7] + "\u200b" + token[7:] + " z"
+    assert _kinds(text) == [(SecretKind.NPM_TOKEN, 0, len(token) + 1)]
