@@ -574,3 +574,45 @@ def test_req_priv_002_a_credential_at_the_very_start_is_found_through_an_invisib
     token = "np" + "m_" + _body(36)
     text = token[:7] + "\u200b" + token[7:] + " z"
     assert _kinds(text) == [(SecretKind.NPM_TOKEN, 0, len(token) + 1)]
+
+
+def test_req_priv_002_a_wrapped_github_token_glued_to_a_word_is_not_found() -> None:
+    body = _body(36)
+    wrapped = "gh" + "p_" + body[:1] + " " + body[1:]
+    assert find_secret("x" + wrapped) is None
+    # A second piece of 35 characters followed by one more is a longer word, not the token.
+    assert find_secret(wrapped + "x") is None
+
+
+def test_req_priv_002_a_slack_app_token_glued_to_a_hyphen_is_not_found() -> None:
+    app = "xa" + "pp-1-" + _body(8) + "-" + _body(6, string.digits) + "-" + _body(32)
+    assert find_secret(app + "-x") is None
+
+
+def test_req_priv_002_word_confirmation_reads_the_body_after_the_prefix() -> None:
+    # Google: the body after "AIza" is words and numbers, "a2024" would not be.
+    body = "2024-alpha-bravo-charlie-delta-echo"[:35]
+    assert find_secret("AI" + "za" + body) is None
+    # ... and a body whose first character is a digit glued to letters is a key.
+    assert find_secret("AI" + "za" + "9" + body[1:].replace("-", "x")) is not None
+    _found_whole(
+        "AI" + "za" + "9alpha-bravo-charlie-delta-echo-fox"[:35], SecretKind.GOOGLE_API_KEY
+    )
+    # OpenAI legacy: one digit then letters is a key, read from the first body character.
+    _found_whole("sk-" + "1" + "abcdefghij" * 4 + "abcdefg", SecretKind.OPENAI_KEY)
+
+
+def test_req_priv_002_json_web_token_part_length_ends() -> None:
+    assert _kinds("eyJ" + "abcdefgh" + ".eyJ" + "abcdefgh" + ".") == [
+        (SecretKind.JSON_WEB_TOKEN, 0, 24)
+    ]
+    assert find_secret("eyJ" + "abcdefgh" + ".eyJ" + "abcdefg" + ".") is None
+    assert find_secret("eyJ" + "abcdefg" + ".eyJ" + "abcdefgh" + ".") is None
+
+
+def test_req_priv_002_basic_value_length_and_padding_ends() -> None:
+    # "ab:cde" is eight base64 characters: the shortest value read.
+    assert _kinds("Authorization: Basic YWI6Y2Rl") == [(SecretKind.BASIC_AUTH, 21, 29)]
+    # A padded value glued to more characters is not a value.
+    assert _kinds("Authorization: Basic YWI6Y2RlZmc=") == [(SecretKind.BASIC_AUTH, 21, 33)]
+    assert find_secret("Authorization: Basic YWI6Y2RlZmc=x") is None
