@@ -616,3 +616,38 @@ def test_req_priv_002_basic_value_length_and_padding_ends() -> None:
     # A padded value glued to more characters is not a value.
     assert _kinds("Authorization: Basic YWI6Y2RlZmc=") == [(SecretKind.BASIC_AUTH, 21, 33)]
     assert find_secret("Authorization: Basic YWI6Y2RlZmc=x") is None
+
+
+def _pem(kind: str, body: str, headers: str = "", newline: str = "\n") -> str:
+    begin = f"-----BEGIN {kind}PRIVATE KEY-----"
+    end = f"-----END {kind}PRIVATE KEY-----"
+    return begin + newline + headers + body + newline + end
+
+
+@pytest.mark.parametrize(
+    "kind", ["", "RSA ", "EC ", "DSA ", "OPENSSH ", "ENCRYPTED ", "ED25519 ", "A" * 19 + " "]
+)
+def test_req_priv_002_a_private_key_is_found_from_armour_to_armour(kind: str) -> None:
+    pem = _pem(kind, base64.b64encode(bytes(range(48))).decode())
+    assert _kinds("key: " + pem + " end") == [(SecretKind.PRIVATE_KEY, 5, 5 + len(pem))]
+
+
+def test_req_priv_002_a_private_key_type_has_at_most_20_characters() -> None:
+    body = base64.b64encode(bytes(range(48))).decode()
+    assert find_secret(_pem("B" * 20 + " ", body)) is None
+    assert find_secret("-----BEGIN" + " " + "C" * 19 + " PRIVATE KEY-----\n" + body) is not None
+
+
+def test_req_priv_002_a_private_key_with_headers_and_padding_is_found_whole() -> None:
+    headers = "Proc-Type: 4,ENCRYPTED\r\nDEK-Info: AES-128-CBC,00FF\r\n\r\n"
+    body = "A" * 30 + "==\r\n" + "B" * 40 + "=\r\n" + "C" * 10 + "=="
+    pem = _pem("RSA ", body, headers, "\r\n")
+    assert _kinds(pem) == [(SecretKind.PRIVATE_KEY, 0, len(pem))]
+    pem_lf = _pem("", body.replace("\r\n", "\n"), headers.replace("\r\n", "\n"))
+    assert _kinds(pem_lf) == [(SecretKind.PRIVATE_KEY, 0, len(pem_lf))]
+
+
+def test_req_priv_002_a_private_key_body_has_at_least_32_characters() -> None:
+    head = "-----BEGIN PRIVATE KEY----- "
+    assert _kinds(head + "D" * 32) == [(SecretKind.PRIVATE_KEY, 0, len(head) + 32)]
+    assert find_secret(head + "D" * 31) is None
