@@ -651,3 +651,36 @@ def test_req_priv_002_a_private_key_body_has_at_least_32_characters() -> None:
     head = "-----BEGIN PRIVATE KEY----- "
     assert _kinds(head + "D" * 32) == [(SecretKind.PRIVATE_KEY, 0, len(head) + 32)]
     assert find_secret(head + "D" * 31) is None
+
+
+@pytest.mark.parametrize(
+    ("url", "span"),
+    [
+        # The user part stops at whitespace, "/", "?", "#", "@", ":" and brackets.
+        ("https://host/path:pa55@x", None),
+        ("https://host?q:pa55@x", None),
+        ("https://host#f:pa55@x", None),
+        ("https://a@b:pa55@c", None),
+        ("https://a:b:pa55@c", (10, 16)),
+        ("https://[::1]:pa55@x", None),
+        ("https://a]:pa55@x", None),
+        ("https://a b:pa55@x", None),
+        # The password stops at whitespace, "/", "?", "#" and "@".
+        ("https://u:pa/ss@x", None),
+        ("https://u:pa?ss@x", None),
+        ("https://u:pa#ss@x", None),
+        ("https://u:p@ss@x", (10, 11)),
+        ("https://u:pa ss@x", None),
+        # A host follows the "@".
+        ("https://u:pa55@/x", None),
+        ("https://u:pa55@?x", None),
+        ("https://u:pa55@#x", None),
+        ("https://u:pa55@@x", None),
+        ("https://u:pa55@ x", None),
+    ],
+)
+def test_req_priv_002_url_user_information_delimiters(
+    url: str, span: tuple[int, int] | None
+) -> None:
+    expected = [] if span is None else [(SecretKind.URL_PASSWORD, *span)]
+    assert _kinds(url) == expected
