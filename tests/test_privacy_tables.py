@@ -684,3 +684,29 @@ def test_req_priv_002_url_user_information_delimiters(
 ) -> None:
     expected = [] if span is None else [(SecretKind.URL_PASSWORD, *span)]
     assert _kinds(url) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['password="ab"cd"', "password='ab'cd'", 'password="pa ss1"', "password='pa ss1'"],
+)
+def test_req_priv_002_a_quoted_password_ends_at_its_quote_and_holds_no_space(text: str) -> None:
+    assert find_secret(text) is None
+
+
+def test_req_priv_002_of_two_matches_at_one_position_the_longer_is_kept() -> None:
+    part = base64.urlsafe_b64encode(b'{"alg":"none"}').rstrip(b"=").decode()
+    jwt = part + "." + part + "." + _b64url_body(20)
+    # The bearer value goes on past the token ("~x1"); the JSON Web Token stops before it.
+    text = "Bearer " + jwt + "~x1"
+    assert _kinds(text) == [(SecretKind.BEARER_TOKEN, 7, len(text))]
+
+
+def test_req_priv_002_two_credentials_side_by_side_are_both_found() -> None:
+    pem = "-----BEGIN PRIVATE KEY----- " + "D" * 32
+    text = "Authorization: Basic YWI6Y2Rl" + pem
+    assert _kinds(text) == [
+        (SecretKind.BASIC_AUTH, 21, 29),
+        (SecretKind.PRIVATE_KEY, 29, len(text)),
+    ]
+    assert mask_secrets(text) == ("Authorization: Basic " + MASK + MASK, 2)
