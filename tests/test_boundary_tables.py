@@ -50,6 +50,7 @@ def test_req_sec_015_every_range_end_of_the_invisible_set_is_removed_between_spa
     # Between spaces no selector or joiner rule can keep it.
     assert remove_invisible("a " + chr(code) + " b") == ("a  b", 1)
     assert remove_invisible(chr(code)) == ("", 1)
+    assert remove_invisible("é " + chr(code) + " \U0001f600") == ("é  \U0001f600", 1)
     cleaned = clean_decoded_text("x " + chr(code) + chr(code) + " y", 100)
     assert (cleaned.text, cleaned.removed) == ("x y", 2)
 
@@ -69,6 +70,9 @@ def test_req_sec_015_every_range_end_is_removed_between_ascii_letters(code: int)
 def test_req_sec_015_the_neighbours_of_every_range_are_kept(code: int) -> None:
     assert remove_invisible("a " + chr(code) + " b") == ("a " + chr(code) + " b", 0)
     assert remove_invisible(chr(code)) == (chr(code), 0)
+    # In text that is not ASCII (the general path) and next to an astral character.
+    mixed = "é " + chr(code) + " \U0001f600"
+    assert remove_invisible(mixed) == (mixed, 0)
 
 
 @pytest.mark.parametrize("code", [*range(0xFE00, 0xFE10)], ids=_hex)
@@ -475,6 +479,7 @@ WHITESPACE = [
 @pytest.mark.parametrize("space", WHITESPACE, ids=lambda c: _hex(ord(c)))
 def test_req_sec_015_whitespace_next_to_the_invisible_ranges_is_not_removed(space: str) -> None:
     assert remove_invisible("a" + space + "b") == ("a" + space + "b", 0)
+    assert remove_invisible("é" + space + "\U0001f600") == ("é" + space + "\U0001f600", 0)
     assert remove_invisible("\u200b" + space + "\u200b") == (space, 2)
     cleaned = clean_decoded_text("a" + space + space + "b", 10)
     assert (cleaned.text, cleaned.removed) == ("a b", 0)
