@@ -483,3 +483,21 @@ def test_req_sec_015_whitespace_next_to_the_invisible_ranges_is_not_removed(spac
     assert remove_invisible("\u200b" + space + "\u200b") == (space, 2)
     cleaned = clean_decoded_text("a" + space + space + "b", 10)
     assert (cleaned.text, cleaned.removed) == ("a b", 0)
+
+
+@pytest.mark.parametrize(
+    ("raw", "text"),
+    [
+        # A declaration ends at its first ">" and never spans a "<".
+        ("a<!DOCTYPE html>b>c", "ab>c"),
+        ("a<!x <b>c", "a<!x c"),
+        ("a<?x?>b>c", "ab>c"),
+        ("a<?x <b>c", "a<?x c"),
+        # A tag ends at its first ">" outside quotes and never spans a "<".
+        ("<b>x>y", "x>y"),
+        ("a<b <i>x", "a<b x"),
+        ('a<i x=">">b', "ab"),
+    ],
+)
+def test_req_ctx_004_markup_ends_where_html_ends_it(raw: str, text: str) -> None:
+    assert clean_markup_text(raw, 100).text == text
