@@ -501,3 +501,30 @@ def test_req_sec_015_whitespace_next_to_the_invisible_ranges_is_not_removed(spac
 )
 def test_req_ctx_004_markup_ends_where_html_ends_it(raw: str, text: str) -> None:
     assert clean_markup_text(raw, 100).text == text
+
+
+@pytest.mark.parametrize("tag", ["<user_message>", "</user_message>", "<user>", "</user_prompt>"])
+def test_req_sec_003_every_user_role_tag_of_the_list_is_flagged(tag: str) -> None:
+    # The pre-scan once missed "<user_message>", so the documented pattern never ran on it.
+    assert looks_like_instruction("text " + tag + " more")
+
+
+@pytest.mark.parametrize("role", ["system", "assistant", "human", "ai"])
+def test_req_sec_003_a_role_label_may_have_blanks_before_its_colon(role: str) -> None:
+    assert looks_like_instruction(f"{role}\t: sure")
+    assert looks_like_instruction(f"{role} \t : sure")
+
+
+def test_req_ctx_006_a_cut_strips_only_spaces_and_joiners() -> None:
+    cleaned = clean_decoded_text("AAAX" + "B" * 10, 4)
+    assert (cleaned.text, cleaned.truncated) == ("AAAX", True)
+    assert clean_decoded_text("AAA BBBB", 4).text == "AAA"
+
+
+def test_req_ctx_006_a_negative_bound_is_refused_and_zero_gives_nothing() -> None:
+    with pytest.raises(ValueError, match="negative"):
+        clean_decoded_text("x", -1)
+    with pytest.raises(ValueError, match="negative"):
+        clean_markup_text("x", -1)
+    assert clean_decoded_text("xyz", 0).text == ""
+    assert clean_decoded_text("xyz", 0).truncated
