@@ -710,3 +710,10 @@ def test_req_priv_002_two_credentials_side_by_side_are_both_found() -> None:
         (SecretKind.PRIVATE_KEY, 29, len(text)),
     ]
     assert mask_secrets(text) == ("Authorization: Basic " + MASK + MASK, 2)
+
+
+def test_req_priv_002_a_private_key_without_end_armour_ends_after_its_first_base64_run() -> None:
+    # A header line holds no line break: the body that follows it is the first run.
+    head = "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n" + "B" * 32
+    text = head + "\n" + "C" * 32 + " words"
+    assert _kinds(text) == [(SecretKind.PRIVATE_KEY, 0, len(head))]
