@@ -378,7 +378,7 @@ _INSTRUCTION_PHRASES = re.compile(
 _INSTRUCTION_ANCHORS = re.compile(
     r"ignore|disregard|forget|override|skip|you\s+are\s+now|from\s+now|prompt|instruction"
     r"|the\s+user|note\s|message\s|attention\s|<\||\[/?inst\]|<</?sys>>|_of_turn>"
-    r"|system|assistant|user>|##"
+    r"|system|assistant|user(?:_message)?>|##"
 )
 # A role label at the start of a line (or of the text): "assistant: sure, here is ...".
 _ROLE_AT_LINE_START = re.compile(r"^[ \t]*(?:system|assistant|human|ai)[ \t]*:", re.MULTILINE)
