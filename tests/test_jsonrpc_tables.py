@@ -75,9 +75,6 @@ def test_req_mcp_001_any_other_id_is_an_invalid_request_answered_with_null(
         ({"jsonrpc": "2.0", "id": 6, "method": None}, 6),
         ({"jsonrpc": "2.0", "id": True, "method": 7}, None),
         ({"jsonrpc": "2.0", "id": 1.5}, None),
-        ({"jsonrpc": "2.0", "id": 7, "method": "m", "params": []}, 7),
-        ({"jsonrpc": "2.0", "id": 8, "method": "m", "params": None}, 8),
-        ({"jsonrpc": "2.0", "id": "s", "method": "m", "params": "p"}, "s"),
         # An id of the wrong type is answered with null even when params is wrong too.
         ({"jsonrpc": "2.0", "id": 1.5, "method": "m", "params": []}, None),
         ({"jsonrpc": "2.0", "id": None, "method": "m", "params": 3}, None),
@@ -110,12 +107,41 @@ def test_req_mcp_001_notifications_and_responses() -> None:
 
 @pytest.mark.parametrize(
     "line",
-    [b"", b"{", b"\xff\xfe", b"[1,", b'{"a":NaN}', b"Infinity", b"-Infinity", b"[" * 100000],
-    ids=["empty", "open", "not-utf8", "open-array", "nan", "inf", "-inf", "deep"],
+    [b"", b"{", b"\xff\xfe", b"[1,", b'{"a":NaN}', b"Infinity", b"-Infinity"],
+    ids=["empty", "open", "not-utf8", "open-array", "nan", "inf", "-inf"],
 )
 def test_req_mcp_001_a_line_that_is_not_json_is_a_parse_error(line: bytes) -> None:
     assert parse(line) == Invalid(
         reply={"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+    )
+
+
+def test_req_mcp_001_json_nested_too_deeply_is_a_parse_error_that_says_so() -> None:
+    parsed = parse(b"[" * 100000)
+    assert isinstance(parsed, Invalid)
+    assert parsed.reply["id"] is None
+    assert parsed.reply["error"]["code"] == -32700
+    assert "nested too deeply" in parsed.reply["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("obj", "reply_id"),
+    [
+        ({"jsonrpc": "2.0", "id": 7, "method": "m", "params": []}, 7),
+        ({"jsonrpc": "2.0", "id": 8, "method": "m", "params": None}, 8),
+        ({"jsonrpc": "2.0", "id": "s", "method": "m", "params": "p"}, "s"),
+        ({"jsonrpc": "2.0", "id": 9, "method": "m", "params": 3}, 9),
+    ],
+)
+def test_req_mcp_001_params_that_are_not_an_object_get_invalid_params(
+    obj: dict[str, Any], reply_id: Any
+) -> None:
+    assert parse(_line(obj)) == Invalid(
+        reply={
+            "jsonrpc": "2.0",
+            "id": reply_id,
+            "error": {"code": -32602, "message": "Invalid params: params must be an object"},
+        }
     )
 
 
