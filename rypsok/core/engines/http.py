@@ -12,7 +12,9 @@ past the bound in memory (a gzip bomb stops at the bound plus one step).
 from __future__ import annotations
 
 import email.utils
+import functools
 import math
+import ssl
 import time
 import zlib
 from typing import TYPE_CHECKING, Final
@@ -168,6 +170,63 @@ class _Bounded:
         return b"".join(self._parts)
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """The verifying TLS context every https engine shares, built on the first https request.
+
+    Loading the certificate store takes about 100 ms; a process whose engines are all plain
+    http on loopback (a private MediaWiki, the benchmarks) never pays it, and the others pay
+    it once, not once per client. The same context httpx builds for `verify=True` without
+    the environment.
+    """
+    return httpx.create_ssl_context(verify=True, trust_env=False)
+
+
+def _plain_only_context() -> ssl.SSLContext:
+    # Handed to the transport of plain-http requests, which never use it. No certificate
+    # is loaded, so were it ever used it would refuse every handshake rather than accept one.
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+class _LazyTransport(httpx.AsyncBaseTransport):
+    """The production transport: httpx's own, built on first use, TLS only when needed.
+
+    Without a proxy, plain-http requests (loopback engines only, see EngineOrigin) go
+    through a pool that holds no certificate store, and https requests through a pool with
+    the shared verifying context. With a proxy every request goes through the proxy's pool,
+    as `httpx.AsyncClient(proxy=...)` would send it. Both pools keep connections alive.
+    """
+
+    def __init__(self, proxy: httpx.Proxy | None) -> None:
+        self._proxy = proxy
+        self._plain: httpx.AsyncHTTPTransport | None = None
+        self._tls: httpx.AsyncHTTPTransport | None = None
+        if proxy is not None and proxy.url.scheme not in ("http", "https"):
+            self._pool(tls=True)  # a SOCKS proxy needs its optional package: fail now
+
+    def _pool(self, *, tls: bool) -> httpx.AsyncHTTPTransport:
+        if not tls:
+            if self._plain is None:
+                self._plain = httpx.AsyncHTTPTransport(
+                    verify=_plain_only_context(), trust_env=False
+                )
+            return self._plain
+        if self._tls is None:
+            self._tls = httpx.AsyncHTTPTransport(
+                verify=_tls_context(), trust_env=False, proxy=self._proxy
+            )
+        return self._tls
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        tls = self._proxy is not None or request.url.scheme != "http"
+        return await self._pool(tls=tls).handle_async_request(request)
+
+    async def aclose(self) -> None:
+        for pool in (self._plain, self._tls):
+            if pool is not None:
+                await pool.aclose()
+
+
 class EngineHttp:
     """The outbound client of every engine driver.
 
@@ -192,18 +251,15 @@ class EngineHttp:
         self._total_s = total_timeout_ms / 1000
         self._outbound_max = outbound_in_flight
         self._outbound = trio.Semaphore(outbound_in_flight)  # LIM-C1
-        if transport is not None:
-            self._client = httpx.AsyncClient(
-                transport=transport, trust_env=False, follow_redirects=False
-            )
-        else:
+        if transport is None:
             try:
-                self._client = httpx.AsyncClient(
-                    proxy=proxy or None, trust_env=False, follow_redirects=False
-                )
+                transport = _LazyTransport(httpx.Proxy(proxy) if proxy else None)
             except (ValueError, TypeError, httpx.InvalidURL):
                 # The proxy URL may carry credentials: never repeat it.
                 raise ValueError("egress.proxy is not a usable proxy URL") from None
+        self._client = httpx.AsyncClient(
+            transport=transport, trust_env=False, follow_redirects=False
+        )
 
     @classmethod
     def from_config(
