@@ -196,6 +196,7 @@ async def own_shares(
     assert process.stdout is not None
     lines = _Lines(process.stdout)
     shares = []
+    cpu_before = _cpu_s(process.pid)
     for request_id in range(warmup + calls):
         if request_id >= 8:  # after the limiters' bursts
             await trio.sleep(_PACE_S)

@@ -36,7 +36,6 @@ from rypsok.core.model import (
     ToolError,
 )
 from rypsok.core.ratelimit import ToolRateLimiter
-from rypsok.core.search.pipeline import CALL_MARGIN_S, run_search
 from rypsok.core.search.ports import EngineSlot
 
 if TYPE_CHECKING:
@@ -216,6 +215,10 @@ class Rypsok:
     async def search_as(self, caller: str, request: SearchRequest) -> SearchResponse:
         """One web_search call of `caller`, whose rate limit (LIM-C6) it counts against."""
         start = trio.current_time()
+        # The search pipeline (cleaning, ranking, the secret check) is imported by the first
+        # search, not at start-up: a host's first message is its handshake (decisions.md).
+        from rypsok.core.search.pipeline import CALL_MARGIN_S, run_search
+
         with telemetry.call_scope(caller):
             try:
                 self._admit(self._search_limit, WEB_SEARCH, caller, start)
