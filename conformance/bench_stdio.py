@@ -150,9 +150,16 @@ class _Lines:
         return answer
 
 
+# Another checkout's `rypsok` package to run under the same console script and installed
+# dependencies (`--pythonpath`), for comparing two versions on the same machine at once.
+_PYTHONPATH: list[str] = []
+
+
 async def _start(config: Path) -> trio.Process:
     # The environment a host gives: no PYTHON* switches inherited from whoever runs this.
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    if _PYTHONPATH:
+        env["PYTHONPATH"] = _PYTHONPATH[0]
     return await trio.lowlevel.open_process(
         [str(SCRIPT), "serve", "--config", str(config)],
         stdin=subprocess.PIPE,
@@ -275,7 +282,14 @@ def run(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tools/bench-stdio")
     parser.add_argument("--calls", type=int, default=200, help="web_search calls (own share)")
     parser.add_argument("--runs", type=int, default=15, help="process starts (cold start)")
+    parser.add_argument(
+        "--pythonpath",
+        metavar="DIR",
+        help="import rypsok from DIR (another checkout) instead of this one",
+    )
     args = parser.parse_args(argv)
+    if args.pythonpath:
+        _PYTHONPATH.append(str(Path(args.pythonpath).resolve()))
     return trio.run(main, args.calls, args.runs)
 
 

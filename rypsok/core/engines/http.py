@@ -98,7 +98,25 @@ class EngineOrigin:
     def url(self, path: str) -> httpx.URL:
         if not path.startswith("/"):
             raise ValueError("an engine path is absolute")
-        return httpx.URL(scheme=self.scheme, host=self.host, port=self.port, path=path)
+        return _origin_url(self, path)
+
+
+@functools.lru_cache(maxsize=1024)
+def _origin_url(origin: EngineOrigin, path: str) -> httpx.URL:
+    # Building an httpx.URL from parts costs tens of microseconds and every call asks for the
+    # same few (origin, path) pairs; URLs are immutable, so one object serves them all. Paths
+    # come from the drivers' code, never from a caller or a provider, so the set stays small.
+    return httpx.URL(scheme=origin.scheme, host=origin.host, port=origin.port, path=path)
+
+
+def _with_query(url: httpx.URL, params: Sequence[tuple[str, str]]) -> httpx.URL:
+    """`url.copy_merge_params(params)` for a URL without a query, at half the cost.
+
+    httpx encodes the parameters the same way (its QueryParams) and parses the result once
+    instead of re-validating every part of the URL twice.
+    """
+    query = str(httpx.QueryParams(list(params)))
+    return httpx.URL(f"{url}?{query}") if query else url
 
 
 @attrs.frozen(kw_only=True)
@@ -301,7 +319,7 @@ class EngineHttp:
 
         A 3xx is returned as it is (the driver classifies it) and is never followed.
         """
-        url = origin.url(path).copy_merge_params(list(params))
+        url = _with_query(origin.url(path), params)
         # rypsok's own headers last: a driver cannot change the User-Agent (REQ-CMP-004)
         # nor ask for a coding this client does not decode under the bound.
         request_headers = httpx.Headers(headers)
