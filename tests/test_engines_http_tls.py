@@ -110,3 +110,57 @@ def test_req_sec_017_a_cached_engine_url_is_the_one_httpx_builds() -> None:
     assert origin.url("/w/api.php") is origin.url("/w/api.php")
     with pytest.raises(ValueError, match="absolute"):
         origin.url("w/api.php")
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    params=st.lists(st.tuples(_TEXT, _TEXT), max_size=6),
+    https=st.booleans(),
+    path=st.sampled_from(["/w/api.php", "/res/v1/web/search", "/", "/wiki/index.php"]),
+)
+def test_req_sec_017_the_request_target_is_the_one_httpx_sends(
+    params: list[tuple[str, str]], https: bool, path: str
+) -> None:
+    # The production client hands httpcore the target itself; it must be byte for byte what
+    # httpx's transport sends for the same URL.
+    origin = (
+        EngineOrigin(scheme="https", host="api.example.test")
+        if https
+        else EngineOrigin(scheme="http", host="127.0.0.1", port=8080)
+    )
+    try:
+        expected = origin.url(path).copy_merge_params(params)
+    except Exception as exc:  # an unpaired surrogate cannot be encoded either way
+        with pytest.raises(type(exc)):
+            engine_http._target(origin, path, params)
+        return
+    assert engine_http._target(origin, path, params) == expected.raw_path
+
+
+async def test_req_sec_017_the_production_client_sends_what_httpx_sends() -> None:
+    # The same request over the wire through httpcore directly and through httpx's own
+    # client: the same target and the same headers, Host first (cookies aside, never sent).
+    params = [("q", "ünï code & more"), ("n", "10"), ("empty", "")]
+    async with serve_http({"/w/api.php": Reply(body=b"{}")}) as wiki, EngineHttp() as http:
+        origin = EngineOrigin.parse(wiki.url)
+        await http.get(
+            origin,
+            "/w/api.php",
+            params=params,
+            headers={"Accept": "application/json"},
+            max_bytes=MIB,
+        )
+        async with httpx.AsyncClient(trust_env=False) as client:
+            await client.get(
+                origin.url("/w/api.php"),
+                params=params,
+                headers={
+                    "Accept": "application/json",
+                    "User-Agent": http.user_agent,
+                    "Accept-Encoding": "gzip, deflate",
+                },
+            )
+    ours, theirs = wiki.requests
+    assert ours.target == theirs.target
+    assert ours.headers == theirs.headers
+    assert ours.headers[0][0] == "host"

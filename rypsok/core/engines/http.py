@@ -17,9 +17,11 @@ import math
 import ssl
 import time
 import zlib
+from collections.abc import AsyncIterable
 from typing import TYPE_CHECKING, Final
 
 import attrs
+import httpcore
 import httpx
 import trio
 
@@ -117,6 +119,18 @@ def _with_query(url: httpx.URL, params: Sequence[tuple[str, str]]) -> httpx.URL:
     """
     query = str(httpx.QueryParams(list(params)))
     return httpx.URL(f"{url}?{query}") if query else url
+
+
+def _target(origin: EngineOrigin, path: str, params: Sequence[tuple[str, str]]) -> bytes:
+    """The request target (path and query) httpx would send for `_with_query`'s URL.
+
+    The query is httpx's own encoding (its QueryParams), which leaves only unreserved
+    characters and percent escapes, so parsing it into a URL would not change a byte; the
+    parse, the costliest step of building a request, is skipped.
+    """
+    base = origin.url(path).raw_path
+    query = str(httpx.QueryParams(list(params)))
+    return base + b"?" + query.encode("ascii") if query else base
 
 
 @attrs.frozen(kw_only=True)
@@ -245,6 +259,59 @@ class _LazyTransport(httpx.AsyncBaseTransport):
                 await pool.aclose()
 
 
+# What httpx's own transport hands httpcore for its default limits (httpx.Limits()).
+_MAX_CONNECTIONS: Final = 100
+_MAX_KEEPALIVE: Final = 20
+_KEEPALIVE_EXPIRY_S: Final = 5.0
+# Every failure httpcore raises for a request that was not heard; timeouts are told apart.
+_CORE_FAILURES: Final = (
+    httpcore.NetworkError,
+    httpcore.ProtocolError,
+    httpcore.ProxyError,
+    httpcore.UnsupportedProtocol,
+)
+
+
+class _CorePools:
+    """The production path without a proxy: httpcore's pools driven directly.
+
+    The same pools, TLS contexts and limits `_LazyTransport` gives httpx's transport, without
+    the httpx request and response objects around each exchange (about a quarter of a
+    request's CPU time): plain-http requests (loopback engines only, see EngineOrigin) use a
+    pool whose context holds no certificate, https requests the shared verifying context.
+    """
+
+    def __init__(self) -> None:
+        self._plain: httpcore.AsyncConnectionPool | None = None
+        self._tls: httpcore.AsyncConnectionPool | None = None
+
+    def pool(self, *, tls: bool) -> httpcore.AsyncConnectionPool:
+        if tls:
+            if self._tls is None:
+                self._tls = _core_pool(_tls_context())
+            return self._tls
+        if self._plain is None:
+            self._plain = _core_pool(_plain_only_context())
+        return self._plain
+
+    async def aclose(self) -> None:
+        for pool in (self._plain, self._tls):
+            if pool is not None:
+                await pool.aclose()
+
+
+def _core_pool(context: ssl.SSLContext) -> httpcore.AsyncConnectionPool:
+    return httpcore.AsyncConnectionPool(
+        ssl_context=context,
+        max_connections=_MAX_CONNECTIONS,
+        max_keepalive_connections=_MAX_KEEPALIVE,
+        keepalive_expiry=_KEEPALIVE_EXPIRY_S,
+        http1=True,
+        http2=False,
+        retries=0,
+    )
+
+
 class EngineHttp:
     """The outbound client of every engine driver.
 
@@ -269,7 +336,11 @@ class EngineHttp:
         self._total_s = total_timeout_ms / 1000
         self._outbound_max = outbound_in_flight
         self._outbound = trio.Semaphore(outbound_in_flight)  # LIM-C1
+        # Without a proxy or an injected transport, requests go to httpcore's pools directly.
+        self._core: _CorePools | None = None
         if transport is None:
+            if not proxy:
+                self._core = _CorePools()
             try:
                 transport = _LazyTransport(httpx.Proxy(proxy) if proxy else None)
             except (ValueError, TypeError, httpx.InvalidURL):
@@ -312,6 +383,8 @@ class EngineHttp:
         if not self._closed:
             self._closed = True
             await self._transport.aclose()
+            if self._core is not None:
+                await self._core.aclose()
 
     async def __aenter__(self) -> EngineHttp:
         return self
@@ -332,22 +405,27 @@ class EngineHttp:
 
         A 3xx is returned as it is (the driver classifies it) and is never followed.
         """
-        url = _with_query(origin.url(path), params)
         # rypsok's own headers last: a driver cannot change the User-Agent (REQ-CMP-004)
         # nor ask for a coding this client does not decode under the bound.
         if self._closed:
             raise RuntimeError("the engines' HTTP client is closed")
+        own = httpx.Headers(headers)
+        own["User-Agent"] = self.user_agent  # replaces any case of the name
+        own["Accept-Encoding"] = "gzip, deflate"
+        # Merged over the defaults as httpx's client merged them (same names, same order).
         request_headers = self._base_headers.copy()
-        request_headers.update(headers)
-        request_headers["User-Agent"] = self.user_agent  # replaces any case of the name
-        request_headers["Accept-Encoding"] = "gzip, deflate"
+        request_headers.update(own)
         with trio.move_on_after(self._total_s):
             try:
                 async with self._outbound:
+                    if self._core is not None:
+                        target = _target(origin, path, params)
+                        return await self._exchange_core(origin, target, request_headers, max_bytes)
+                    url = _with_query(origin.url(path), params)
                     return await self._exchange(url, request_headers, max_bytes)
-            except httpx.TimeoutException:
+            except (httpx.TimeoutException, httpcore.TimeoutException):
                 raise EngineFailure(failure_class=Reason.TIMEOUT) from None
-            except httpx.HTTPError:
+            except (httpx.HTTPError, *_CORE_FAILURES):
                 # Connection refused, reset, TLS, protocol errors: the provider was not heard.
                 raise EngineFailure(failure_class=Reason.REQUEST_FAILURE) from None
         # Only our own scope ends the block without a return: the total (LIM-S5) ran out.
@@ -384,18 +462,7 @@ class EngineHttp:
                 return EngineResponse(
                     status=response.status_code, headers=response.headers, body=content
                 )
-            declared = response.headers.get("content-length")
-            coding = response.headers.get("content-encoding", "").strip().lower()
-            # A declared length above the bound ends the read early; below it, it is not
-            # trusted: the count of bytes received decides (REQ-SEC-010).
-            if (
-                not coding
-                and declared is not None
-                and declared.isdigit()
-                and int(declared) > max_bytes
-            ):
-                raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
-            body = _Bounded(coding, max_bytes)
+            body = _bounded_body(response.headers, max_bytes)
             chunks = response.aiter_raw()
             try:
                 async for chunk in chunks:
@@ -408,6 +475,64 @@ class EngineHttp:
             )
         finally:
             await response.aclose()
+
+    async def _exchange_core(
+        self, origin: EngineOrigin, target: bytes, headers: httpx.Headers, max_bytes: int
+    ) -> EngineResponse:
+        """`_exchange` through httpcore's pool: the same request bytes, read the same way."""
+        assert self._core is not None
+        url = origin.url("/")  # cached; its scheme, host and port are the origin's
+        # Host first, from the URL, as httpx.Request adds it.
+        raw_headers = [(b"Host", url.netloc), *headers.raw]
+        request = httpcore.Request(
+            b"GET",
+            httpcore.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=target),
+            headers=raw_headers,
+            extensions={"timeout": self._timeout()},
+        )
+        pool = self._core.pool(tls=origin.scheme != "http")
+        response = await pool.handle_async_request(request)
+        try:
+            response_headers = httpx.Headers(response.headers)
+            if not 200 <= response.status < 300:
+                return EngineResponse(status=response.status, headers=response_headers, body=b"")
+            body = _bounded_body(response_headers, max_bytes)
+            stream = response.stream
+            assert isinstance(stream, AsyncIterable)
+            chunks = aiter(stream)
+            try:
+                async for chunk in chunks:
+                    body.feed(chunk)
+            except BaseException:
+                await _abandon_core(response, chunks)
+                raise
+            return EngineResponse(
+                status=response.status, headers=response_headers, body=body.finish()
+            )
+        finally:
+            await response.aclose()
+
+
+def _bounded_body(headers: httpx.Headers, max_bytes: int) -> _Bounded:
+    declared = headers.get("content-length")
+    coding = headers.get("content-encoding", "").strip().lower()
+    # A declared length above the bound ends the read early; below it, it is not trusted:
+    # the count of bytes received decides (REQ-SEC-010).
+    if not coding and declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
+    return _Bounded(coding, max_bytes)
+
+
+async def _abandon_core(response: httpcore.Response, chunks: AsyncIterator[bytes]) -> None:
+    """`_abandon` for httpcore's stream: close the connection, then let the chain end."""
+    with trio.CancelScope(shield=True):
+        with trio.move_on_after(_ABANDON_S):
+            await response.aclose()
+            try:
+                async for _ in chunks:
+                    pass
+            except (httpcore.TimeoutException, *_CORE_FAILURES):
+                pass
 
 
 async def _abandon(response: httpx.Response, chunks: AsyncIterator[bytes]) -> None:
