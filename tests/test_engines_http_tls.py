@@ -8,6 +8,8 @@ then shares that one verifying context.
 from __future__ import annotations
 
 import ssl
+import subprocess
+import sys
 from functools import partial
 
 import httpx
@@ -164,3 +166,16 @@ async def test_req_sec_017_the_production_client_sends_what_httpx_sends() -> Non
     assert ours.target == theirs.target
     assert ours.headers == theirs.headers
     assert ours.headers[0][0] == "host"
+
+
+def test_req_perf_005_building_the_engines_client_does_not_import_httpcore() -> None:
+    # A host's first message is its handshake: httpcore (about 20 ms to import) waits for
+    # the first engine request, as it did inside httpx's own transport.
+    code = (
+        "import sys; sys.modules.setdefault('httpx._main', None); "
+        "import rypsok.cli, rypsok.mcp.stdio; "
+        "from rypsok.core.engines.http import EngineHttp; EngineHttp(); "
+        "print('httpcore' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -21,7 +21,6 @@ from collections.abc import AsyncIterable
 from typing import TYPE_CHECKING, Final
 
 import attrs
-import httpcore
 import httpx
 import trio
 
@@ -32,6 +31,8 @@ from rypsok.core.model import Reason
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping, Sequence
+
+    import httpcore
 
     from rypsok.config.schema import Config
 
@@ -263,13 +264,32 @@ class _LazyTransport(httpx.AsyncBaseTransport):
 _MAX_CONNECTIONS: Final = 100
 _MAX_KEEPALIVE: Final = 20
 _KEEPALIVE_EXPIRY_S: Final = 5.0
-# Every failure httpcore raises for a request that was not heard; timeouts are told apart.
-_CORE_FAILURES: Final = (
-    httpcore.NetworkError,
-    httpcore.ProtocolError,
-    httpcore.ProxyError,
-    httpcore.UnsupportedProtocol,
-)
+
+
+@functools.cache
+def _timeout_errors() -> tuple[type[Exception], ...]:
+    """httpx's and httpcore's timeouts.
+
+    httpcore is imported by the first request, as httpx's own transport imports it: about
+    20 ms of a start that a host's handshake does not need (decisions.md, issue 7).
+    """
+    import httpcore
+
+    return (httpx.TimeoutException, httpcore.TimeoutException)
+
+
+@functools.cache
+def _failure_errors() -> tuple[type[Exception], ...]:
+    """Every other failure httpx or httpcore raises for a request that was not heard."""
+    import httpcore
+
+    return (
+        httpx.HTTPError,
+        httpcore.NetworkError,
+        httpcore.ProtocolError,
+        httpcore.ProxyError,
+        httpcore.UnsupportedProtocol,
+    )
 
 
 class _CorePools:
@@ -301,6 +321,8 @@ class _CorePools:
 
 
 def _core_pool(context: ssl.SSLContext) -> httpcore.AsyncConnectionPool:
+    import httpcore
+
     return httpcore.AsyncConnectionPool(
         ssl_context=context,
         max_connections=_MAX_CONNECTIONS,
@@ -423,9 +445,9 @@ class EngineHttp:
                         return await self._exchange_core(origin, target, request_headers, max_bytes)
                     url = _with_query(origin.url(path), params)
                     return await self._exchange(url, request_headers, max_bytes)
-            except (httpx.TimeoutException, httpcore.TimeoutException):
+            except _timeout_errors():
                 raise EngineFailure(failure_class=Reason.TIMEOUT) from None
-            except (httpx.HTTPError, *_CORE_FAILURES):
+            except _failure_errors():
                 # Connection refused, reset, TLS, protocol errors: the provider was not heard.
                 raise EngineFailure(failure_class=Reason.REQUEST_FAILURE) from None
         # Only our own scope ends the block without a return: the total (LIM-S5) ran out.
@@ -480,6 +502,8 @@ class EngineHttp:
         self, origin: EngineOrigin, target: bytes, headers: httpx.Headers, max_bytes: int
     ) -> EngineResponse:
         """`_exchange` through httpcore's pool: the same request bytes, read the same way."""
+        import httpcore
+
         assert self._core is not None
         url = origin.url("/")  # cached; its scheme, host and port are the origin's
         # Host first, from the URL, as httpx.Request adds it.
@@ -531,7 +555,7 @@ async def _abandon_core(response: httpcore.Response, chunks: AsyncIterator[bytes
             try:
                 async for _ in chunks:
                     pass
-            except (httpcore.TimeoutException, *_CORE_FAILURES):
+            except _timeout_errors() + _failure_errors():
                 pass
 
 
