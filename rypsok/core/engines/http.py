@@ -469,12 +469,19 @@ class EngineHttp:
         request_headers = _request_headers(self.user_agent, tuple(headers.items()))
         with trio.move_on_after(self._total_s):
             try:
-                async with self._outbound:
+                # A free permit (LIM-C1) is taken without a scheduling round.
+                try:
+                    self._outbound.acquire_nowait()
+                except trio.WouldBlock:
+                    await self._outbound.acquire()
+                try:
                     if self._core is not None:
                         target = _target(origin, path, params)
                         return await self._exchange_core(origin, target, request_headers, max_bytes)
                     url = _with_query(origin.url(path), params)
                     return await self._exchange(url, request_headers, max_bytes)
+                finally:
+                    self._outbound.release()
             except _timeout_errors():
                 raise EngineFailure(failure_class=Reason.TIMEOUT) from None
             except _failure_errors():
