@@ -304,6 +304,30 @@ async def test_req_cmp_004_a_driver_cannot_replace_the_user_agent() -> None:
     assert [v for k, v in sent if k == "accept-encoding"] == ["gzip, deflate"]
 
 
+async def test_req_eng_014_a_cookie_an_engine_sets_is_never_sent_back() -> None:
+    # The identification of every engine request is the User-Agent alone: a cookie set by
+    # one answer (or a redirect) must not ride along on the next request to the same origin.
+    cookies = (
+        ("Set-Cookie", "session=abc; Path=/"),
+        ("Set-Cookie", "tracker=1; Path=/; Max-Age=3600"),
+    )
+    routes = {
+        "/set": Reply(body=b"{}", headers=cookies),
+        "/moved": Reply(status=302, headers=(("Location", "/x"), *cookies)),
+        "/x": Reply(body=b"{}"),
+    }
+    async with serve_http(routes) as server, EngineHttp() as http:
+        origin = _origin(server.url)
+        first = await http.get(origin, "/set", params=[], headers={}, max_bytes=MIB)
+        moved = await http.get(origin, "/moved", params=[], headers={}, max_bytes=MIB)
+        await http.get(origin, "/x", params=[("q", "a")], headers={}, max_bytes=MIB)
+    assert first.headers.get_list("set-cookie") == ["session=abc; Path=/", cookies[1][1]]
+    assert moved.status == 302
+    assert [r.path for r in server.requests] == ["/set", "/moved", "/x"]
+    for request in server.requests:
+        assert request.header("cookie") is None
+
+
 def test_req_sec_017_an_ipv4_mapped_loopback_is_loopback() -> None:
     assert EngineOrigin.parse("http://[::ffff:127.0.0.1]:8080").scheme == "http"
 

@@ -43,8 +43,6 @@ from rypsok.core.model import (
     ToolError,
 )
 from rypsok.core.ratelimit import ToolRateLimiter
-from rypsok.core.search.cache import ResultCache
-from rypsok.core.search.pipeline import CALL_MARGIN_S, run_search
 from rypsok.core.search.ports import EngineSlot
 
 if TYPE_CHECKING:
@@ -226,6 +224,8 @@ class Rypsok:
         # the in-memory one (tests). It lives as long as this object and its configuration.
         self._cache: AnswerCache | None = None
         if config.cache.enabled:
+            from rypsok.core.search.cache import ResultCache
+
             self._cache = cache if cache is not None else ResultCache(config.cache)
         self._fetch_limit = self._tool_limit(WEB_FETCH, config.limits.web_fetch_per_minute)
         self._http.parse_limiter = self._parse_limiter
@@ -318,6 +318,10 @@ class Rypsok:
     async def search_as(self, caller: str, request: SearchRequest) -> SearchResponse:
         """One web_search call of `caller`, whose rate limit (LIM-C6) it counts against."""
         start = trio.current_time()
+        # The search pipeline (cleaning, ranking, the secret check) is imported by the first
+        # search, not at start-up: a host's first message is its handshake (decisions.md).
+        from rypsok.core.search.pipeline import CALL_MARGIN_S, run_search
+
         with telemetry.call_scope(caller):
             try:
                 await self._admit(self._search_limit, WEB_SEARCH, caller, start)

@@ -128,7 +128,13 @@ class _Connection:
             self._stop.set()
 
     async def _send(self, data: bytes, request_id: jsonrpc.RequestId | None) -> None:
-        async with self._write_lock:
+        # The lock taken without a scheduling round when it is free (the usual case: one
+        # answer at a time); only a writer that has to wait goes through `acquire`.
+        try:
+            self._write_lock.acquire_nowait()
+        except trio.WouldBlock:
+            await self._write_lock.acquire()
+        try:
             if self._broken:
                 return
             if request_id is not None and request_id in self._cancelled:
@@ -140,6 +146,8 @@ class _Connection:
                 self._broken = True
                 telemetry.warn("stdio_output_closed")
                 self._stop.set()
+        finally:
+            self._write_lock.release()
 
     async def line(self, line: bytes) -> None:
         if not line.strip() or self._stop.is_set():

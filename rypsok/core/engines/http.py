@@ -12,6 +12,7 @@ past the bound in memory (a gzip bomb stops at the bound plus one step).
 from __future__ import annotations
 
 import email.utils
+import http.cookiejar
 import math
 import time
 import zlib
@@ -175,6 +176,12 @@ class _Bounded:
         return b"".join(self._parts)
 
 
+def _no_cookies() -> http.cookiejar.CookieJar:
+    """A jar that keeps nothing: an engine request is identified by the User-Agent alone,
+    and a cookie one answer sets must never ride along on the next (REQ-ENG-014)."""
+    return http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+
+
 class EngineHttp:
     """The outbound client of every engine driver.
 
@@ -203,7 +210,10 @@ class EngineHttp:
         self.parse_limiter: trio.CapacityLimiter | None = None
         if transport is not None:
             self._client = httpx.AsyncClient(
-                transport=transport, trust_env=False, follow_redirects=False
+                transport=transport,
+                trust_env=False,
+                follow_redirects=False,
+                cookies=_no_cookies(),
             )
         else:
             # The system's store, as for fetches (deployment page): no bundled roots, and a
@@ -211,7 +221,11 @@ class EngineHttp:
             trust = system_trust_context()
             try:
                 self._client = httpx.AsyncClient(
-                    proxy=proxy or None, trust_env=False, follow_redirects=False, verify=trust
+                    proxy=proxy or None,
+                    trust_env=False,
+                    follow_redirects=False,
+                    verify=trust,
+                    cookies=_no_cookies(),
                 )
             except (ValueError, TypeError, httpx.InvalidURL):
                 # The proxy URL may carry credentials: never repeat it.

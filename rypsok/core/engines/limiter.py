@@ -104,8 +104,16 @@ class EngineLimiter:
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         """Hold one of the engine's in-flight places (LIM-C2) for the length of a request."""
-        async with self._slots:
+        # A free place is taken without a scheduling round; a cancelled call still ends at
+        # the request's first checkpoint, before anything is sent.
+        try:
+            self._slots.acquire_nowait()
+        except trio.WouldBlock:
+            await self._slots.acquire()
+        try:
             yield
+        finally:
+            self._slots.release()
 
     def statistics(self) -> LimiterStatistics:
         return LimiterStatistics(

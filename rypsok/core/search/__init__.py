@@ -2,6 +2,19 @@
 the deadline (`aggregate`), validation and selection (`select`), and the whole call
 (`pipeline`)."""
 
-from rypsok.core.search.pipeline import SearchRun, run_search
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rypsok.core.search.pipeline import SearchRun, run_search
 
 __all__ = ["SearchRun", "run_search"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy, so that importing a light submodule (`ports`) at start-up does not import the
+    # whole pipeline with it (decisions.md, "Start-up and the hot path").
+    if name in __all__:
+        from rypsok.core.search import pipeline
+
+        return getattr(pipeline, name)
+    raise AttributeError(f"module 'rypsok.core.search' has no attribute {name!r}")

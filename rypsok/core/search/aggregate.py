@@ -187,9 +187,15 @@ async def run_engines(
     """
     children = [_Child(slot, ticket) for slot, ticket in asked]
     with trio.CancelScope(deadline=deadline):
-        async with trio.open_nursery() as nursery:
-            for child in children:
-                nursery.start_soon(child.run, query, deadline, timeout_s, cache)
+        if len(children) == 1:
+            # One engine asked (one category, say): awaited in this task. A task and a
+            # nursery for it would add a scheduling round and nothing else; the deadline's
+            # scope ends it the same way, and a child settles itself however it ends.
+            await children[0].run(query, deadline, timeout_s, cache)
+        else:
+            async with trio.open_nursery() as nursery:
+                for child in children:
+                    nursery.start_soon(child.run, query, deadline, timeout_s, cache)
     outcomes = [child.outcome for child in children]
     # Every child settles in its `finally`; only the caller's cancellation leaves one
     # without an outcome, and that never reaches this line.

@@ -181,11 +181,20 @@ def _emit(
             pass
 
 
+# The formatted second of the last line: most lines share theirs with the one before, and
+# formatting a datetime is the dearest part of a line. A tuple, replaced whole (threads).
+_last_second: tuple[int, str] = (-1, "")
+
+
 def _timestamp() -> str:
+    global _last_second
     now = time.time_ns()
     seconds, nanos = divmod(now, 1_000_000_000)
-    moment = datetime.fromtimestamp(seconds, UTC)
-    return f"{moment:%Y-%m-%dT%H:%M:%S}.{nanos // 1_000_000:03d}Z"
+    cached, text = _last_second
+    if cached != seconds:
+        text = f"{datetime.fromtimestamp(seconds, UTC):%Y-%m-%dT%H:%M:%S}"
+        _last_second = (seconds, text)
+    return f"{text}.{nanos // 1_000_000:03d}Z"
 
 
 def _encode(record: dict[str, object]) -> str:
@@ -206,8 +215,7 @@ def _encode(record: dict[str, object]) -> str:
 
 
 def _dumps(value: object) -> str:
-    # ASCII only, so that no encoding of stderr can fail on a line; no NaN, which is not JSON.
-    return json.dumps(value, default=_default, allow_nan=False, ensure_ascii=True)
+    return _ENCODER.encode(value)
 
 
 def _default(value: object) -> object:
@@ -223,3 +231,8 @@ def _default(value: object) -> object:
         return {"exception": _type_name(type(value))}
     # Never str() or repr(): either can carry external text.
     return f"<{type(value).__name__}>"
+
+
+# ASCII only, so that no encoding of stderr can fail on a line; no NaN, which is not JSON.
+# One encoder for every line: `json.dumps` with options builds a new one per call.
+_ENCODER: Final = json.JSONEncoder(default=_default, allow_nan=False, ensure_ascii=True)
