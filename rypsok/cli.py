@@ -123,7 +123,7 @@ def _serve(transport: str, path: str | None, env: Mapping[str, str]) -> int:
     except ConfigError as exc:
         _err(PREFIX + str(exc))
         return EXIT_CONFIG
-    from rypsok.core.egress.clients import ClientBuildError, system_trust_context
+    from rypsok.core.egress.trust import ClientBuildError, system_trust_context
 
     try:
         # Every outbound client trusts the system's store: a missing one stops the start

@@ -2,26 +2,35 @@
 
 Modules: `vocabulary` (refusal classes), `ranges` (the address table), `names` (reading a
 host), `policy` (the profiles and their judgments), `backend` (the httpcore network backend
-that resolves, judges and connects), `clients` (the trust store and the fetch client).
+that resolves, judges and connects), `trust` (the system trust store), `clients` (the
+fetch client).
+
+The names below load their module when first used: the trust store and the engine
+profile are read at start, the backend and the fetch client only by the first fetch.
 """
 
-from rypsok.core.egress.backend import (
-    Connector,
-    EgressBackend,
-    EgressRefused,
-    Resolver,
-    SystemResolver,
-    TcpConnector,
-)
-from rypsok.core.egress.clients import (
-    ClientBuildError,
-    FetchClient,
-    build_fetch_client,
-    build_fetch_client_from_config,
-    system_trust_context,
-)
-from rypsok.core.egress.policy import Denial, EgressPolicy, Target, engine_origin_refusal
-from rypsok.core.egress.vocabulary import Refusal, detail_reason
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rypsok.core.egress.backend import (
+        Connector,
+        EgressBackend,
+        EgressRefused,
+        Resolver,
+        SystemResolver,
+        TcpConnector,
+    )
+    from rypsok.core.egress.clients import (
+        FetchClient,
+        build_fetch_client,
+        build_fetch_client_from_config,
+    )
+    from rypsok.core.egress.policy import Denial, EgressPolicy, Target, engine_origin_refusal
+    from rypsok.core.egress.trust import ClientBuildError, system_trust_context
+    from rypsok.core.egress.vocabulary import Refusal, detail_reason
 
 __all__ = [
     "ClientBuildError",
@@ -42,3 +51,30 @@ __all__ = [
     "engine_origin_refusal",
     "system_trust_context",
 ]
+
+_HOMES = {
+    "Connector": "backend",
+    "EgressBackend": "backend",
+    "EgressRefused": "backend",
+    "Resolver": "backend",
+    "SystemResolver": "backend",
+    "TcpConnector": "backend",
+    "FetchClient": "clients",
+    "build_fetch_client": "clients",
+    "build_fetch_client_from_config": "clients",
+    "ClientBuildError": "trust",
+    "system_trust_context": "trust",
+    "Denial": "policy",
+    "EgressPolicy": "policy",
+    "Target": "policy",
+    "engine_origin_refusal": "policy",
+    "Refusal": "vocabulary",
+    "detail_reason": "vocabulary",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)

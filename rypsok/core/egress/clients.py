@@ -18,10 +18,6 @@ leave the profile.
 from __future__ import annotations
 
 import http.cookiejar
-import os
-import re
-import ssl
-import sys
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Final
 
@@ -30,10 +26,12 @@ import httpx
 
 from rypsok.core.egress.backend import EgressBackend, EgressRefused
 from rypsok.core.egress.policy import Denial
+from rypsok.core.egress.trust import ClientBuildError, system_trust_context
 from rypsok.core.egress.vocabulary import Refusal
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterable, Mapping
+    import ssl
+    from collections.abc import AsyncIterator, Iterable
     from types import TracebackType
 
     from rypsok.config.schema import Config
@@ -60,82 +58,6 @@ DEFAULT_ACCEPT: Final = (
 REQUEST_HEADERS: Final = frozenset(
     {"host", "user-agent", "accept", "accept-encoding", "accept-language", "connection"}
 )
-_BUILD_FAILED: Final = "the HTTP client could not be built"
-_HASHED_NAME: Final = re.compile(r"[0-9a-fA-F]{8}\.r?[0-9]+")
-# Where Linux distributions keep the system bundle, for an OpenSSL built with other paths.
-_BUNDLES: Final = (
-    "/etc/ssl/certs/ca-certificates.crt",  # Debian, Ubuntu, Alpine, distroless
-    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",  # Fedora, RHEL
-    "/etc/pki/tls/certs/ca-bundle.crt",  # older RHEL
-    "/etc/ssl/ca-bundle.pem",  # SUSE
-    "/etc/ssl/cert.pem",  # Arch, BSD
-)
-
-
-class ClientBuildError(Exception):
-    """An outbound client cannot be built; `str()` is the sentence to print at start.
-
-    The sentence says why once (audit F-3) and never holds a path or a secret.
-    """
-
-    def __init__(self, why: str) -> None:
-        super().__init__(f"{_BUILD_FAILED}: {why}")
-        self.why: Final = why
-
-
-def _has_hashed_certificates(directory: str) -> bool:
-    try:
-        return any(_HASHED_NAME.fullmatch(name) for name in os.listdir(directory))
-    except OSError:
-        return False
-
-
-def _load_file(context: ssl.SSLContext, path: str, what: str) -> None:
-    if not os.path.isfile(path):
-        raise ClientBuildError(f"{what} names a file that does not exist")
-    try:
-        context.load_verify_locations(cafile=path)
-    except (ssl.SSLError, OSError, ValueError):
-        raise ClientBuildError(f"{what} names a file without readable certificates") from None
-
-
-def system_trust_context(environ: Mapping[str, str] | None = None) -> ssl.SSLContext:
-    """A client TLS context that trusts the operating system's store and nothing else.
-
-    On Linux and other Unix systems the roots come from `SSL_CERT_FILE` and the
-    colon-separated `SSL_CERT_DIR` when either is set (and then only from there), else
-    from the system locations; a missing store raises ClientBuildError. On Windows and
-    macOS the platform's default roots as Python's ssl module loads them are used.
-    """
-    env = os.environ if environ is None else environ
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # hostname check, certificate required
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    cert_file = env.get("SSL_CERT_FILE", "")
-    cert_dirs = [d for d in env.get("SSL_CERT_DIR", "").split(":") if d]
-    if cert_file or cert_dirs:
-        if cert_file:
-            _load_file(context, cert_file, "SSL_CERT_FILE")
-        for directory in cert_dirs:
-            if not os.path.isdir(directory):
-                raise ClientBuildError("SSL_CERT_DIR names a directory that does not exist")
-            context.load_verify_locations(capath=directory)
-        return context
-    if sys.platform in ("win32", "darwin"):
-        context.load_default_certs(ssl.Purpose.SERVER_AUTH)
-        return context
-    defaults = ssl.get_default_verify_paths()
-    for bundle in (defaults.openssl_cafile, *_BUNDLES):
-        if bundle and os.path.isfile(bundle):
-            _load_file(context, bundle, "the system certificate bundle")
-            return context
-    for directory in (defaults.openssl_capath, "/etc/ssl/certs"):
-        if directory and _has_hashed_certificates(directory):
-            context.load_verify_locations(capath=directory)
-            return context
-    raise ClientBuildError(
-        "no system certificate store was found; install the CA bundle "
-        "(ca-certificates) or set SSL_CERT_FILE"
-    )
 
 
 def _mapped(exc: Exception) -> Exception:

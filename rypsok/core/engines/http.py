@@ -22,8 +22,8 @@ import attrs
 import httpx
 import trio
 
-from rypsok.core.egress.clients import system_trust_context
 from rypsok.core.egress.policy import engine_origin_refusal
+from rypsok.core.egress.trust import system_trust_context
 from rypsok.core.egress.vocabulary import Refusal
 from rypsok.core.engines.base import EngineFailure
 from rypsok.core.model import Reason

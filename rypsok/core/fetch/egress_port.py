@@ -8,15 +8,17 @@ and the socket below the policy; `ssl_context` the trust store.
 
 from __future__ import annotations
 
-import ssl
 from typing import TYPE_CHECKING
 
 import attrs
 
-from rypsok.core.egress import Connector, EgressPolicy, FetchClient, Resolver, build_fetch_client
-
+# FetchNetwork's field types are names only: attrs never evaluates them, and importing
+# them here would load the fetch client with every process that never fetches.
 if TYPE_CHECKING:
+    import ssl  # noqa: TC004
+
     from rypsok.config.schema import Config
+    from rypsok.core.egress import Connector, EgressPolicy, FetchClient, Resolver  # noqa: TC004
 
 __all__ = ["FetchNetwork", "build_fetch_egress"]
 
@@ -32,6 +34,9 @@ class FetchNetwork:
 def build_fetch_egress(
     config: Config, network: FetchNetwork, *, user_agent: str
 ) -> tuple[EgressPolicy, FetchClient]:
+    # The backend and the fetch client (httpcore among them) load with the first fetch.
+    from rypsok.core.egress import EgressPolicy, build_fetch_client
+
     policy = EgressPolicy.from_config(config, extra_allow=network.extra_allow)
     client = build_fetch_client(
         policy,
