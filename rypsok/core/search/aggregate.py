@@ -19,6 +19,7 @@ import trio
 from rypsok.core import telemetry
 from rypsok.core.engines.base import EngineAnswer, EngineFailure, EngineQuery, RawResult
 from rypsok.core.model import FAILURE_CLASSES, Reason
+from rypsok.core.search.cache import CachedAnswer, Derived
 from rypsok.core.search.ports import EngineSlot
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ class EngineOutcome:
     skipped: Reason | None = None  # rate_limited: the limiter could not admit in time
     retry_after_s: float | None = None
     from_cache: bool = False  # the results are a cached answer; no request was made
+    derived: Derived | None = None  # what was derived from that cached answer, kept with it
 
     @property
     def answered(self) -> bool:
@@ -88,7 +90,10 @@ class _Child:
                 if hit is not None:
                     # Answered without a request: neither the provider's rate nor the
                     # circuit is charged (REQ-CACHE-001).
-                    self.outcome = EngineOutcome(slot=slot, results=hit, from_cache=True)
+                    derived = hit.derived if isinstance(hit, CachedAnswer) else None
+                    self.outcome = EngineOutcome(
+                        slot=slot, results=hit, from_cache=True, derived=derived
+                    )
                     return
             if not await slot.limiter.admit(deadline):
                 self.outcome = EngineOutcome(slot=slot, skipped=Reason.RATE_LIMITED)

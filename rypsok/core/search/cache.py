@@ -13,7 +13,7 @@ boundary promises.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import attrs
 
@@ -22,14 +22,28 @@ from rypsok.core.engines.base import RawResult
 from rypsok.core.model import SafeSearch, TimeRange
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rypsok.config.schema import CacheConfig
     from rypsok.core.engines.base import EngineQuery
 
-__all__ = ["AnswerCache", "CacheKey", "CacheUse", "ResultCache", "entry_bytes"]
+__all__ = [
+    "AnswerCache",
+    "CacheKey",
+    "CacheUse",
+    "CachedAnswer",
+    "Derived",
+    "ResultCache",
+    "entry_bytes",
+]
 
 # Fixed cost counted for each result beside its text: keeps an answer of many empty
 # results from being "free" against LIM-K4.
 _PER_RESULT_BYTES = 16
+# The same for each derived value kept with an answer (its slot and its key's tuple).
+_DERIVED_OVERHEAD = 64
+_MISSING = object()
+T = TypeVar("T")
 
 
 @attrs.frozen(kw_only=True)
@@ -69,9 +83,48 @@ def entry_bytes(results: tuple[RawResult, ...]) -> int:
     return total
 
 
+class Derived:
+    """What the pipeline derives from one stored answer's text (normalized URLs, cleaned
+    titles and snippets), kept with the answer so that a hit does not derive it again.
+
+    The functions behind it are pure, so a kept value is the value the pipeline would
+    compute. It is bounded by what the entry's LIM-K4 budget leaves after the raw answer:
+    the entry, raw and derived together, stays within `max_entry_bytes`.
+    """
+
+    __slots__ = ("_budget", "_values")
+
+    def __init__(self, budget: int) -> None:
+        self._budget = budget
+        self._values: dict[object, object] = {}
+
+    def get(self, key: object, make: Callable[[], T], made: Callable[[T], int]) -> T:
+        """The kept value for `key`, or `make()` kept when `made(value)` bytes still fit."""
+        found = self._values.get(key, _MISSING)
+        if found is not _MISSING:
+            return found  # type: ignore[return-value]
+        value = make()
+        cost = _DERIVED_OVERHEAD + made(value)
+        if cost <= self._budget:
+            self._budget -= cost
+            self._values[key] = value
+        return value
+
+
+class CachedAnswer(tuple[RawResult, ...]):
+    """A stored answer as a lookup returns it: the raw results, with what was derived."""
+
+    derived: Derived
+
+    def __new__(cls, results: tuple[RawResult, ...], derived: Derived) -> CachedAnswer:
+        answer = super().__new__(cls, results)
+        answer.derived = derived
+        return answer
+
+
 @attrs.frozen
 class _Entry:
-    results: tuple[RawResult, ...]
+    results: CachedAnswer
     expires: float
 
 
@@ -118,7 +171,9 @@ class ResultCache:
             self._entries.pop(key, None)  # an older answer to the same request is stale now
             return False
         expires = now + self._ttl_s
-        self._entries[key] = _Entry(results=results, expires=expires)
+        budget = self._max_entry_bytes - entry_bytes(results)
+        answer = CachedAnswer(tuple(results), Derived(budget))
+        self._entries[key] = _Entry(results=answer, expires=expires)
         self._entries.move_to_end(key)
         self._expiry.append((expires, key))
         while len(self._entries) > self._max_entries:

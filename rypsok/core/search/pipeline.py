@@ -13,6 +13,7 @@ import datetime
 import math
 import re
 from fractions import Fraction
+from functools import partial
 from typing import TYPE_CHECKING, Final
 
 import attrs
@@ -42,13 +43,13 @@ from rypsok.core.search.select import (
     selection_order,
     validate,
 )
-from rypsok.core.search.urls import normalize_url
+from rypsok.core.search.urls import NormalizedUrl, normalize_url
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from rypsok.config.schema import Config
-    from rypsok.core.search.cache import AnswerCache
+    from rypsok.core.search.cache import AnswerCache, Derived
     from rypsok.core.search.ports import EngineSlot
 
 __all__ = ["CALL_MARGIN_S", "SearchRun", "run_search"]
@@ -86,8 +87,15 @@ async def _observations(
         if outcome.results is None:
             continue
         await trio.lowlevel.checkpoint()  # LIM-S7 and cancellation act between engines
+        derived = outcome.derived
         for rank, raw in enumerate(outcome.results[:per_engine], start=1):
-            normalized = normalize_url(raw.url)
+            if derived is None:
+                normalized = normalize_url(raw.url)
+            else:
+                # A cached answer keeps its normalized URLs (a pure function of the URL).
+                normalized = derived.get(
+                    ("url", raw.url), partial(normalize_url, raw.url), _normalized_bytes
+                )
             if normalized is Reason.URL_INVALID:
                 invalid += 1
                 continue
@@ -124,16 +132,46 @@ class _Cleaning:
     flagged_dropped: int = 0
 
 
+def _normalized_bytes(value: NormalizedUrl | Reason) -> int:
+    if isinstance(value, Reason):
+        return 0
+    return len(value.url.encode()) + len(value.key.encode())
+
+
+def _cleaned_bytes(value: boundary.Cleaned) -> int:
+    return len(value.text.encode("utf-8", "surrogatepass"))
+
+
+def _clean(memo: Derived | None, decoded: bool, text: str, max_chars: int) -> boundary.Cleaned:
+    clean = boundary.clean_decoded_text if decoded else boundary.clean_markup_text
+    if memo is None:
+        return clean(text, max_chars)
+    return memo.get(
+        ("clean", decoded, max_chars, text), partial(clean, text, max_chars), _cleaned_bytes
+    )
+
+
+def _memo_for(merged: MergedResult, memos: Mapping[str, Derived]) -> Derived | None:
+    """The kept derivations of a cached answer the merged result's text came from; only
+    when every observation is from a cached answer, so that nothing derived from an engine
+    whose answers may not be stored is ever kept (REQ-CMP-007)."""
+    if not memos or any(o.engine not in memos for o in merged.observations):
+        return None
+    return memos[merged.observations[0].engine]
+
+
 async def _clean_and_cut(
     ranked: Sequence[MergedResult],
     config: Config,
     attribution: Callable[[MergedResult], bool],
     max_results: int,
+    memos: Mapping[str, Derived] | None = None,
 ) -> tuple[list[SearchResult], _Cleaning]:
     """The content boundary on each result in rank order until `max_results` are kept.
 
     Counts describe what the caller receives: a result below the cut is never cleaned,
-    so its truncations are not reported.
+    so its truncations are not reported. `memos` are the cached answers' kept
+    derivations, by engine.
     """
     search = config.search
     stats = _Cleaning()
@@ -142,9 +180,9 @@ async def _clean_and_cut(
         if len(results) >= max_results:
             break
         await trio.lowlevel.checkpoint()  # LIM-S7 and cancellation act between results
-        clean = boundary.clean_decoded_text if merged.decoded else boundary.clean_markup_text
-        title = clean(merged.title, search.title_max_chars)
-        snippet = clean(merged.snippet, search.snippet_max_chars)
+        memo = _memo_for(merged, memos or {})
+        title = _clean(memo, merged.decoded, merged.title, search.title_max_chars)
+        snippet = _clean(memo, merged.decoded, merged.snippet, search.snippet_max_chars)
         flagged = title.instruction_like or snippet.instruction_like
         if flagged and search.drop_flagged_results:
             stats.flagged_dropped += 1
@@ -299,7 +337,8 @@ async def _respond(
     def attribution(merged: MergedResult) -> bool:
         return config.search.engine_attribution or any(e in requires for e in merged.engines)
 
-    results, stats = await _clean_and_cut(ranked, config, attribution, valid.max_results)
+    memos = {o.slot.id: o.derived for o in outcomes if o.derived is not None}
+    results, stats = await _clean_and_cut(ranked, config, attribution, valid.max_results, memos)
 
     notices: list[Notice] = list(privacy_notices)
     notices += [
