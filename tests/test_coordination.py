@@ -582,3 +582,35 @@ async def test_req_obs_003_the_counters_event_carries_the_fallback_count() -> No
         await telemetry.run_counters_reporter(0.1, counters=counters)
     (event,) = logs.named("counters")
     assert event["coordination_unavailable"] == 2
+
+
+def test_coord_the_password_is_read_from_its_file_or_its_variable(tmp_path: Path) -> None:
+    from rypsok.config.secrets import store_password
+
+    secret = tmp_path / "pw"
+    secret.write_text("  hunter2hunter2\n")
+    by_file = load_config_text(
+        _toml(f'url = "redis://127.0.0.1"\nreplicas = 2\npassword_file = "{secret}"\n'), {}
+    )
+    password = store_password(by_file, {})
+    assert password is not None
+    assert password.reveal() == "hunter2hunter2"
+    by_env = load_config_text(
+        _toml('url = "redis://127.0.0.1"\nreplicas = 2\npassword_env = "PW"\n'), {"PW": " pw "}
+    )
+    password = store_password(by_env, {"PW": " pw "})
+    assert password is not None
+    assert password.reveal() == "pw"
+    none = load_config_text(_toml('url = "redis://127.0.0.1"\nreplicas = 2\n'), {})
+    assert store_password(none, {}) is None
+    assert store_password(Config(), {}) is None
+
+
+def test_coord_an_empty_password_file_is_refused(tmp_path: Path) -> None:
+    secret = tmp_path / "pw"
+    secret.write_text(" \n")
+    with pytest.raises(ConfigError) as caught:
+        load_config_text(
+            _toml(f'url = "redis://127.0.0.1"\nreplicas = 2\npassword_file = "{secret}"\n'), {}
+        )
+    assert str(caught.value) == "coordination.password_file: the file is empty"

@@ -176,3 +176,64 @@ def test_req_mcp_001_encode_writes_one_compact_utf8_line() -> None:
     assert encode([{"x": 1}]) == b'[{"x":1}]\n'
     with pytest.raises(ValueError, match="JSON"):
         encode({"a": float("nan")})
+
+
+# --- encoding a reply that cannot be encoded, and integer ids at the digit limits ------------
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "\ud800",  # no UTF-8 for it: ValueError (UnicodeEncodeError)
+        {1j: 2},  # a key JSON cannot hold: TypeError
+        float("nan"),  # not JSON: ValueError
+    ],
+    ids=["surrogate", "complex-key", "nan"],
+)
+def test_req_mcp_004_a_reply_that_cannot_be_encoded_becomes_internal_error(bad: object) -> None:
+    reply = {"jsonrpc": "2.0", "id": 7, "result": {"x": bad}}
+    line, replaced = jsonrpc.encode_safely(reply)
+    assert replaced == 1
+    assert json.loads(line) == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {"code": -32603, "message": "Internal error"},
+    }
+
+
+def test_req_mcp_004_a_reply_nested_too_deeply_becomes_internal_error() -> None:
+    deep: Any = []
+    for _ in range(100_000):
+        deep = [deep]
+    line, replaced = jsonrpc.encode_safely({"jsonrpc": "2.0", "id": 3, "result": deep})
+    assert replaced == 1
+    assert json.loads(line)["error"]["code"] == -32603
+
+
+def test_req_mcp_004_in_a_batch_only_the_reply_that_cannot_be_encoded_is_replaced() -> None:
+    good = {"jsonrpc": "2.0", "id": 1, "result": {}}
+    bad = {"jsonrpc": "2.0", "id": 2, "result": {"x": "\udfff"}}
+    line, replaced = jsonrpc.encode_safely([good, bad])
+    assert replaced == 1
+    assert json.loads(line) == [
+        good,
+        {"jsonrpc": "2.0", "id": 2, "error": {"code": -32603, "message": "Internal error"}},
+    ]
+    assert jsonrpc.encode_safely([good]) == (jsonrpc.encode([good]), 0)
+
+
+@pytest.mark.parametrize("digits", [1, 639, 640, 641, 4299, 4300])
+@pytest.mark.parametrize("sign", ["", "-"])
+def test_req_mcp_001_an_integer_id_up_to_the_digit_limit_is_kept(digits: int, sign: str) -> None:
+    text = sign + "9" * digits
+    parsed = parse(f'{{"jsonrpc":"2.0","id":{text},"method":"m"}}'.encode())
+    assert parsed == Request(id=int(text), method="m", params=None)
+
+
+@pytest.mark.parametrize("sign", ["", "-"])
+def test_req_mcp_001_an_integer_id_past_the_digit_limit_is_invalid(sign: str) -> None:
+    text = sign + "9" * 4301
+    parsed = parse(f'{{"jsonrpc":"2.0","id":{text},"method":"m"}}'.encode())
+    assert isinstance(parsed, Invalid)
+    assert parsed.reply["id"] is None
+    assert parsed.reply["error"]["code"] == -32600
