@@ -332,3 +332,78 @@ ORDINARY_NEAR: Final = [
 @pytest.mark.parametrize("text", ORDINARY_NEAR)
 def test_req_priv_002_ordinary_text_near_the_new_forms_passes(text: str) -> None:
     assert find_secrets(text) == ()
+
+
+# --- the range ends and the edges of the newer forms -----------------------------------------
+
+
+def _found(text: str) -> SecretKind | None:
+    finding = find_secret(text)
+    return None if finding is None else finding.kind
+
+
+@pytest.mark.parametrize(("n", "found"), [(119, False), (120, True), (200, True), (201, False)])
+@pytest.mark.parametrize("prefix", [j("xoxe", ".xoxp-1-"), j("xoxe", ".xoxb-1-"), j("xoxe", "-1-")])
+def test_req_priv_002_slack_configuration_token_body_range_ends(
+    prefix: str, n: int, found: bool
+) -> None:
+    value = prefix + body(f"slack{n}", ALNUM, n)
+    assert (_found(f"token {value} end") is SecretKind.SLACK_TOKEN) is found
+
+
+@pytest.mark.parametrize("digit", ["0", "1", "9"])
+def test_req_priv_002_slack_configuration_token_one_digit_version(digit: str) -> None:
+    value = j("xoxe", "-", digit, "-") + body("v", ALNUM, 150)
+    assert _found(value) is SecretKind.SLACK_TOKEN
+    assert _found(j("xoxe", "-12-") + body("v", ALNUM, 150)) is None
+
+
+@pytest.mark.parametrize("before", ["a", "Z", "7"])
+def test_req_priv_002_slack_tokens_start_at_a_word_boundary(before: str) -> None:
+    config = j("xoxe", "-1-") + body("b", ALNUM, 150)
+    workspace = j("xoxa", "-2-") + body("w", ALNUM, 30)
+    assert _found(before + config) is None
+    assert _found(before + workspace) is None
+    assert _found("-" + config) is SecretKind.SLACK_TOKEN
+    full = j("xoxe", "-1-") + body("f", ALNUM, 200)
+    assert _found(full + "a") is None  # a longer run is not this token
+    assert _found(config + "-x") is None
+    assert _found(workspace + ".") is SecretKind.SLACK_TOKEN
+    assert _found(config + ".") is SecretKind.SLACK_TOKEN
+
+
+@pytest.mark.parametrize(("n", "found"), [(19, False), (20, True), (60, True)])
+def test_req_priv_002_slack_workspace_token_body_range_end(n: int, found: bool) -> None:
+    value = j("xoxa", "-2-") + body(f"ws{n}", ALNUM, n)
+    assert (_found(value) is SecretKind.SLACK_TOKEN) is found
+
+
+@pytest.mark.parametrize(("n", "found"), [(31, False), (32, True), (64, True)])
+def test_req_priv_002_stripe_webhook_secret_range_end(n: int, found: bool) -> None:
+    value = j("wh", "sec_") + body(f"wh{n}", ALNUM, n)
+    assert (_found(f"secret {value} end") is SecretKind.STRIPE_KEY) is found
+
+
+def test_req_priv_002_stripe_webhook_secret_edges() -> None:
+    base = j("wh", "sec_") + body("edge", ALNUM, 40)
+    assert _found(base + "+/ab") is SecretKind.STRIPE_KEY  # base64 body characters
+    assert _found(base + "==") is SecretKind.STRIPE_KEY  # padding
+    finding = find_secret("x " + base + "+/ab== y")
+    assert finding is not None
+    assert finding.position == 2
+    assert _found("a" + base) is None  # glued to a word
+    assert _found(base + "==a") is None
+
+
+@pytest.mark.parametrize(
+    ("suffix", "found"),
+    [("", True), (".abcdefghi", True), (".01.abcdefghi", True), (".abcdefgh", False)],
+)
+def test_req_priv_002_gitlab_routable_suffix_has_nine_characters(suffix: str, found: bool) -> None:
+    value = j("gl", "pat-") + body("gl", ALNUM, 27) + suffix
+    finding = find_secret(value + " end")
+    assert finding is not None
+    assert finding.kind is SecretKind.GITLAB_TOKEN
+    # The routable suffix belongs to the token only with its full nine characters.
+    masked, _ = mask_secrets(value + " end")
+    assert (masked == MASK + " end") is found
