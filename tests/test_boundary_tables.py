@@ -528,3 +528,23 @@ def test_req_ctx_006_a_negative_bound_is_refused_and_zero_gives_nothing() -> Non
         clean_markup_text("x", -1)
     assert clean_decoded_text("xyz", 0).text == ""
     assert clean_decoded_text("xyz", 0).truncated
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("plain ascii", "plain ascii"),
+        ("", ""),
+        ("a\ud800b", "ab"),
+        ("\udfff", ""),
+        # Python holds the two halves of a pair as two code points: both are lone here.
+        ("é\ud83d\ude00\ud83d", "é"),
+        ("Rust_(language)\udc80", "Rust_(language)"),
+    ],
+)
+def test_req_sec_015_without_surrogates_removes_every_lone_half(text: str, kept: str) -> None:
+    from rypsok.core.boundary import without_surrogates
+
+    result = without_surrogates(text)
+    assert result == kept
+    assert result.encode("utf-8").decode("utf-8") == kept  # always encodable
