@@ -407,3 +407,29 @@ def test_req_priv_002_gitlab_routable_suffix_has_nine_characters(suffix: str, fo
     # The routable suffix belongs to the token only with its full nine characters.
     masked, _ = mask_secrets(value + " end")
     assert (masked == MASK + " end") is found
+
+
+# --- the private key's body without an end armour, and the end armour's bound ---------------
+
+
+@pytest.mark.parametrize("tail", ["1234", "+/+/", "ab==", "A9/+="])
+def test_req_priv_002_a_key_without_its_end_armour_is_masked_to_the_end_of_its_body(
+    tail: str,
+) -> None:
+    key = j("-----BEGIN", " PRIVATE KEY-----\n") + body("k", ALNUM, 40) + tail
+    masked, count = mask_secrets(f"{key} and then prose")
+    assert count == 1
+    assert masked == f"{MASK} and then prose"
+
+
+def test_req_priv_002_an_end_armour_with_a_type_longer_than_twenty_is_not_the_end() -> None:
+    begin = j("-----BEGIN", " RSA PRIVATE KEY-----\n")
+    key_body = body("r", ALNUM, 64)
+    long_type = " " + "X" * 20  # 21 characters between END and PRIVATE KEY
+    end = j("\n-----END", long_type, " PRIVATE KEY-----")
+    masked, _ = mask_secrets(begin + key_body + end)
+    # The body is masked; an end line the armour's bound does not admit is left as text.
+    assert masked.startswith(MASK)
+    assert long_type + " PRIVATE KEY-----" in masked
+    exact = j("\n-----END", " " + "X" * 19, " PRIVATE KEY-----")
+    assert mask_secrets(begin + key_body + exact)[0] == MASK
