@@ -562,3 +562,44 @@ def test_req_sec_008_judging_any_location_never_raises(location: str) -> None:
     assert isinstance(judged, Target | Denial)
     if isinstance(judged, Target):
         assert judged.scheme == "https"
+
+
+# --- the edges of reading a URL and a Location (mutation survivors) --------------------------
+
+
+def test_req_sec_006_the_first_printable_character_after_space_is_part_of_a_path() -> None:
+    assert _target("https://example.org/a!b").path == "/a!b"
+    assert _denied("https://example.org/a b").refusal is Refusal.MALFORMED_URL
+
+
+@pytest.mark.parametrize(
+    ("url", "path"),
+    [
+        ("https://example.org", "/"),
+        ("https://example.org?q=1", "/?q=1"),
+        ("https://example.org#top", "/"),
+        ("https://example.org/a#top", "/a"),
+        ("https://example.org/a/../b", "/b"),
+        ("https://example.org/a/./b/", "/a/b/"),
+    ],
+)
+def test_req_sec_006_the_path_sent_is_the_path_a_browser_sends(url: str, path: str) -> None:
+    assert _target(url).path == path
+
+
+@pytest.mark.parametrize(
+    ("location", "path"),
+    [
+        ("/ne\tw", "/new"),
+        ("/n\new", "/new"),
+        ("/n\rew", "/new"),
+        ("\t /new \n", "/new"),
+        ("/a\\b?x=\\", "/a/b?x=\\"),  # a backslash is a slash before the query only
+    ],
+)
+def test_req_sec_008_a_location_is_read_without_tabs_and_newlines(location: str, path: str) -> None:
+    current = _target("https://example.org/old")
+    target = POLICY.judge_redirect(current, location)
+    assert isinstance(target, Target)
+    assert target.host == "example.org"
+    assert target.path == path
