@@ -409,3 +409,17 @@ def test_req_cfg_005_an_egress_rule_with_a_zone_is_refused(text: str) -> None:
     with pytest.raises(RuleError) as caught:
         parse_egress_rule(text)
     assert "eth0" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "2606:4700::808:808",  # an ordinary global IPv6 address whose low 32 bits read 8.8.8.8
+        "2001:4860:4860::8888",
+    ],
+)
+def test_req_sec_006_an_ipv4_deny_rule_leaves_ordinary_ipv6_addresses_alone(address: str) -> None:
+    # Only the forms that carry an IPv4 address (mapped, compatible, 6to4, NAT64, Teredo)
+    # are read as that address; the low 32 bits of any other IPv6 address are not one.
+    policy = _policy(deny=["8.8.8.0/24", "8.8.136.136/32"])
+    assert policy.judge_address(ipaddress.ip_address(address)) is None
