@@ -849,7 +849,11 @@ def test_req_page_006_main_block_and_writer_never_raise(parts: list[str]) -> Non
     if parsed.root is None:
         return
     main = select_main_block(parsed.root)
-    render_markdown(main.elements, BASE)
+    markdown = render_markdown(main.elements, BASE)
+    # What comes out is text: no tag of the input, no comment, no control character left.
+    assert "<!--" not in markdown
+    assert not any(f"<{tag}" in markdown.lower() for tag in ("script", "style", "div", "p "))
+    assert not any(ord(c) < 0x20 and c not in "\n\t" for c in markdown)
 
 
 async def test_req_page_008_worker_threads_extract_independently() -> None:
