@@ -603,3 +603,26 @@ def test_req_sec_008_a_location_is_read_without_tabs_and_newlines(location: str,
     assert isinstance(target, Target)
     assert target.host == "example.org"
     assert target.path == path
+
+
+@pytest.mark.parametrize(
+    ("url", "refusal"),
+    [
+        ("https://x.mail/", Refusal.SPECIAL_USE_NAME),
+        ("https://0X7f000001/", Refusal.LOOPBACK),  # an upper-case hexadecimal prefix
+        ("https://0x7F.1/", Refusal.LOOPBACK),
+        ("https://0x/", Refusal.UNSPECIFIED),  # "0x" alone is the number zero
+        ("https://[::1/", Refusal.MALFORMED_HOST),  # an unclosed bracket
+        ("https://exa%01mple.org/", Refusal.MALFORMED_HOST),  # a control character, decoded
+        ("https://exa%20mple.org/", Refusal.MALFORMED_HOST),  # a space, decoded
+        ("https://1.2.3.4.5/", Refusal.MALFORMED_HOST),  # five numbers are no address
+        ("https://" + "a" * 64 + ".org/", Refusal.MALFORMED_HOST),  # a label over 63
+    ],
+)
+def test_req_sec_006_host_reading_edges(url: str, refusal: Refusal) -> None:
+    assert _denied(url).refusal is refusal
+
+
+def test_req_sec_006_a_label_of_63_characters_is_a_name() -> None:
+    assert _target("https://" + "a" * 63 + ".org/").host == "a" * 63 + ".org"
+    assert _target("https://1.2.3.0x/").host == "1.2.3.0"  # the last part in hexadecimal
