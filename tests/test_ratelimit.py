@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 import trio
 import trio.testing
@@ -162,3 +164,27 @@ def test_req_mcp_010_no_sixty_seconds_hold_more_than_the_limit_and_refusals_are_
     for times in admitted.values():
         for index, start in enumerate(times):
             assert len([t for t in times[index:] if t < start + 60_000]) <= per_minute
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    st.one_of(
+        st.floats(min_value=0, max_value=1e12, allow_nan=False),
+        # Exact halves of a nanosecond and their neighbours: where rounding decides.
+        st.integers(min_value=0, max_value=10**12).map(lambda n: (n + 0.5) / 1e9),
+    )
+)
+def test_req_mcp_010_the_clock_is_read_to_the_nearest_nanosecond_exactly(now: float) -> None:
+    # The window compares integer nanoseconds: each clock reading is the float's exact value
+    # rounded once (ties to even), so a call a nanosecond early is never admitted.
+    limiter = ToolRateLimiter(1)
+    assert limiter.check("c", now) is None
+    expected = round(Fraction(now) * 1_000_000_000)
+    wait_ms = limiter.check("c", now)
+    assert wait_ms == 60_000
+    # Admitted again exactly when the first call's nanosecond leaves the window.
+    edge = (expected + 60_000_000_000) / 1e9
+    if round(Fraction(edge) * 1_000_000_000) >= expected + 60_000_000_000:
+        assert limiter.check("c", edge) is None
+    else:
+        assert limiter.check("c", edge) is not None

@@ -10,7 +10,6 @@ nothing. Times are kept as integer nanoseconds so that every answer is exact.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from fractions import Fraction
 from typing import Final
 
 import attrs
@@ -79,8 +78,12 @@ class ToolRateLimiter:
         return RateLimiterStatistics(per_minute=self._limit, callers=len(self._calls))
 
     def _to_ns(self, now: float) -> int:
-        # Exact: the float's own binary value, rounded once to the nearest nanosecond.
-        now_ns = round(Fraction(now) * 1_000_000_000)
+        # Exact: the float's own binary value, rounded once to the nearest nanosecond (ties
+        # to even, as round() of the exact fraction), in integers: the float is n / 2**k.
+        numerator, denominator = now.as_integer_ratio()
+        now_ns, rest = divmod(numerator * 1_000_000_000, denominator)
+        if 2 * rest > denominator or (2 * rest == denominator and now_ns % 2):
+            now_ns += 1
         # The Trio clock never goes back; a caller handing an older time is held to the
         # latest one seen so that each caller's times stay in order.
         if self._latest_ns is not None and now_ns < self._latest_ns:

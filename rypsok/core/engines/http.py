@@ -12,11 +12,13 @@ past the bound in memory (a gzip bomb stops at the bound plus one step).
 from __future__ import annotations
 
 import email.utils
+import functools
 import http.cookiejar
 import math
 import time
 import zlib
 from typing import TYPE_CHECKING, Final, TypeVar
+from urllib.parse import urlencode
 
 import attrs
 import httpx
@@ -26,6 +28,14 @@ from rypsok.core.egress.policy import engine_origin_refusal
 from rypsok.core.egress.trust import system_trust_context
 from rypsok.core.egress.vocabulary import Refusal
 from rypsok.core.engines.base import EngineFailure
+from rypsok.core.engines.wire import (
+    ConnectTimedOut,
+    Exchange,
+    OriginKey,
+    Wire,
+    WireFailure,
+    host_header,
+)
 from rypsok.core.model import Reason
 from rypsok.shared.version import __version__
 
@@ -40,7 +50,9 @@ __all__ = [
     "EngineOrigin",
     "EngineResponse",
     "is_loopback_host",
+    "origin_text",
     "parse_retry_after",
+    "url_text",
     "user_agent",
 ]
 
@@ -105,6 +117,17 @@ class EngineOrigin:
         if not path.startswith("/"):
             raise ValueError("an engine path is absolute")
         return httpx.URL(scheme=self.scheme, host=self.host, port=self.port, path=path)
+
+
+@functools.lru_cache(maxsize=256)
+def url_text(origin: EngineOrigin, path: str) -> str:
+    """`origin.url(path)` as text; kept, as drivers build their result URLs on it."""
+    return str(origin.url(path))
+
+
+def origin_text(origin: EngineOrigin) -> str:
+    """The origin as the start of a URL, without a trailing slash."""
+    return url_text(origin, "/").rstrip("/")
 
 
 @attrs.frozen(kw_only=True)
@@ -176,6 +199,26 @@ class _Bounded:
         return b"".join(self._parts)
 
 
+# Headers only this client writes; a driver's own value for one of them is dropped.
+_RESERVED: Final = frozenset(
+    {"host", "user-agent", "accept-encoding", "connection", "content-length", "transfer-encoding"}
+)
+_TARGETS_KEPT: Final = 256
+
+
+def _driver_headers(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
+    """A driver's headers as sent: reserved names dropped, `Accept: */*` unless it names one
+    (what httpx's client sent by default). UnicodeEncodeError for a value not ASCII."""
+    sent = [
+        (name.encode("ascii"), value.encode("ascii"))
+        for name, value in headers.items()
+        if name.lower() not in _RESERVED
+    ]
+    if not any(name.lower() == "accept" for name in headers):
+        sent.insert(0, (b"Accept", b"*/*"))
+    return sent
+
+
 def _no_cookies() -> http.cookiejar.CookieJar:
     """A jar that keeps nothing: an engine request is identified by the User-Agent alone,
     and a cookie one answer sets must never ride along on the next (REQ-ENG-014)."""
@@ -202,12 +245,23 @@ class EngineHttp:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.user_agent: Final = user_agent(contact)
+        # rypsok's own headers, last: a driver cannot change the User-Agent (REQ-CMP-004)
+        # nor ask for a coding this client does not decode under the bound.
+        self._own_headers: Final = (
+            (b"Accept-Encoding", b"gzip, deflate"),
+            (b"Connection", b"keep-alive"),
+            (b"User-Agent", self.user_agent.encode("ascii")),
+        )
         self._connect_s = connect_timeout_ms / 1000
         self._outbound_max = outbound_in_flight
         self._outbound = trio.Semaphore(outbound_in_flight)  # LIM-C1
         # The process's limiter of CPU-bound work (LIM-C5), shared with page parsing; set by
         # the service. Without one (a driver tested alone) decoding runs inline.
         self.parse_limiter: trio.CapacityLimiter | None = None
+        # Per origin and path: the origin's key, the path's bytes and the Host header.
+        self._targets: dict[tuple[EngineOrigin, str], tuple[OriginKey, bytes, bytes]] = {}
+        self._client: httpx.AsyncClient | None = None
+        self._wire: Wire | None = None
         if transport is not None:
             self._client = httpx.AsyncClient(
                 transport=transport,
@@ -220,14 +274,8 @@ class EngineHttp:
             # store that cannot be read stops the start (ClientBuildError).
             trust = system_trust_context()
             try:
-                self._client = httpx.AsyncClient(
-                    proxy=proxy or None,
-                    trust_env=False,
-                    follow_redirects=False,
-                    verify=trust,
-                    cookies=_no_cookies(),
-                )
-            except (ValueError, TypeError, httpx.InvalidURL):
+                self._wire = Wire(connect_s=self._connect_s, tls=lambda: trust, proxy=proxy)
+            except ValueError:
                 # The proxy URL may carry credentials: never repeat it.
                 raise ValueError("egress.proxy is not a usable proxy URL") from None
 
@@ -260,7 +308,10 @@ class EngineHttp:
         return self._outbound_max - self._outbound.value
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        if self._client is not None:
+            await self._client.aclose()
+        if self._wire is not None:
+            await self._wire.aclose()
 
     async def __aenter__(self) -> EngineHttp:
         return self
@@ -281,6 +332,18 @@ class EngineHttp:
 
         A 3xx is returned as it is (the driver classifies it) and is never followed.
         """
+        if self._wire is not None:
+            try:
+                async with self._outbound:
+                    return await self._wire_get(
+                        self._wire, origin, path, params, headers, max_bytes
+                    )
+            except ConnectTimedOut:
+                raise EngineFailure(failure_class=Reason.TIMEOUT) from None
+            except WireFailure:
+                # Refused, reset, TLS, an answer that is not HTTP/1.1: the provider was not heard.
+                raise EngineFailure(failure_class=Reason.REQUEST_FAILURE) from None
+        assert self._client is not None
         url = origin.url(path).copy_merge_params(list(params))
         # rypsok's own headers last: a driver cannot change the User-Agent (REQ-CMP-004)
         # nor ask for a coding this client does not decode under the bound.
@@ -296,6 +359,68 @@ class EngineHttp:
             # Connection refused, reset, TLS, protocol errors: the provider was not heard.
             raise EngineFailure(failure_class=Reason.REQUEST_FAILURE) from None
 
+    def _target(self, origin: EngineOrigin, path: str) -> tuple[OriginKey, bytes, bytes]:
+        key = (origin, path)
+        known = self._targets.get(key)
+        if known is None:
+            url = origin.url(path)  # httpx's normalisation of the path, once per path
+            port = url.port or (443 if url.scheme == "https" else 80)
+            where = OriginKey(url.scheme, url.host, port)
+            known = (where, url.raw_path, host_header(where))
+            if len(self._targets) >= _TARGETS_KEPT:
+                self._targets.clear()  # drivers use a handful; a bound all the same
+            self._targets[key] = known
+        return known
+
+    async def _wire_get(
+        self,
+        wire: Wire,
+        origin: EngineOrigin,
+        path: str,
+        params: Sequence[tuple[str, str]],
+        headers: Mapping[str, str],
+        max_bytes: int,
+    ) -> EngineResponse:
+        where, raw_path, host = self._target(origin, path)
+        try:
+            # The bytes httpx wrote for the same pairs (form encoding, tested against it).
+            target = raw_path + b"?" + urlencode(params).encode("ascii") if params else raw_path
+            sent = [(b"Host", host), *_driver_headers(headers), *self._own_headers]
+        except UnicodeEncodeError:
+            raise EngineFailure(failure_class=Reason.REQUEST_FAILURE) from None
+        bodies: list[_Bounded] = []
+
+        def consume(exchange: Exchange) -> Callable[[bytes], None] | None:
+            if not 200 <= exchange.status < 300:
+                return None  # the driver classifies the status; the body is not read
+            declared = None
+            coding = ""
+            for name, value in exchange.headers:
+                lowered = name.lower()
+                if lowered == b"content-length":
+                    declared = value
+                elif lowered == b"content-encoding":
+                    coding = value.decode("latin-1").strip().lower()
+            # A declared length above the bound ends the read early; below it, it is not
+            # trusted: the count of bytes received decides (REQ-SEC-010).
+            if (
+                not coding
+                and declared is not None
+                and declared.isdigit()
+                and int(declared) > max_bytes
+            ):
+                raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
+            body = _Bounded(coding, max_bytes)
+            bodies.append(body)
+            return body.feed
+
+        exchange = await wire.get(where, target, sent, consume)
+        return EngineResponse(
+            status=exchange.status,
+            headers=httpx.Headers(exchange.headers),
+            body=bodies[0].finish() if bodies else b"",
+        )
+
     def _timeout(self) -> httpx.Timeout:
         # The read timeout is the time left of the caller's total (REQ-SEC-011). Outside
         # any deadline (a test, a tool) only the connect timeout applies.
@@ -308,6 +433,7 @@ class EngineHttp:
     async def _exchange(
         self, url: httpx.URL, headers: httpx.Headers, max_bytes: int
     ) -> EngineResponse:
+        assert self._client is not None
         request = self._client.build_request("GET", url, headers=headers, timeout=self._timeout())
         response = await self._client.send(request, stream=True, follow_redirects=False)
         try:

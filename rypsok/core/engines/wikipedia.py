@@ -36,7 +36,7 @@ from rypsok.core.engines.base import (
     EngineQuery,
     RawResult,
 )
-from rypsok.core.engines.http import EngineHttp, EngineOrigin
+from rypsok.core.engines.http import EngineHttp, EngineOrigin, origin_text, url_text
 from rypsok.core.model import Reason
 from rypsok.shared.drivers import DRIVER_TYPES
 
@@ -151,10 +151,9 @@ class WikipediaEngine:
         # built without them now, or encoding it fails and the whole answer is lost.
         title = without_surrogates(title)
         if self._mirror is None:
-            path = article_path(title)
-            return str(origin.url("/")).rstrip("/") + path
+            return origin_text(origin) + article_path(title)
         value = quote(title.replace(" ", "_"), safe=_QUERY_SAFE)
-        return str(origin.url(f"{script}/index.php")) + "?title=" + value
+        return url_text(origin, f"{script}/index.php") + "?title=" + value
 
     def _parse(self, body: bytes, origin: EngineOrigin, script: str) -> tuple[RawResult, ...]:
         document = json_object(body)

@@ -1,0 +1,422 @@
+"""The engines' HTTP/1.1 exchanges (rypsok.core.engines.wire), over real loopback sockets.
+
+Each server here is scripted byte by byte, so that keep-alive, a provider closing a kept
+connection, chunked and unbounded bodies, broken answers and the proxy's tunnel are each
+exercised the way a provider or a proxy would produce them.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+from collections.abc import Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+import pytest
+import trio
+import trio.testing
+from fetch_helpers import Authority
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rypsok.core.engines import wire as wire_module
+from rypsok.core.engines.base import EngineFailure
+from rypsok.core.engines.http import EngineHttp, EngineOrigin
+from rypsok.core.engines.wire import OriginKey, Wire, host_header
+from rypsok.core.model import Reason
+
+if TYPE_CHECKING:
+    import ssl
+    from collections.abc import AsyncIterator
+
+MIB = 1024 * 1024
+Script = Callable[[trio.SocketStream, "Scripted"], Awaitable[None]]
+
+
+class Scripted:
+    """A loopback server whose every connection runs `script`; it records what it read."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.connections = 0
+        self.heads: list[bytes] = []
+
+    async def read_head(self, stream: trio.SocketStream, buffer: bytearray) -> bytes | None:
+        while b"\r\n\r\n" not in buffer:
+            data = await stream.receive_some(65536)
+            if not data:
+                return None
+            buffer += data
+        head, _, rest = bytes(buffer).partition(b"\r\n\r\n")
+        buffer[:] = rest
+        self.heads.append(head)
+        return head
+
+
+@asynccontextmanager
+async def scripted(script: Script) -> AsyncIterator[Scripted]:
+    async with trio.open_nursery() as nursery:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        server = Scripted(listeners[0].socket.getsockname()[1])
+
+        async def handler(stream: trio.SocketStream) -> None:
+            server.connections += 1
+            try:
+                await script(stream, server)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+            finally:
+                await stream.aclose()
+
+        nursery.start_soon(trio.serve_listeners, handler, listeners)
+        try:
+            yield server
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+def _answer(body: bytes, *extra: bytes) -> bytes:
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: " + str(len(body)).encode() + b"\r\n"
+    return head + b"".join(e + b"\r\n" for e in extra) + b"\r\n" + body
+
+
+async def _keep_alive(stream: trio.SocketStream, server: Scripted) -> None:
+    buffer = bytearray()
+    while await server.read_head(stream, buffer) is not None:
+        await stream.send_all(_answer(b'{"n":%d}' % len(server.heads)))
+
+
+def _origin(server: Scripted) -> EngineOrigin:
+    return EngineOrigin.parse(server.url)
+
+
+async def _get(http: EngineHttp, server: Scripted, path: str = "/x") -> bytes:
+    response = await http.get(_origin(server), path, params=[], headers={}, max_bytes=MIB)
+    return response.body
+
+
+async def test_req_perf_004_engine_requests_share_one_kept_alive_connection() -> None:
+    async with scripted(_keep_alive) as server, EngineHttp() as http:
+        bodies = [await _get(http, server) for _ in range(3)]
+    assert bodies == [b'{"n":1}', b'{"n":2}', b'{"n":3}']
+    assert server.connections == 1
+
+
+async def test_req_perf_004_a_kept_connection_the_provider_closed_is_replaced() -> None:
+    async def one_answer_then_close(stream: trio.SocketStream, server: Scripted) -> None:
+        buffer = bytearray()
+        if await server.read_head(stream, buffer) is not None:
+            await stream.send_all(_answer(b"{}"))
+        # Closes without saying so in the answer: the client kept the connection.
+
+    async with scripted(one_answer_then_close) as server, EngineHttp() as http:
+        await _get(http, server)
+        await trio.sleep(0.05)  # the close reaches the client's socket
+        assert await _get(http, server) == b"{}"
+    assert server.connections == 2
+
+
+async def test_req_perf_004_a_stale_connection_found_at_send_is_retried_once() -> None:
+    # The provider closes the kept connection at the moment the next request is written:
+    # found broken before any answer, the GET goes again on a new connection.
+    async def close_second_request(stream: trio.SocketStream, server: Scripted) -> None:
+        buffer = bytearray()
+        if await server.read_head(stream, buffer) is not None and server.connections == 1:
+            await stream.send_all(_answer(b"{}"))
+            await server.read_head(stream, buffer)  # the next one: closed unanswered
+            return
+        await stream.send_all(_answer(b"fresh"))
+
+    wire = Wire(connect_s=1.0, tls=_no_tls)
+    async with scripted(close_second_request) as server:
+        origin = OriginKey("http", "127.0.0.1", server.port)
+        first = await _wire_body(wire, origin)
+        # Skip the readability test so that the stale connection is really used.
+        for conn in wire._idle[origin]:
+            conn.raw.is_readable = lambda: False  # type: ignore[method-assign]
+        second = await _wire_body(wire, origin)
+        await wire.aclose()
+    assert (first, second) == (b"{}", b"fresh")
+    assert server.connections == 2
+
+
+def _no_tls() -> ssl.SSLContext:
+    raise AssertionError("no TLS for a plain-http origin")
+
+
+async def _wire_body(wire: Wire, origin: OriginKey) -> bytes:
+    parts: list[bytes] = []
+    await wire.get(origin, b"/x", [(b"Host", host_header(origin))], lambda _: parts.append)
+    return b"".join(parts)
+
+
+async def test_req_sec_010_a_chunked_answer_is_read_and_bounded() -> None:
+    async def chunked(stream: trio.SocketStream, server: Scripted) -> None:
+        buffer = bytearray()
+        while await server.read_head(stream, buffer) is not None:
+            await stream.send_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            await stream.send_all(b'4\r\n{"a"\r\n')
+            await stream.send_all(b"3\r\n:1}\r\n0\r\n\r\n")
+
+    async with scripted(chunked) as server, EngineHttp() as http:
+        assert await _get(http, server) == b'{"a":1}'
+        with pytest.raises(EngineFailure) as caught:
+            await http.get(_origin(server), "/x", params=[], headers={}, max_bytes=5)
+    assert caught.value.failure_class is Reason.PARSE_FAILURE
+
+
+async def test_req_sec_010_an_answer_read_until_close_is_bounded() -> None:
+    async def until_close(stream: trio.SocketStream, server: Scripted) -> None:
+        if await server.read_head(stream, bytearray()) is not None:
+            await stream.send_all(b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 3000)
+
+    async with scripted(until_close) as server, EngineHttp() as http:
+        assert await _get(http, server) == b"x" * 3000
+        with pytest.raises(EngineFailure) as caught:
+            await http.get(_origin(server), "/x", params=[], headers={}, max_bytes=2999)
+    assert caught.value.failure_class is Reason.PARSE_FAILURE
+    assert server.connections == 2  # a body read until close is never kept
+
+
+async def test_req_sec_013_a_gzip_answer_on_a_kept_connection_is_decompressed() -> None:
+    packed = gzip.compress(b'{"ok":true}')
+
+    async def gzipped(stream: trio.SocketStream, server: Scripted) -> None:
+        buffer = bytearray()
+        while await server.read_head(stream, buffer) is not None:
+            await stream.send_all(_answer(packed, b"Content-Encoding: gzip"))
+
+    async with scripted(gzipped) as server, EngineHttp() as http:
+        assert await _get(http, server) == b'{"ok":true}'
+        assert await _get(http, server) == b'{"ok":true}'
+    assert server.connections == 1
+
+
+async def test_req_eng_006_an_error_status_is_returned_and_its_connection_not_kept() -> None:
+    async def refuse(stream: trio.SocketStream, server: Scripted) -> None:
+        buffer = bytearray()
+        while await server.read_head(stream, buffer) is not None:
+            await stream.send_all(
+                b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 30\r\n"
+                b"Content-Length: 4\r\n\r\nslow"
+            )
+
+    async with scripted(refuse) as server, EngineHttp() as http:
+        for _ in range(2):
+            response = await http.get(_origin(server), "/x", params=[], headers={}, max_bytes=MIB)
+            assert (response.status, response.body) == (429, b"")
+            assert response.headers.get("retry-after") == "30"
+    assert server.connections == 2
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"SSH-2.0-OpenSSH_9.6\r\n",  # not HTTP at all
+        b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",  # ends early
+        b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",  # two lengths
+        # h11 bounds a head still incomplete (100 KiB), one read of 64 KiB past it at most.
+        b"HTTP/1.1 200 OK\r\nX: " + b"a" * (200 * 1024) + b"\r\n\r\n",
+        b"",  # closed unanswered on a new connection
+    ],
+    ids=["not-http", "short-body", "two-lengths", "huge-head", "closed"],
+)
+async def test_req_eng_006_an_answer_http_cannot_read_is_a_request_failure(answer: bytes) -> None:
+    async def broken(stream: trio.SocketStream, server: Scripted) -> None:
+        if await server.read_head(stream, bytearray()) is not None:
+            await stream.send_all(answer)
+
+    async with scripted(broken) as server, EngineHttp() as http:
+        with pytest.raises(EngineFailure) as caught:
+            await _get(http, server)
+    assert caught.value.failure_class is Reason.REQUEST_FAILURE
+
+
+async def test_req_sec_011_a_cancelled_exchange_never_leaves_its_connection_kept() -> None:
+    async def slow_body(stream: trio.SocketStream, server: Scripted) -> None:
+        buffer = bytearray()
+        while await server.read_head(stream, buffer) is not None:
+            await stream.send_all(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n{}")
+            await trio.sleep(0.3)
+            await stream.send_all(b"  ")
+
+    async with scripted(slow_body) as server, EngineHttp() as http:
+        with trio.move_on_after(0.1) as scope:
+            await _get(http, server)
+        assert scope.cancelled_caught
+        assert await _get(http, server) == b"{}  "
+    assert server.connections == 2
+
+
+def test_req_sec_011_the_connect_timeout_is_a_timeout_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def never_connects(host: str, port: int) -> trio.SocketStream:
+        await trio.sleep_forever()
+        raise AssertionError
+
+    monkeypatch.setattr(trio, "open_tcp_stream", never_connects)
+    clock = trio.testing.MockClock(autojump_threshold=0)
+
+    async def attempt() -> tuple[Reason, float]:
+        async with EngineHttp(connect_timeout_ms=300) as http:
+            start = trio.current_time()
+            with pytest.raises(EngineFailure) as caught:
+                await http.get(
+                    EngineOrigin.parse("http://127.0.0.1:9"),
+                    "/",
+                    params=[],
+                    headers={},
+                    max_bytes=MIB,
+                )
+            return caught.value.failure_class, trio.current_time() - start
+
+    failure, elapsed = trio.run(attempt, clock=clock)
+    assert failure is Reason.TIMEOUT
+    assert elapsed == pytest.approx(0.3)
+
+
+async def test_req_ops_001_an_https_origin_is_verified_against_the_trust_store() -> None:
+    authority = Authority()
+    server_tls = authority.server_context("localhost")
+
+    async def tls_answer(stream: trio.SocketStream, server: Scripted) -> None:
+        secured = trio.SSLStream(stream, server_tls, server_side=True)
+        buffer = bytearray()
+        try:
+            while True:
+                while b"\r\n\r\n" not in buffer:
+                    data = await secured.receive_some(65536)
+                    if not data:
+                        return
+                    buffer += data
+                _, _, rest = bytes(buffer).partition(b"\r\n\r\n")
+                buffer[:] = rest
+                await secured.send_all(_answer(b"{}"))
+        except trio.BrokenResourceError:
+            return
+
+    async with scripted(tls_answer) as server:
+        origin = OriginKey("https", "localhost", server.port)
+        trusting = Wire(connect_s=2.0, tls=authority.client_context)
+        assert await _wire_body(trusting, origin) == b"{}"
+        assert await _wire_body(trusting, origin) == b"{}"
+        await trusting.aclose()
+        assert server.connections == 1
+        stranger = Wire(connect_s=2.0, tls=Authority().client_context)
+        with pytest.raises(wire_module.ConnectFailed):
+            await _wire_body(stranger, origin)
+        await stranger.aclose()
+
+
+async def test_req_res_008_an_https_origin_goes_through_the_proxy_in_a_tunnel() -> None:
+    seen: list[bytes] = []
+
+    async def refusing_proxy(stream: trio.SocketStream, server: Scripted) -> None:
+        head = await server.read_head(stream, bytearray())
+        if head is not None:
+            seen.append(head)
+            await stream.send_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+
+    async with scripted(refusing_proxy) as proxy:
+        url = f"http://user%40corp:s%3Acret@127.0.0.1:{proxy.port}"
+        async with EngineHttp(proxy=url) as http:
+            with pytest.raises(EngineFailure) as caught:
+                await http.get(
+                    EngineOrigin(scheme="https", host="api.example.test"),
+                    "/res/v1/web/search",
+                    params=[("q", "secret query")],
+                    headers={"X-Subscription-Token": "key"},
+                    max_bytes=MIB,
+                )
+    assert caught.value.failure_class is Reason.REQUEST_FAILURE
+    lines = seen[0].decode().split("\r\n")
+    assert lines[0] == "CONNECT api.example.test:443 HTTP/1.1"
+    credentials = base64.b64encode(b"user@corp:s:cret").decode()
+    assert f"Proxy-Authorization: Basic {credentials}" in lines
+    # Nothing of the engine request crossed to the proxy in clear.
+    assert b"secret" not in seen[0]
+    assert b"X-Subscription-Token" not in seen[0]
+
+
+async def test_req_perf_004_idle_connections_are_bounded_per_origin() -> None:
+    async with scripted(_keep_alive) as server, EngineHttp(outbound_in_flight=32) as http:
+        async with trio.open_nursery() as nursery:
+            for _ in range(20):
+                nursery.start_soon(_get, http, server)
+        assert http._wire is not None
+        assert http._wire.idle_connections <= 8
+    assert server.connections == 20
+
+
+@pytest.mark.parametrize(
+    ("origin", "host"),
+    [
+        (OriginKey("https", "en.wikipedia.org", 443), b"en.wikipedia.org"),
+        (OriginKey("https", "en.wikipedia.org", 8443), b"en.wikipedia.org:8443"),
+        (OriginKey("http", "127.0.0.1", 80), b"127.0.0.1"),
+        (OriginKey("http", "::1", 8080), b"[::1]:8080"),
+    ],
+)
+def test_req_sec_017_the_host_header_names_the_origin(origin: OriginKey, host: bytes) -> None:
+    assert host_header(origin) == host
+
+
+_TEXT = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    # A driver names each parameter once (httpx would group a repeated name together).
+    st.lists(st.tuples(_TEXT, _TEXT), max_size=6, unique_by=lambda pair: pair[0]),
+    st.sampled_from(["/w/api.php", "/x y/ä"]),
+)
+def test_req_sec_017_the_request_target_is_the_one_httpx_wrote(
+    params: list[tuple[str, str]], path: str
+) -> None:
+    # The engines' requests moved off httpx's client; the bytes on the wire did not change.
+    origin = EngineOrigin(scheme="https", host="api.example.test")
+    expected = origin.url(path).copy_merge_params(tuple(params)).raw_path
+    http = EngineHttp()
+    where, raw_path, _ = http._target(origin, path)
+    from urllib.parse import urlencode
+
+    target = raw_path + b"?" + urlencode(params).encode() if params else raw_path
+    assert target == expected
+    assert where == OriginKey("https", "api.example.test", 443)
+
+
+def test_req_cmp_004_driver_headers_keep_their_own_and_lose_the_reserved() -> None:
+    from rypsok.core.engines.http import _driver_headers
+
+    sent = _driver_headers(
+        {"Accept": "application/json", "User-Agent": "x", "Host": "evil", "X-Key": "k"}
+    )
+    assert sent == [(b"Accept", b"application/json"), (b"X-Key", b"k")]
+    assert _driver_headers({}) == [(b"Accept", b"*/*")]
+    with pytest.raises(UnicodeEncodeError):
+        _driver_headers({"X-Key": "ключ"})
+
+
+async def test_req_sec_017_an_answer_set_cookie_never_returns_on_a_kept_connection() -> None:
+    async def set_cookie(stream: trio.SocketStream, server: Scripted) -> None:
+        buffer = bytearray()
+        while await server.read_head(stream, buffer) is not None:
+            await stream.send_all(_answer(b"{}", b"Set-Cookie: session=abc; Path=/"))
+
+    async with scripted(set_cookie) as server, EngineHttp() as http:
+        await _get(http, server)
+        await _get(http, server)
+    assert server.connections == 1
+    assert all(b"cookie" not in head.lower() for head in server.heads)
+
+
+def test_req_res_008_a_proxy_url_is_read_without_repeating_it() -> None:
+    with pytest.raises(ValueError, match="not a proxy URL") as caught:
+        wire_module.parse_proxy("socks5://user:secret@proxy:1080")
+    assert "secret" not in str(caught.value)
+    proxy = wire_module.parse_proxy("https://proxy.example")
+    assert proxy.key == OriginKey("https", "proxy.example", 443)
+    assert proxy.authorization is None
