@@ -541,11 +541,26 @@ async def test_coord_a_store_that_is_not_redis_falls_back(
         assert warning["reason"] == reason
 
 
-class _OddClient:
-    """A client whose scripts answer shapes no rypsok script returns."""
+class _OddConnection:
+    """A connection whose every script answers a shape no rypsok script returns."""
+
+    usable = True
 
     def __init__(self, answer: object) -> None:
         self.answer = answer
+        self.commands: list[bytes] = []
+
+    async def create_request(self, command: bytes, *args: object) -> object:
+        self.commands.append(command)
+        return self.answer
+
+
+class _OddClient:
+    """coredis's surface as the store uses it: a pool handing out one connection."""
+
+    def __init__(self, answer: object) -> None:
+        self.connection_pool = self
+        self.connection = _OddConnection(answer)
 
     async def __aenter__(self) -> _OddClient:
         return self
@@ -553,11 +568,11 @@ class _OddClient:
     async def __aexit__(self, *exc: object) -> None:
         return None
 
-    def register_script(self, script: str) -> Any:
-        async def run(keys: list[str], args: list[str]) -> object:
-            return self.answer
+    async def get_connection(self) -> _OddConnection:
+        return self.connection
 
-        return run
+    def release(self, connection: _OddConnection) -> None:
+        assert connection is self.connection
 
 
 @pytest.mark.parametrize(
