@@ -101,14 +101,16 @@ class SharedEngineLimiter:
         self.local: Final = EngineLimiter(
             record, per_engine_in_flight=per_engine_in_flight, share=store.replicas
         )
+        self._refused_until = -math.inf  # the turn the store named when it last refused
 
     @property
     def concurrency(self) -> int:
         return self.local.concurrency
 
     def next_turn(self, now: float) -> float:
-        """This process's own estimate (the store is not asked for a status)."""
-        return self.local.next_turn(now)
+        """The turn the store named at its last refusal, or this process's own estimate,
+        whichever is later (the store is not asked for a status)."""
+        return max(self.local.next_turn(now), self._refused_until)
 
     def script_args(self, max_wait: int) -> list[str]:
         """The arguments of one admission (ADMIT_SCRIPT's, and each engine's in a search's)."""
@@ -121,6 +123,10 @@ class SharedEngineLimiter:
         try:
             wait_us = _int(answer[0])
             if wait_us < 0:
+                turn_us = _int(answer[1])
+                if wait_us != -1 or turn_us < 0:
+                    raise ValueError("out of range")
+                self._refused_until = trio.current_time() + turn_us / _US
                 return -1, "", ""
             return wait_us, _text(answer[1]), _text(answer[2])
         except (ValueError, TypeError, IndexError, KeyError):

@@ -10,8 +10,9 @@ hold exactly (a time in microseconds stays below 2^53 for centuries).
 - An engine's admission is GCRA: a theoretical arrival time (TAT) per engine, moved one
   interval later by each admitted call; a call may start once the TAT is at most
   (burst − 1) intervals ahead; a call whose turn would come after its deadline is refused
-  and takes no turn. The answer is (wait, mine, previous): the microseconds to wait, or -1
-  when refused; the TAT the call set and the one it replaced ("" for none), for a give-back.
+  and takes no turn. The answer is (wait, mine, previous): the microseconds to wait and the
+  TATs the call set and replaced ("" for none), for a give-back; or, when refused, (-1, the
+  microseconds until the turn, "").
 - A caller's tool limit is a sliding window of admitted calls' times in a sorted set; a call
   is admitted while fewer than the limit are in the window. The answer is (1, 0) when
   admitted, (0, the microseconds until a call would be) otherwise.
@@ -44,7 +45,7 @@ local function admit(key, interval, tolerance, max_wait, now)
   end
   local wait = turn - now
   if max_wait >= 0 and wait > max_wait then
-    return '-1', '', ''
+    return '-1', text(wait), ''
   end
   local mine = base + interval
   redis.call('SET', key, text(mine), 'PX', text(math.ceil((mine - now) / 1000) + 1000))
