@@ -181,18 +181,21 @@ async def test_req_cmp_002_an_engine_refused_its_turn_is_skipped_with_its_notice
 
 @KINDS
 async def test_req_mcp_010_a_refused_call_takes_no_engines_turn(kind: str) -> None:
-    engine = FakeEngine("alpha", results("a", 1), record=SPARSE)
+    # One turn a minute with a burst of two: the refused call finds a turn free.
+    record = attrs.evolve(SPARSE, burst=2)
+    engine = FakeEngine("alpha", results("a", 1), record=record)
     async with _facade(kind, _config("alpha", per_minute=1), [engine]) as (rypsok, server):
         await _search(rypsok, "alice")
         turns = await _turns(server)
         await _refusal(rypsok, "alice")
         assert await _turns(server) == turns
-        # Had the refused call taken a turn, bob's would be two minutes away, not one.
-        skipped = await _refusal(rypsok, "bob")
+        # The turn the refused call left is bob's; then none is left for a minute.
+        assert (await _search(rypsok, "bob")).outcome is Outcome.OK
+        skipped = await _refusal(rypsok, "carol")
     assert skipped.detail.reason is DetailReason.NO_ENGINE
     assert skipped.detail.retry_after_ms is not None
     assert 55_000 <= skipped.detail.retry_after_ms <= 60_000
-    assert len(engine.queries) == 1
+    assert len(engine.queries) == 2
 
 
 async def _turns(server: RedisServer | None) -> str | None:
