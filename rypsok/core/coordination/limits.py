@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import math
 import secrets
-from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Final
 
 import trio
@@ -42,7 +41,8 @@ from rypsok.core.engines.limiter import EngineLimiter
 from rypsok.core.ratelimit import WINDOW_S, ToolRateLimiter
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Sequence
+    from collections.abc import Sequence
+    from contextlib import AbstractAsyncContextManager
 
     from rypsok.core.engines.base import AdmissionRecord
 
@@ -162,10 +162,9 @@ class SharedEngineLimiter:
         with contextlib.suppress(StoreUnavailable):
             await self._store.run(GIVE_BACK_SCRIPT, [self.key], [mine, previous])
 
-    @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        async with self.local.slot():
-            yield
+    def slot(self) -> AbstractAsyncContextManager[None]:
+        """This process's in-flight places (the local limiter's own context manager)."""
+        return self.local.slot()
 
 
 class SharedToolLimiter:
