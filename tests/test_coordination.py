@@ -35,10 +35,11 @@ from rypsok.config.messages import ConfigError
 from rypsok.config.rules import RuleError
 from rypsok.config.schema import Config, CoordinationConfig, LimitsConfig
 from rypsok.core import telemetry
+from rypsok.core.coordination.gate import SearchGate
 from rypsok.core.coordination.limits import SharedEngineLimiter, SharedToolLimiter
 from rypsok.core.coordination.store import RETRY_AFTER_S, Store
 from rypsok.core.engines.limiter import EngineLimiter
-from rypsok.core.model import SearchRequest, ToolError
+from rypsok.core.model import DetailReason, SearchRequest, ToolError
 from rypsok.core.ratelimit import ToolRateLimiter
 from rypsok.core.services import Rypsok
 from rypsok.core.telemetry import Secret
@@ -84,10 +85,11 @@ def _have_redis() -> bool:
 
 
 @asynccontextmanager
-async def _limiter(kind: str, build: Callable[[Store | None], Any]) -> AsyncIterator[Any]:
-    """The in-process limiter, or the shared one over a fresh redis-server."""
+async def _limiter(kind: str, build: Callable[[Store | None, str], Any]) -> AsyncIterator[Any]:
+    """The in-process limiter, or the shared one (alone or as a search asks it) over a fresh
+    redis-server."""
     if kind == "in-process":
-        yield build(None)
+        yield build(None, kind)
         return
     if not _have_redis():
         pytest.skip("needs Debian's redis-server")
@@ -95,22 +97,58 @@ async def _limiter(kind: str, build: Callable[[Store | None], Any]) -> AsyncIter
     server.start()
     try:
         async with _store(_coordination(server.url)) as store:
-            yield build(store)
+            yield build(store, kind)
     finally:
         server.stop()
 
 
-def _engine(store: Store | None) -> Any:
+class _EngineThroughGate:
+    """An engine's admission as a search makes it with [coordination]: in its call's one
+    script (`SearchGate`), the turn then taken in the engine's own task."""
+
+    def __init__(self, limiter: SharedEngineLimiter, store: Store) -> None:
+        self._limiter = limiter
+        self._calls = SharedToolLimiter("web_search", 6000, store)
+
+    async def admit(self, deadline: float) -> bool:
+        (turn,) = await SearchGate(self._calls, "tests").admit([self._limiter], deadline)
+        return await turn.take()
+
+
+class _ToolThroughGate:
+    """A caller's web_search limit as a search decides it with [coordination]."""
+
+    def __init__(self, limiter: SharedToolLimiter) -> None:
+        self._limiter = limiter
+
+    async def admit(self, caller: str, now: float) -> int | None:
+        try:
+            turns = await SearchGate(self._limiter, caller).admit([], float("inf"))
+        except ToolError as exc:
+            refusal = exc
+        else:
+            assert turns == []
+            return None
+        assert refusal.detail.reason is DetailReason.RATE_LIMITED
+        return refusal.detail.retry_after_ms
+
+
+def _engine(store: Store | None, kind: str = "shared") -> Any:
     if store is None:
         return EngineLimiter(SLOW, per_engine_in_flight=2)
-    return SharedEngineLimiter("alpha", SLOW, store, per_engine_in_flight=2)
+    limiter = SharedEngineLimiter("alpha", SLOW, store, per_engine_in_flight=2)
+    return _EngineThroughGate(limiter, store) if kind == "shared-search" else limiter
 
 
-def _tool(store: Store | None) -> Any:
-    return ToolRateLimiter(3) if store is None else SharedToolLimiter("web_search", 3, store)
+def _tool(store: Store | None, kind: str = "shared") -> Any:
+    if store is None:
+        return ToolRateLimiter(3)
+    limiter = SharedToolLimiter("web_search", 3, store)
+    return _ToolThroughGate(limiter) if kind == "shared-search" else limiter
 
 
-KINDS = pytest.mark.parametrize("kind", ["in-process", "shared"])
+# The in-process limiters, the shared ones, and the shared ones as a search asks them.
+KINDS = pytest.mark.parametrize("kind", ["in-process", "shared", "shared-search"])
 
 
 # --- configuration and check (no store) ------------------------------------------------------
@@ -541,11 +579,26 @@ async def test_coord_a_store_that_is_not_redis_falls_back(
         assert warning["reason"] == reason
 
 
-class _OddClient:
-    """A client whose scripts answer shapes no rypsok script returns."""
+class _OddConnection:
+    """A connection whose every script answers a shape no rypsok script returns."""
+
+    usable = True
 
     def __init__(self, answer: object) -> None:
         self.answer = answer
+        self.commands: list[bytes] = []
+
+    async def create_request(self, command: bytes, *args: object) -> object:
+        self.commands.append(command)
+        return self.answer
+
+
+class _OddClient:
+    """coredis's surface as the store uses it: a pool handing out one connection."""
+
+    def __init__(self, answer: object) -> None:
+        self.connection_pool = self
+        self.connection = _OddConnection(answer)
 
     async def __aenter__(self) -> _OddClient:
         return self
@@ -553,11 +606,11 @@ class _OddClient:
     async def __aexit__(self, *exc: object) -> None:
         return None
 
-    def register_script(self, script: str) -> Any:
-        async def run(keys: list[str], args: list[str]) -> object:
-            return self.answer
+    async def get_connection(self) -> _OddConnection:
+        return self.connection
 
-        return run
+    def release(self, connection: _OddConnection) -> None:
+        assert connection is self.connection
 
 
 @pytest.mark.parametrize(

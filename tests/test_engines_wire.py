@@ -379,13 +379,20 @@ def test_req_sec_017_the_request_target_is_the_one_httpx_wrote(
     # The engines' requests moved off httpx's client; the bytes on the wire did not change.
     origin = EngineOrigin(scheme="https", host="api.example.test")
     expected = origin.url(path).copy_merge_params(tuple(params)).raw_path
-    http = EngineHttp()
-    where, raw_path, _ = http._target(origin, path)
-    from urllib.parse import urlencode
+    sent: list[bytes] = []
 
-    target = raw_path + b"?" + urlencode(params).encode() if params else raw_path
-    assert target == expected
-    assert where == OriginKey("https", "api.example.test", 443)
+    class Recording(Wire):
+        async def get(self, origin: OriginKey, target: bytes, *_: object) -> wire_module.Exchange:
+            sent.append(target)
+            return wire_module.Exchange(status=500, headers=[])
+
+    async def one_get() -> None:
+        http = EngineHttp()
+        http._wire = Recording(connect_s=1.0, tls=_no_tls)
+        await http.get(origin, path, params=params, headers={}, max_bytes=MIB)
+
+    trio.run(one_get)
+    assert sent == [expected]
 
 
 def test_req_cmp_004_driver_headers_keep_their_own_and_lose_the_reserved() -> None:
@@ -420,3 +427,16 @@ def test_req_res_008_a_proxy_url_is_read_without_repeating_it() -> None:
     proxy = wire_module.parse_proxy("https://proxy.example")
     assert proxy.key == OriginKey("https", "proxy.example", 443)
     assert proxy.authorization is None
+
+
+@pytest.mark.parametrize("char", list("AZaz09_.~-") + list("@[`{/:+ %&=?#\x7f") + ["é", "\x00"])
+def test_req_sec_017_each_character_of_a_parameter_is_encoded_as_urlencode_does(
+    char: str,
+) -> None:
+    # Each end of the ranges left unencoded, and their neighbours, which are encoded.
+    from urllib.parse import urlencode
+
+    from rypsok.core.engines.http import _form
+
+    text = f"a{char}b"
+    assert f"{_form(text)}={_form(char)}" == urlencode([(text, char)])

@@ -16,6 +16,7 @@ import trio
 
 from rypsok.config.secrets import store_password
 from rypsok.core import errors, telemetry
+from rypsok.core.coordination.gate import SearchGate
 from rypsok.core.coordination.limits import SharedEngineLimiter, SharedToolLimiter
 from rypsok.core.coordination.store import Store
 from rypsok.core.engines.circuit import Circuit
@@ -323,8 +324,13 @@ class Rypsok:
         from rypsok.core.search.pipeline import CALL_MARGIN_S, run_search
 
         with telemetry.call_scope(caller):
+            # With [coordination] the caller's limit is decided with the engines' turns, in
+            # one round trip to the store (coordination.gate); without it, first, here.
+            limit = self._search_limit
+            gate = SearchGate(limit, caller) if isinstance(limit, SharedToolLimiter) else None
             try:
-                await self._admit(self._search_limit, WEB_SEARCH, caller, start)
+                if gate is None:
+                    await self._admit(limit, WEB_SEARCH, caller, start)
                 search = self._config.search
                 hard_stop = start + search.deadline_ms / 1000 + float(CALL_MARGIN_S)
                 with trio.move_on_at(hard_stop) as scope:
@@ -336,11 +342,19 @@ class Rypsok:
                         start=start,
                         caller=caller,
                         cache=self._cache,
+                        admission=gate,
                     )
                 if scope.cancelled_caught:
                     # LIM-S7 reached: nothing the call holds may outlive it.
                     raise errors.deadline_search()
+                if gate is not None and (refusal := await gate.decide_alone()) is not None:
+                    raise refusal
             except ToolError as exc:
+                # A call that ended before its limit was decided: a refusal by the limit
+                # wins over the call's own error, as when the limit is checked first.
+                if gate is not None and (refusal := await gate.decide_alone()) is not None:
+                    self._log_error(WEB_SEARCH, refusal, start)
+                    raise refusal from None
                 self._log_error(WEB_SEARCH, exc, start)
                 raise
             except BaseException as exc:

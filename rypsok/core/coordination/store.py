@@ -13,6 +13,7 @@ answer it gives brings every limiter back to it.
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -67,10 +68,10 @@ class Store:
                 "db": url.db,
                 "username": url.username,
                 "password": password.reveal() if password is not None else None,
-                # Our own scope bounds each round trip; these keep a dead socket from
-                # holding a connection longer than the store's own budget.
-                "connect_timeout": max(self._timeout_s, 0.05),
-                "stream_timeout": max(self._timeout_s, 0.05),
+                # Our own scope bounds each round trip (and ends it as a timeout); these,
+                # a little later, only end what would outlive it.
+                "connect_timeout": self._timeout_s + 0.05,
+                "stream_timeout": self._timeout_s + 0.05,
                 "decode_responses": False,
                 "verify_version": False,
             }
@@ -81,8 +82,12 @@ class Store:
                 options["port"] = url.port
                 options["ssl"] = url.scheme == "rediss"
             client = coredis.Redis(**options)
+        from coredis.exceptions import NoScriptError
+
+        self._no_script: type[Exception] = NoScriptError
         self._client = client
-        self._scripts: dict[str, Any] = {}
+        self._connection: Any | None = None
+        self._shas: dict[str, str] = {}
 
     async def __aenter__(self) -> Store:
         try:
@@ -103,6 +108,7 @@ class Store:
         if not self._entered:
             return
         self._entered = False
+        self._connection = None
         try:
             await self._client.__aexit__(exc_type, exc, tb)
         except Exception as close_exc:
@@ -111,27 +117,26 @@ class Store:
     def key(self, *parts: str) -> str:
         return self.prefix + ":".join(parts)
 
-    async def run(self, script: str, keys: Sequence[str], args: Sequence[str | int]) -> Any:
+    async def run(self, script: str, keys: Sequence[str], args: Sequence[str]) -> Any:
         """Run one script; raises StoreUnavailable (after logging and counting it)."""
         now = trio.current_time()
         if not self._entered or (self._down_until is not None and now < self._down_until):
             raise StoreUnavailable("resting")
-        reason = "error_reply"
+        scope = trio.move_on_after(self._timeout_s)
         try:
-            runner = self._scripts.get(script)
-            if runner is None:
-                runner = self._client.register_script(script)
-                self._scripts[script] = runner
-            with trio.move_on_after(self._timeout_s) as scope:
-                result = await runner(keys=list(keys), args=list(args))
+            with scope:
+                result = await self._evaluate(script, keys, args)
             if scope.cancelled_caught:
-                reason = "timeout"
-                raise StoreUnavailable(reason)
+                raise StoreUnavailable("timeout")
         except StoreUnavailable as exc:
-            self._failed(reason, exc)
+            # A reply may still be on its way: the connection is not used again.
+            self._forget_connection(invalidate=True)
+            self._failed(exc.reason, exc)
             raise
         except Exception as exc:
-            reason = _reason(exc)
+            # coredis turns a connection attempt cut by our scope into its ConnectionError.
+            reason = "timeout" if scope.cancel_called else _reason(exc)
+            self._forget_connection(invalidate=scope.cancel_called)
             self._failed(reason, exc)
             raise StoreUnavailable(reason) from None
         if self._was_down:
@@ -139,6 +144,42 @@ class Store:
             telemetry.info("coordination_restored", store=self.description)
         self._down_until = None
         return result
+
+    async def _evaluate(self, script: str, keys: Sequence[str], args: Sequence[str]) -> Any:
+        # The script by its digest; sent whole once when the store does not know it (it
+        # restarted, or this is the first call), which also makes the store keep it.
+        sha = self._shas.get(script)
+        if sha is None:
+            sha = self._shas[script] = hashlib.sha1(
+                script.encode(), usedforsecurity=False
+            ).hexdigest()
+        connection = self._connection
+        if connection is None or not connection.usable:
+            connection = await self._connect()
+        try:
+            return await connection.create_request(b"EVALSHA", sha, len(keys), *keys, *args)
+        except self._no_script:
+            return await connection.create_request(b"EVAL", script, len(keys), *keys, *args)
+
+    async def _connect(self) -> Any:
+        """One connection of coredis's pool, kept while it stays usable.
+
+        coredis multiplexes commands over a shared connection: the connection goes back to
+        the pool at once and this store keeps sending on it, which spares each round trip
+        the pool's lease (a scheduling round and a cancel scope). The pool still makes,
+        authenticates and replaces the connections; when this one breaks, the next round
+        trip takes another.
+        """
+        pool = self._client.connection_pool
+        connection = await pool.get_connection()
+        pool.release(connection)
+        self._connection = connection
+        return connection
+
+    def _forget_connection(self, *, invalidate: bool) -> None:
+        connection, self._connection = self._connection, None
+        if invalidate and connection is not None:
+            connection.invalidate()
 
     def bad_answer(self) -> StoreUnavailable:
         """An answer of the wrong shape: the store is not the one rypsok expects."""

@@ -15,10 +15,11 @@ import email.utils
 import functools
 import http.cookiejar
 import math
+import re
 import time
 import zlib
 from typing import TYPE_CHECKING, Final, TypeVar
-from urllib.parse import urlencode
+from urllib.parse import quote_plus
 
 import attrs
 import httpx
@@ -206,6 +207,16 @@ _RESERVED: Final = frozenset(
 _TARGETS_KEPT: Final = 256
 
 
+# What form encoding leaves as it is (urllib's always-safe set): most parameters are made of
+# it, and skip the encoder.
+_UNRESERVED: Final = re.compile(r"[A-Za-z0-9_.~-]*")
+
+
+def _form(text: str) -> str:
+    """`text` form-encoded as urllib.parse.urlencode writes a pair's name or value."""
+    return text if _UNRESERVED.fullmatch(text) else quote_plus(text, safe="")
+
+
 def _driver_headers(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
     """A driver's headers as sent: reserved names dropped, `Accept: */*` unless it names one
     (what httpx's client sent by default). UnicodeEncodeError for a value not ASCII."""
@@ -384,7 +395,11 @@ class EngineHttp:
         where, raw_path, host = self._target(origin, path)
         try:
             # The bytes httpx wrote for the same pairs (form encoding, tested against it).
-            target = raw_path + b"?" + urlencode(params).encode("ascii") if params else raw_path
+            if params:
+                query = "&".join(f"{_form(name)}={_form(value)}" for name, value in params)
+                target = raw_path + b"?" + query.encode("ascii")
+            else:
+                target = raw_path
             sent = [(b"Host", host), *_driver_headers(headers), *self._own_headers]
         except UnicodeEncodeError:
             raise EngineFailure(failure_class=Reason.REQUEST_FAILURE) from None

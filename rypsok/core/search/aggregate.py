@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from rypsok.core.search.cache import CacheUse
+    from rypsok.core.search.ports import AdmissionPort, TurnPort
 
 
 __all__ = ["EngineOutcome", "run_engines"]
@@ -78,24 +79,37 @@ class _Child:
         self.ticket = ticket
         self.outcome: EngineOutcome | None = None
         self.requested = False
+        self.turn: TurnPort | None = None  # decided with the other engines ([coordination])
+
+    def look_up(self, query: EngineQuery, cache: CacheUse | None) -> bool:
+        """Answer from the cache when the engine allows it; True when answered."""
+        slot = self.slot
+        # A probe must reach the provider to tell whether it recovered (LIM-B5).
+        if cache is not None and slot.record.cacheable and not self.ticket.probe:
+            hit = cache.lookup(slot.id, query, trio.current_time())
+            if hit is not None:
+                # Answered without a request: neither the provider's rate nor the
+                # circuit is charged (REQ-CACHE-001).
+                derived = hit.derived if isinstance(hit, CachedAnswer) else None
+                self.outcome = EngineOutcome(
+                    slot=slot, results=hit, from_cache=True, derived=derived
+                )
+                return True
+        return False
 
     async def run(
         self, query: EngineQuery, deadline: float, timeout_s: float, cache: CacheUse | None
     ) -> None:
         slot = self.slot
         try:
-            # A probe must reach the provider to tell whether it recovered (LIM-B5).
-            if cache is not None and slot.record.cacheable and not self.ticket.probe:
-                hit = cache.lookup(slot.id, query, trio.current_time())
-                if hit is not None:
-                    # Answered without a request: neither the provider's rate nor the
-                    # circuit is charged (REQ-CACHE-001).
-                    derived = hit.derived if isinstance(hit, CachedAnswer) else None
-                    self.outcome = EngineOutcome(
-                        slot=slot, results=hit, from_cache=True, derived=derived
-                    )
-                    return
-            if not await slot.limiter.admit(deadline):
+            if self.turn is not None:
+                # Looked up and admitted with the call's other engines (`_admit_together`).
+                admitted = await self.turn.take()
+            elif self.look_up(query, cache):
+                return
+            else:
+                admitted = await slot.limiter.admit(deadline)
+            if not admitted:
                 self.outcome = EngineOutcome(slot=slot, skipped=Reason.RATE_LIMITED)
                 return
             async with slot.limiter.slot():
@@ -109,9 +123,9 @@ class _Child:
             ):
                 cache.store(slot.id, query, outcome.results, trio.current_time())
         finally:
-            self._settle(deadline)
+            self.settle(deadline)
 
-    def _settle(self, deadline: float) -> None:
+    def settle(self, deadline: float) -> None:
         """Give the engine an outcome if it has none; runs however the child ends."""
         slot = self.slot
         now = trio.current_time()
@@ -174,6 +188,31 @@ class _Child:
         self.outcome = EngineOutcome(slot=self.slot, failure=failure, retry_after_s=retry_after)
 
 
+async def _admit_together(
+    children: Sequence[_Child],
+    admission: AdmissionPort,
+    query: EngineQuery,
+    deadline: float,
+    cache: CacheUse | None,
+) -> list[_Child]:
+    """Look every engine up in the cache, then ask `admission` once for the others' turns;
+    returns the children left to run. The others are settled here, and all of them when
+    the admission ends the call (its refusal, the caller's cancellation, the deadline)."""
+    waiting = [child for child in children if not child.look_up(query, cache)]
+    try:
+        turns = await admission.admit([child.slot.limiter for child in waiting], deadline)
+    except BaseException:
+        for child in children:
+            child.settle(deadline)
+        raise
+    for child, turn in zip(waiting, turns, strict=True):
+        child.turn = turn
+    for child in children:
+        if child.turn is None:
+            child.settle(deadline)  # answered from the cache: its ticket is handed back
+    return waiting
+
+
 async def run_engines(
     asked: Sequence[tuple[EngineSlot, Any]],
     query: EngineQuery,
@@ -181,25 +220,31 @@ async def run_engines(
     deadline: float,
     timeout_s: float,
     cache: CacheUse | None = None,
+    admission: AdmissionPort | None = None,
 ) -> list[EngineOutcome]:
     """Ask every engine with its circuit ticket; returns the outcomes in the order of
     `asked`. An engine the deadline cut ends as a timeout.
 
     `deadline` is absolute (trio.current_time() scale). `cache`, when given, answers the
-    engines whose record allows storage and keeps their fresh answers. The caller's
+    engines whose record allows storage and keeps their fresh answers. `admission`, when
+    given, decides the call's tool limit and every engine's turn together, before any
+    engine starts; its refusal of the call ends it here. The caller's
     cancellation passes through as trio.Cancelled, with every engine request aborted and no
     task left.
     """
     children = [_Child(slot, ticket) for slot, ticket in asked]
     with trio.CancelScope(deadline=deadline):
-        if len(children) == 1:
+        running = children
+        if admission is not None:
+            running = await _admit_together(children, admission, query, deadline, cache)
+        if len(running) == 1:
             # One engine asked (one category, say): awaited in this task. A task and a
             # nursery for it would add a scheduling round and nothing else; the deadline's
             # scope ends it the same way, and a child settles itself however it ends.
-            await children[0].run(query, deadline, timeout_s, cache)
-        else:
+            await running[0].run(query, deadline, timeout_s, cache)
+        elif running:
             async with trio.open_nursery() as nursery:
-                for child in children:
+                for child in running:
                     nursery.start_soon(child.run, query, deadline, timeout_s, cache)
     outcomes = [child.outcome for child in children]
     # Every child settles in its `finally`; only the caller's cancellation leaves one

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
     from rypsok.config.schema import Config
     from rypsok.core.search.cache import AnswerCache, Derived
-    from rypsok.core.search.ports import EngineSlot
+    from rypsok.core.search.ports import AdmissionPort, EngineSlot
 
 __all__ = ["CALL_MARGIN_S", "SearchRun", "run_search"]
 
@@ -257,11 +257,13 @@ async def run_search(
     start: float,
     caller: str = telemetry.LOCAL_CALLER,
     cache: AnswerCache | None = None,
+    admission: AdmissionPort | None = None,
 ) -> SearchRun:
     """One web_search call; raises ToolError, or trio.Cancelled when the caller cancels.
 
     `start` is the call's start on the Trio clock: the deadlines are measured from it.
     `cache`, when the operator enabled it, is keyed by `caller` (REQ-CACHE-004).
+    `admission` decides the caller's tool limit with the engines' turns ([coordination]).
     """
     search = config.search
     valid = validate(request, config, served)
@@ -290,6 +292,7 @@ async def run_search(
         deadline=fanout_deadline,
         timeout_s=search.engine_timeout_ms / 1000,
         cache=use,
+        admission=admission,
     )
     return await _respond(valid, config, selection.skipped, outcomes, privacy_notices)
 

@@ -14,11 +14,20 @@ import attrs
 from rypsok.core.engines.base import AdmissionRecord, Engine
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from contextlib import AbstractAsyncContextManager
 
     from rypsok.core.model import Reason
 
-__all__ = ["CircuitPort", "EngineSlot", "LatencyPort", "LimiterPort", "TicketPort"]
+__all__ = [
+    "AdmissionPort",
+    "CircuitPort",
+    "EngineSlot",
+    "LatencyPort",
+    "LimiterPort",
+    "TicketPort",
+    "TurnPort",
+]
 
 
 class TicketPort(Protocol):
@@ -61,6 +70,21 @@ class LimiterPort(Protocol):
 
     def slot(self) -> AbstractAsyncContextManager[None]:
         """Hold one of the engine's in-flight places (LIM-C2 and the record's cap)."""
+        ...
+
+
+class TurnPort(Protocol):
+    async def take(self) -> bool:
+        """Wait for a turn already decided; False when it was refused (rate_limited)."""
+        ...
+
+
+class AdmissionPort(Protocol):
+    """The admissions of one call decided together ([coordination]: one round trip)."""
+
+    async def admit(self, limiters: Sequence[LimiterPort], deadline: float) -> Sequence[TurnPort]:
+        """The call's own tool limit, then a turn for each limiter, in order; raises the
+        call's ToolError when its tool limit refuses it (no limiter is then charged)."""
         ...
 
 
