@@ -200,6 +200,15 @@ class _Bounded:
         return b"".join(self._parts)
 
 
+def _bounded_body(declared: str | bytes | None, coding: str, max_bytes: int) -> _Bounded:
+    """The decompressor of one 2xx body; PARSE_FAILURE at once when an identity body
+    declares more than the bound. A smaller declared length is not trusted: the count of
+    bytes received decides (REQ-SEC-010)."""
+    if not coding and declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
+    return _Bounded(coding, max_bytes)
+
+
 # Headers only this client writes; a driver's own value for one of them is dropped.
 _RESERVED: Final = frozenset(
     {"host", "user-agent", "accept-encoding", "connection", "content-length", "transfer-encoding"}
@@ -416,16 +425,7 @@ class EngineHttp:
                     declared = value
                 elif lowered == b"content-encoding":
                     coding = value.decode("latin-1").strip().lower()
-            # A declared length above the bound ends the read early; below it, it is not
-            # trusted: the count of bytes received decides (REQ-SEC-010).
-            if (
-                not coding
-                and declared is not None
-                and declared.isdigit()
-                and int(declared) > max_bytes
-            ):
-                raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
-            body = _Bounded(coding, max_bytes)
+            body = _bounded_body(declared, coding, max_bytes)
             bodies.append(body)
             return body.feed
 
@@ -467,16 +467,7 @@ class EngineHttp:
                 )
             declared = response.headers.get("content-length")
             coding = response.headers.get("content-encoding", "").strip().lower()
-            # A declared length above the bound ends the read early; below it, it is not
-            # trusted: the count of bytes received decides (REQ-SEC-010).
-            if (
-                not coding
-                and declared is not None
-                and declared.isdigit()
-                and int(declared) > max_bytes
-            ):
-                raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
-            body = _Bounded(coding, max_bytes)
+            body = _bounded_body(declared, coding, max_bytes)
             chunks = response.aiter_raw()
             try:
                 async for chunk in chunks:
