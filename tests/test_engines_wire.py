@@ -8,6 +8,7 @@ exercised the way a provider or a proxy would produce them.
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -440,3 +441,65 @@ def test_req_sec_017_each_character_of_a_parameter_is_encoded_as_urlencode_does(
 
     text = f"a{char}b"
     assert f"{_form(text)}={_form(char)}" == urlencode([(text, char)])
+
+
+async def test_req_res_008_the_tunnel_carries_the_origins_own_tls() -> None:
+    # The proxy sees CONNECT and then only TLS records: the engine request, its key and the
+    # answer cross it encrypted, verified against the origin's name.
+    authority = Authority()
+    server_tls = authority.server_context("localhost")
+
+    async def tls_answer(stream: trio.SocketStream, server: Scripted) -> None:
+        secured = trio.SSLStream(stream, server_tls, server_side=True)
+        buffer = bytearray()
+        with contextlib.suppress(trio.BrokenResourceError):
+            while b"\r\n\r\n" not in buffer:
+                data = await secured.receive_some(65536)
+                if not data:
+                    return
+                buffer += data
+            server.heads.append(bytes(buffer))
+            await secured.send_all(_answer(b'{"tls":true}'))
+
+    relayed: list[bytes] = []
+
+    async with scripted(tls_answer) as origin_server:
+
+        async def tunnelling_proxy(stream: trio.SocketStream, server: Scripted) -> None:
+            head = await server.read_head(stream, bytearray())
+            if head is None or not head.startswith(b"CONNECT localhost:"):
+                return
+            upstream = await trio.open_tcp_stream("127.0.0.1", origin_server.port)
+            await stream.send_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+
+            async def pipe(source: trio.abc.Stream, sink: trio.abc.Stream) -> None:
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    while data := await source.receive_some(65536):
+                        relayed.append(bytes(data))
+                        await sink.send_all(data)
+
+            async with upstream, trio.open_nursery() as nursery:
+                nursery.start_soon(pipe, stream, upstream)
+                await pipe(upstream, stream)
+                nursery.cancel_scope.cancel()
+
+        async with scripted(tunnelling_proxy) as proxy:
+            wire = Wire(
+                connect_s=2.0, tls=authority.client_context, proxy=f"http://127.0.0.1:{proxy.port}"
+            )
+            origin = OriginKey("https", "localhost", origin_server.port)
+            parts: list[bytes] = []
+            await wire.get(
+                origin,
+                b"/search?q=secret",
+                [(b"Host", host_header(origin)), (b"X-Key", b"k3y")],
+                lambda _: parts.append,
+            )
+            await wire.aclose()
+    assert b"".join(parts) == b'{"tls":true}'
+    assert origin_server.heads[0].startswith(b"GET /search?q=secret HTTP/1.1")
+    crossed = b"".join(relayed)
+    assert crossed
+    assert b"secret" not in crossed
+    assert b"k3y" not in crossed
+    assert b"tls" not in crossed
