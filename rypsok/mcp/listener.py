@@ -163,18 +163,10 @@ class _ConnectionApp:
         try:
             if scope.get("http_version") in _HTTP1:
                 # One request at a time on the connection: when the peer closes it, the
-                # listener cancels the request here instead of the app watching for it.
-                scope[CONNECTION_CANCELS] = True
-                with trio.CancelScope() as cancel:
-                    self._connection.scopes.add(cancel)
-                    try:
-                        await self._listener.app(scope, receive, send)
-                    finally:
-                        self._connection.scopes.discard(cancel)
-                if cancel.cancelled_caught:
-                    telemetry.debug("call_cancelled", transport="http")
-            else:
-                await self._listener.app(scope, receive, send)
+                # listener cancels the request (the app puts its scope in the set) instead
+                # of the app watching for it.
+                scope[CONNECTION_CANCELS] = self._connection.scopes
+            await self._listener.app(scope, receive, send)
         except Exception as exc:
             # A defect, not a peer's doing: one JSON line, no traceback that could quote a
             # header; hypercorn answers 500 if nothing was sent.
