@@ -97,8 +97,10 @@ def serve_rypsok(port: int, max_connections: int, idle: int) -> int:
 
 
 def serve_bare(port: int) -> int:
-    from hypercorn.config import Config
     from hypercorn.trio import serve
+
+    from rypsok.config.load import load_config_text
+    from rypsok.mcp.listener import _hypercorn_config
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -115,10 +117,12 @@ def serve_bare(port: int) -> int:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": FIXED})
 
-    config = Config()
+    # The same hypercorn settings as rypsok's listener (no Date or Server header, the same
+    # keep-alive and header bounds): the difference measured is the listener's and the app's.
+    config = _hypercorn_config(
+        load_config_text(CONFIG.format(port=port, max_connections=64, idle=60), {})
+    )
     config.bind = [f"127.0.0.1:{port}"]
-    config.accesslog = None
-    config.errorlog = None
     trio.run(serve, app, config)
     return 0
 

@@ -175,7 +175,23 @@ class _BadHeader(Exception):
     pass
 
 
+_HEADER_TEXTS: dict[bytes, str] = {}
+_HEADER_TEXTS_SIZE: Final = 64
+
+
 def _header_text(value: bytes, name: str) -> str:
+    """`_decode_header`, remembered for the few values (revision, method, tool name) clients
+    send over and over; a value that fails is decoded, and refused, every time."""
+    text = _HEADER_TEXTS.get(value)
+    if text is None:
+        text = _decode_header(value, name)
+        if len(_HEADER_TEXTS) >= _HEADER_TEXTS_SIZE:
+            _HEADER_TEXTS.clear()  # bounded: a client varying its headers gains nothing
+        _HEADER_TEXTS[value] = text
+    return text
+
+
+def _decode_header(value: bytes, name: str) -> str:
     """A protocol header's value, decoded from the `=?base64?…?=` form when it has it."""
     if not value.isascii():
         raise _BadHeader(f"{name} is not ASCII")
@@ -251,9 +267,6 @@ class _Request:
             headers[name] = None if name in headers else value
         self.headers = headers
         self.head_bytes = size + 2
-
-    def header(self, name: bytes) -> bytes | None:
-        return self.headers.get(name)
 
 
 class McpHttpApp:
@@ -378,16 +391,16 @@ class McpHttpApp:
             # h11 bounds a header block that arrives in pieces; this bounds one that came
             # whole. Before the gate, as the contract says: neither logged nor counted.
             raise _Refusal(431, headers=((b"connection", b"close"),))
-        caller = self._callers.identify(request.header(b"authorization"))
+        caller = self._callers.identify(request.headers.get(b"authorization"))
         if caller is None:
             raise _Refusal(401, reason="unauthorized", headers=((b"www-authenticate", b"Bearer"),))
         if request.path != MCP_PATH:
             raise _Refusal(404, reason="not_found")
-        host = request.header(b"host")
+        host = request.headers.get(b"host")
         if host is None or host.lower() not in self._hosts:
             raise _error(403, jsonrpc.INVALID_REQUEST, "Forbidden: Host", reason="sdk_forbidden")
         if b"origin" in request.headers:
-            origin = request.header(b"origin")
+            origin = request.headers.get(b"origin")
             if origin is None or not self._origin_allowed(origin):
                 raise _error(
                     403, jsonrpc.INVALID_REQUEST, "Forbidden: Origin", reason="sdk_forbidden"
@@ -397,7 +410,7 @@ class McpHttpApp:
             return
         if request.method != "POST":
             raise _Refusal(405, reason="method_not_allowed", headers=((b"allow", b"POST, DELETE"),))
-        accept = _accepted(request.header(b"accept") or b"")
+        accept = _accepted(request.headers.get(b"accept") or b"")
         if _JSON not in accept or _SSE not in accept:
             raise _error(
                 406,
@@ -405,7 +418,7 @@ class McpHttpApp:
                 "Not Acceptable: Accept must list application/json and text/event-stream",
                 reason="sdk_not_acceptable",
             )
-        if not _is_json_content(request.header(b"content-type")):
+        if not _is_json_content(request.headers.get(b"content-type")):
             raise _error(
                 415, jsonrpc.INVALID_REQUEST, "Unsupported Media Type: send application/json"
             )
@@ -414,7 +427,7 @@ class McpHttpApp:
         await respond(status, payload, headers)
 
     async def _body(self, request: _Request, receive: Receive) -> bytes:
-        declared = request.header(b"content-length")
+        declared = request.headers.get(b"content-length")
         if declared is not None:
             try:
                 size = int(declared)
@@ -442,7 +455,7 @@ class McpHttpApp:
         caller: str,
         respond: Callable[[int, bytes, tuple[tuple[bytes, bytes], ...]], Awaitable[None]],
     ) -> None:
-        session_id = request.header(b"mcp-session-id")
+        session_id = request.headers.get(b"mcp-session-id")
         if session_id is None:
             raise _error(
                 400, jsonrpc.INVALID_REQUEST, "Bad Request: DELETE needs Mcp-Session-Id",
@@ -463,8 +476,8 @@ class McpHttpApp:
             if reply["error"]["code"] == jsonrpc.PARSE_ERROR:
                 return 400, jsonrpc.encode(reply), ()
             return 415, jsonrpc.encode(reply), ()
-        session_header = request.header(b"mcp-session-id")
-        version_header = request.header(b"mcp-protocol-version")
+        session_header = request.headers.get(b"mcp-session-id")
+        version_header = request.headers.get(b"mcp-protocol-version")
         if session_header is not None and not _is_modern(message):
             return await self._in_session(
                 request, caller, message, session_header, version_header, receive
@@ -515,18 +528,18 @@ class McpHttpApp:
         params = message.params or {}
         meta = params.get("_meta")
         body_version = meta.get(META_VERSION) if isinstance(meta, dict) else None
-        version = request.header(b"mcp-protocol-version")
+        version = request.headers.get(b"mcp-protocol-version")
         if version is None:
             raise mismatch("MCP-Protocol-Version is missing")
         if _header_text(version, "MCP-Protocol-Version") != body_version:
             raise mismatch("MCP-Protocol-Version does not match the body's protocolVersion")
-        method = request.header(b"mcp-method")
+        method = request.headers.get(b"mcp-method")
         if method is None:
             raise mismatch("Mcp-Method is missing")
         if _header_text(method, "Mcp-Method") != message.method:
             raise mismatch("Mcp-Method does not match the body's method")
         if message.method == "tools/call":
-            name = request.header(b"mcp-name")
+            name = request.headers.get(b"mcp-name")
             if name is None:
                 raise mismatch("Mcp-Name is missing")
             if _header_text(name, "Mcp-Name") != params.get("name"):

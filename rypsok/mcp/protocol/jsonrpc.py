@@ -249,12 +249,14 @@ def parse_one(obj: Any) -> Request | Notification | Response | Invalid:
     return Request(id=answerable_id, method=method, params=params)
 
 
+# One decoder for every line: `json.loads` with hooks builds a new one per call.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_parse_int)
+
+
 def parse(line: bytes) -> Message:
     """Decode one line (without its newline) into a message."""
     try:
-        obj = json.loads(
-            line.decode("utf-8"), parse_constant=_reject_constant, parse_int=_parse_int
-        )
+        obj = _DECODER.decode(line.decode("utf-8"))
     except RecursionError:
         return Invalid(reply=error_response(None, PARSE_ERROR, _TOO_DEEP_MESSAGE))
     except (UnicodeDecodeError, ValueError):
