@@ -122,6 +122,24 @@ class _Replay(trio.abc.HalfCloseableStream):
         await self._stream.aclose()
 
 
+class _NoIdleTask:
+    """Stands in for hypercorn's keep-alive timer of a connection.
+
+    hypercorn starts a task when a connection goes idle and cancels it when a request comes:
+    a task started and ended per request. The watchdog below keeps the same bound (LIM-H3,
+    closing on shutdown too) with one task for the connection's whole life.
+    """
+
+    async def restart(self, task_group: Any, action: Any) -> None:
+        pass
+
+    async def stop(self) -> None:
+        pass
+
+
+_NO_IDLE_TASK: Final = _NoIdleTask()
+
+
 class _Connection:
     """One accepted connection's requests, for the watchdog and the shutdown."""
 
@@ -190,6 +208,7 @@ class Listener:
         self._max_connections = http.max_connections
         self._idle_s = float(http.idle_timeout_s)
         self.connections = 0
+        self._open: set[_Connection] = set()  # past the first bytes, for the shutdown
         self.in_flight = 0
         self._calls_done = trio.Event()
         self._calls_done.set()
@@ -245,10 +264,15 @@ class Listener:
                 "Any", _Replay(stream, first, connection)
             )  # cleartext: hypercorn's no-TLS path
             server = TCPServer(app, self._hconfig, self._context, ConnectionState({}), replay)
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._watchdog, connection, nursery.cancel_scope)
-                await server.run()
-                nursery.cancel_scope.cancel()
+            server.idle_task = cast("Any", _NO_IDLE_TASK)
+            self._open.add(connection)
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._watchdog, connection, nursery.cancel_scope)
+                    await server.run()
+                    nursery.cancel_scope.cancel()
+            finally:
+                self._open.discard(connection)
         finally:
             self.connections -= 1
             with trio.CancelScope(shield=True):
@@ -283,8 +307,10 @@ class Listener:
             if connection.in_flight:
                 connection.quiet_since = trio.current_time()
                 continue
-            if connection.closed_by_peer or (
-                trio.current_time() - connection.quiet_since >= self._idle_s
+            if (
+                connection.closed_by_peer
+                or self.stopping
+                or trio.current_time() - connection.quiet_since >= self._idle_s
             ):
                 scope.cancel()
                 return
@@ -295,6 +321,10 @@ class Listener:
         """New requests on open connections are refused; wait for those running."""
         self.stopping = True
         await self._context.terminated.set()
+        # Idle connections close now; busy ones once their request is answered (hypercorn
+        # keeps no connection alive after `terminated`).
+        for connection in self._open:
+            connection.wake.set()
         with trio.move_on_at(deadline):
             await self._calls_done.wait()
 
