@@ -438,9 +438,12 @@ async def _serve_process(
             ) as rypsok:
                 # What start-up made (modules, configuration, the core) lives as long as the
                 # process: moved out of the collector's sight, so that a full collection
-                # walks only what requests made, and its pause stays short (p99).
+                # walks only what requests made, and its pause stays short (p99). The console
+                # script turned the collector off while importing (`rypsok._entry`): without
+                # it the cycles each closed connection leaves would never be freed.
                 gc.collect()
                 gc.freeze()
+                gc.enable()
                 await serve_http(rypsok, config, callers, stop=stop, listen_socket=sock)
             nursery.cancel_scope.cancel()
 
