@@ -96,30 +96,58 @@ def serve_rypsok(port: int, max_connections: int, idle: int) -> int:
     return run_http(config, {}, engines=[InstantEngine("wikipedia")])
 
 
+async def _fixed_answer(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """The bare app: the body read, then the fixed answer."""
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            else:
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    while (await receive()).get("more_body"):
+        pass
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(FIXED))]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": FIXED})
+
+
+def serve_bare_listener(port: int) -> int:
+    """The bare app behind rypsok's own listener (its accept loop, bounds and watchdog): what
+    rypsok's app costs on top is the difference to rypsok."""
+    from typing import cast
+
+    from rypsok.config.load import load_config_text
+    from rypsok.mcp.listener import Listener, listening_socket
+
+    config = load_config_text(CONFIG.format(port=port, max_connections=64, idle=60), {})
+    listener = Listener(cast("Any", _fixed_answer), config)
+
+    async def run() -> None:
+        sock = trio.socket.from_stdlib_socket(listening_socket(config.service.http.bind))
+        async with trio.open_nursery() as nursery:
+            await listener.accept_loop(sock, nursery)
+
+    trio.run(run)
+    return 0
+
+
 def serve_bare(port: int) -> int:
-    from hypercorn.config import Config
+    from typing import cast
+
     from hypercorn.trio import serve
 
-    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                else:
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        while (await receive()).get("more_body"):
-            pass
-        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(FIXED))]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": FIXED})
+    from rypsok.config.load import load_config_text
+    from rypsok.mcp.listener import _hypercorn_config
 
-    config = Config()
+    # The same hypercorn settings as rypsok's listener (no Date or Server header, the same
+    # keep-alive and header bounds): the difference measured is the listener's and the app's.
+    config = _hypercorn_config(
+        load_config_text(CONFIG.format(port=port, max_connections=64, idle=60), {})
+    )
     config.bind = [f"127.0.0.1:{port}"]
-    config.accesslog = None
-    config.errorlog = None
-    trio.run(serve, app, config)
+    trio.run(cast("Any", serve), _fixed_answer, config)
     return 0
 
 
@@ -246,7 +274,8 @@ def throughput(duration: int, connections: int, rounds: int) -> dict[str, dict[s
         script = Path(tmp) / "post.lua"
         _lua(script)
         try:
-            for kind, extra in (("rypsok", ("64", "60")), ("sdk", ()), ("bare", ())):
+            kinds = (("rypsok", ("64", "60")), ("sdk", ()), ("bare", ()), ("listener", ()))
+            for kind, extra in kinds:
                 server = _Server(kind, *extra)
                 servers.append(server)
                 problem = _check_answer(server)
@@ -381,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
         kind, port = args_in[0], int(args_in[1])
         if kind == "serve-rypsok":
             return serve_rypsok(port, int(args_in[2]), int(args_in[3]))
+        if kind == "serve-listener":
+            return serve_bare_listener(port)
         return serve_bare(port) if kind == "serve-bare" else serve_sdk(port)
     parser = argparse.ArgumentParser(prog="tools/bench-http")
     parser.add_argument("--duration", type=int, default=5)
@@ -397,12 +428,15 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     figures = throughput(args.duration, args.connections, args.rounds)
     for kind, row in figures.items():
-        _say(f"{kind:7} {row['calls_per_s']:9.0f} calls/s  p50 {row['p50_ms']:6.2f} ms  "
+        _say(f"{kind:8} {row['calls_per_s']:9.0f} calls/s  p50 {row['p50_ms']:6.2f} ms  "
               f"p99 {row['p99_ms']:6.2f} ms  non-2xx {row['non_2xx']:.0f}")  # fmt: skip
     r, s, b = figures["rypsok"], figures["sdk"], figures["bare"]
     _say(f"rypsok / bare: {r['calls_per_s'] / b['calls_per_s']:.0%} (target >= 85%)")
     _say(f"rypsok / sdk:  {r['calls_per_s'] / s['calls_per_s']:.2f}x (target >= 1.5x)")
     _say(f"p99 rypsok / sdk: {r['p99_ms'] / s['p99_ms']:.2f} (target < 0.25)")
+    bl = figures["listener"]
+    _say(f"rypsok / bare behind rypsok's listener: {r['calls_per_s'] / bl['calls_per_s']:.0%} "
+         "(no target: the app's own share)")  # fmt: skip
     if not args.skip_memory:
         mem = idle_memory(args.idle)
         _say(

@@ -4,6 +4,7 @@ over real loopback sockets with small limits and the real clock.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 from typing import TYPE_CHECKING, Any
@@ -17,12 +18,14 @@ import pytest
 import trio
 from http_helpers import (
     ACCEPT,
+    SlowEngine,
     call_body,
     call_status,
     closed_by_server,
     http_counts,
     make_config,
     modern_headers,
+    post,
     serving,
 )
 from search_fakes import capture_logs
@@ -410,3 +413,31 @@ async def test_req_mcp_007_an_http2_stream_reset_cancels_its_call() -> None:
     )
     assert json.loads(data)["id"] == 2
     assert not any(isinstance(e, h2.events.DataReceived) and e.stream_id == 1 for e in events)
+
+
+async def test_req_ops_002_shutdown_closes_an_idle_keep_alive_connection_at_once() -> None:
+    """While a call in flight keeps the shutdown waiting (up to its grace), a connection with
+    nothing running is closed at the start of the shutdown, not at the end of its idle time."""
+    engine = SlowEngine("wikipedia", None)
+    config = make_config("[service]\nshutdown_ms = 2000\n", idle_timeout_s=60)
+    async with serving(config, engine=engine) as server:
+        idle = await trio.open_tcp_stream("127.0.0.1", server.port)
+        assert (await _answered(idle)).startswith(b"HTTP/1.1 200")
+        async with httpx.AsyncClient() as client, trio.open_nursery() as nursery:
+
+            async def call() -> None:
+                with contextlib.suppress(httpx.HTTPError):  # cut at the end of the grace
+                    await post(
+                        client, server, call_body("web_search", {"query": "rust"}),
+                        modern_headers("tools/call", "web_search"),
+                    )  # fmt: skip
+
+            nursery.start_soon(call)
+            with trio.fail_after(5):
+                await engine.started.wait()
+            start = trio.current_time()
+            server.stop.set()
+            assert await closed_by_server(idle, 5) == b""
+            assert trio.current_time() - start < 1.0  # the grace is 1.7 s
+            assert server.listener.in_flight == 1  # the call still runs
+        await idle.aclose()

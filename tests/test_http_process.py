@@ -164,3 +164,48 @@ async def test_req_ops_002_sigterm_with_calls_in_flight_answers_them_and_exits_0
         assert (error["kind"], error["detail"]["reason"]) == ("unavailable", "deadline")
     started = [e for e in child.events() if e["event"] == "shutdown_started"]
     assert started[0]["in_flight"] == 2
+
+
+async def test_lim_m5_serving_over_http_runs_the_collector_with_start_up_frozen() -> None:
+    """The console script switches the collector off while importing; serving over HTTP
+    switches it on again (a closed connection leaves reference cycles behind), with what
+    start-up made frozen out of its passes."""
+    import gc
+
+    from conformance.instant import InstantEngine
+    from rypsok.config.load import load_config_text
+    from rypsok.mcp.callers import Callers
+    from rypsok.mcp.listener import _serve_process, listening_socket
+
+    port = _free_port()
+    config = load_config_text(
+        f'config_version = 1\n[service.http]\nbind = "127.0.0.1:{port}"\n' + ENGINES, {}
+    )
+    sock = listening_socket(config.service.http.bind)
+    gc.disable()  # as `rypsok._entry` leaves it
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(
+                _serve_process, config, {}, Callers(), sock, None, [InstantEngine("wikipedia")],
+                None,
+            )  # fmt: skip
+            async with httpx.AsyncClient() as client:
+                with trio.fail_after(10):
+                    while True:
+                        try:
+                            response = await client.post(
+                                f"http://127.0.0.1:{port}/mcp",
+                                content=json.dumps(call_body("engine_status")),
+                                headers=modern_headers("tools/call", "engine_status"),
+                            )
+                            break
+                        except httpx.ConnectError:
+                            await trio.sleep(0.05)
+            assert response.status_code == 200
+            assert gc.isenabled()
+            assert gc.get_freeze_count() > 0
+            nursery.cancel_scope.cancel()
+    finally:
+        gc.unfreeze()
+        gc.enable()
+        sock.close()

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rypsok.config.schema import LimitsConfig
-from rypsok.core.ratelimit import ToolRateLimiter
+from rypsok.core.ratelimit import ToolRateLimiter, _exact_ns
 from rypsok.core.telemetry import LOCAL_CALLER
 
 
@@ -188,3 +188,29 @@ def test_req_mcp_010_the_clock_is_read_to_the_nearest_nanosecond_exactly(now: fl
         assert limiter.check("c", edge) is None
     else:
         assert limiter.check("c", edge) is not None
+
+
+@pytest.mark.parametrize(
+    "seconds",
+    [
+        0.0,
+        -0.0,
+        1 / 1024,  # 976562.5 ns: a tie, to the even neighbour
+        3 / 1024,  # 2929687.5 ns: a tie, to the even neighbour above
+        -1 / 1024,
+        5e-10,
+        1e-9,
+        0.1,
+        86400.000000001,
+        2.0**52 + 0.5,
+        1e300,
+    ],
+)
+def test_req_mcp_010_the_clock_is_read_exactly_to_the_nanosecond(seconds: float) -> None:
+    assert _exact_ns(seconds) == round(Fraction(seconds) * 1_000_000_000)
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+@settings(max_examples=500, deadline=None)
+def test_req_mcp_010_every_finite_time_is_read_exactly(seconds: float) -> None:
+    assert _exact_ns(seconds) == round(Fraction(seconds) * 1_000_000_000)

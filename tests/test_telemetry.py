@@ -663,3 +663,58 @@ async def test_req_obs_007_the_reporter_logs_the_counts_every_interval(
 async def test_req_obs_007_the_reporter_refuses_a_non_positive_interval() -> None:
     with pytest.raises(ValueError, match="interval_s"):
         await run_counters_reporter(0)
+
+
+_PLAIN_VALUES = st.one_of(
+    st.text(),
+    st.integers(min_value=-(10**40), max_value=10**40),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.booleans(),
+    st.none(),
+)
+
+
+@given(fields=st.dictionaries(st.text(min_size=1), _PLAIN_VALUES, max_size=8))
+@settings(max_examples=300, deadline=None)
+def test_req_obs_005_a_line_of_plain_values_is_the_json_encoders_line(
+    fields: dict[str, object],
+) -> None:
+    """Strings (any code point, lone surrogates included), integers, finite floats, booleans
+    and null: one ASCII line, exactly as the standard encoder writes the same object."""
+    stream = io.StringIO()
+    telemetry.configure("info", stream=stream)
+    try:
+        with telemetry.call_scope("ops"):
+            telemetry.info("plain", **fields)
+    finally:
+        telemetry.configure()
+    line = stream.getvalue()
+    assert line.endswith("\n")
+    assert line.count("\n") == 1
+    assert line.isascii()
+    record = json.loads(line)
+    assert line[:-1] == json.dumps(record, ensure_ascii=True)
+    assert record["event"] == "plain"
+    assert record["caller"] == "ops"
+    for name, value in fields.items():
+        key = (
+            f"field_{name}"
+            if name in {"timestamp", "level", "event", "request_id", "caller"}
+            else name
+        )
+        assert record[key] == value
+
+
+@pytest.mark.parametrize(
+    "value", [math.nan, math.inf, -math.inf, 10**5000], ids=["nan", "inf", "-inf", "huge"]
+)
+def test_req_obs_005_a_value_json_cannot_carry_costs_its_field_only(value: object) -> None:
+    stream = io.StringIO()
+    telemetry.configure("info", stream=stream)
+    try:
+        telemetry.info("odd", bad=value, good="kept")
+    finally:
+        telemetry.configure()
+    record = json.loads(stream.getvalue())
+    assert record["good"] == "kept"
+    assert record["bad"] == f"<unserialisable {type(value).__name__}>"

@@ -21,6 +21,17 @@ _WINDOW_NS: Final = WINDOW_S * 1_000_000_000
 _NS_PER_MS: Final = 1_000_000
 
 
+def _exact_ns(seconds: float) -> int:
+    """The float's own binary value in nanoseconds, rounded once to the nearest (a tie to the
+    even one): what `round(Fraction(seconds) * 10**9)` gives, in integers alone."""
+    numerator, denominator = seconds.as_integer_ratio()
+    quotient, remainder = divmod(numerator * 1_000_000_000, denominator)
+    twice = 2 * remainder
+    if twice > denominator or (twice == denominator and quotient & 1):
+        quotient += 1
+    return quotient
+
+
 @attrs.frozen(kw_only=True)
 class RateLimiterStatistics:
     per_minute: int
@@ -78,12 +89,7 @@ class ToolRateLimiter:
         return RateLimiterStatistics(per_minute=self._limit, callers=len(self._calls))
 
     def _to_ns(self, now: float) -> int:
-        # Exact: the float's own binary value, rounded once to the nearest nanosecond (ties
-        # to even, as round() of the exact fraction), in integers: the float is n / 2**k.
-        numerator, denominator = now.as_integer_ratio()
-        now_ns, rest = divmod(numerator * 1_000_000_000, denominator)
-        if 2 * rest > denominator or (2 * rest == denominator and now_ns % 2):
-            now_ns += 1
+        now_ns = _exact_ns(now)
         # The Trio clock never goes back; a caller handing an older time is held to the
         # latest one seen so that each caller's times stay in order.
         if self._latest_ns is not None and now_ns < self._latest_ns:

@@ -15,6 +15,7 @@ cancels the call. The handshake revisions get an `Mcp-Session-Id` session each.
 from __future__ import annotations
 
 import binascii
+import json
 import re
 from base64 import b64decode
 from typing import TYPE_CHECKING, Any, Final
@@ -23,8 +24,9 @@ import trio
 
 from rypsok.config.rules import parse_bind
 from rypsok.core import telemetry
+from rypsok.core.model import ToolError
 from rypsok.mcp.calls import execute, make_dispatcher
-from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Reply, eras, jsonrpc
+from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Reply, StatusCall, eras, jsonrpc
 from rypsok.mcp.protocol.dispatch import META_CAPABILITIES, META_CLIENT, META_VERSION
 from rypsok.mcp.sessions import SESSION_TTL_S, SessionTable
 
@@ -32,12 +34,15 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, MutableMapping
 
     from rypsok.config.schema import Config
+    from rypsok.core.model import StatusResponse
     from rypsok.mcp.callers import Callers
     from rypsok.mcp.calls import ToolService
 
     Scope = MutableMapping[str, Any]
     Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
     Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+    # An answer decided: the status, the encoded body (b"" for none) and extra headers.
+    _Answer = tuple[int, bytes, tuple[tuple[bytes, bytes], ...]]
 
 __all__ = [
     "HEADER_BLOCK_BYTES",
@@ -51,7 +56,8 @@ __all__ = [
 MCP_PATH: Final = "/mcp"
 HEADER_BLOCK_BYTES: Final = 16384  # LIM-H7, fixed
 # Set in the scope by the listener when it cancels the request itself as soon as the peer
-# closes the connection (HTTP/1, one request at a time), so the app need not watch for it.
+# closes the connection (HTTP/1, one request at a time), so the app need not watch for it:
+# a set into which the app puts the request's cancel scope while it runs.
 CONNECTION_CANCELS: Final = "rypsok.connection_cancels"
 HEADER_MISMATCH: Final = -32020  # 2026-07-28, HeaderMismatch
 RETRY_AFTER_S: Final = b"30"
@@ -169,7 +175,23 @@ class _BadHeader(Exception):
     pass
 
 
+_HEADER_TEXTS: dict[bytes, str] = {}
+_HEADER_TEXTS_SIZE: Final = 64
+
+
 def _header_text(value: bytes, name: str) -> str:
+    """`_decode_header`, remembered for the few values (revision, method, tool name) clients
+    send over and over; a value that fails is decoded, and refused, every time."""
+    text = _HEADER_TEXTS.get(value)
+    if text is None:
+        text = _decode_header(value, name)
+        if len(_HEADER_TEXTS) >= _HEADER_TEXTS_SIZE:
+            _HEADER_TEXTS.clear()  # bounded: a client varying its headers gains nothing
+        _HEADER_TEXTS[value] = text
+    return text
+
+
+def _decode_header(value: bytes, name: str) -> str:
     """A protocol header's value, decoded from the `=?base64?…?=` form when it has it."""
     if not value.isascii():
         raise _BadHeader(f"{name} is not ASCII")
@@ -185,13 +207,52 @@ def _header_text(value: bytes, name: str) -> str:
     return text
 
 
+class _StatusReplies:
+    """engine_status's answer, encoded once for each content it has.
+
+    The answer is a function of the `StatusResponse` (a frozen value: each engine's state,
+    median latency and reason) and of the revision alone: every dispatcher of the app is made
+    from the same configuration. So the last encoding is kept with the value it was made
+    from and used again while the core hands out an equal one; any change of an engine's
+    state or latency makes an unequal value, which is encoded afresh. Only the JSON-RPC id
+    differs between calls: it is written around the kept `result`, in the order
+    `jsonrpc.result_response` gives the members.
+    """
+
+    __slots__ = ("_key", "_result")
+
+    def __init__(self) -> None:
+        self._key: tuple[StatusResponse, str] | None = None
+        self._result = b""
+
+    def encode(self, dispatcher: Dispatcher, call: Call, response: StatusResponse) -> bytes:
+        key = (response, call.revision)
+        if key != self._key:
+            reply = dispatcher.render_response(call, response.to_json())
+            self._result = jsonrpc.encode(reply["result"])[:-1]  # without the newline
+            self._key = key
+        head = (_REPLY_HEAD, _id_json(call.request_id), _REPLY_RESULT, self._result, b"}\n")
+        return b"".join(head)
+
+
+_REPLY_HEAD: Final = b'{"jsonrpc":"2.0","id":'
+_REPLY_RESULT: Final = b',"result":'
+
+
+def _id_json(request_id: jsonrpc.RequestId) -> bytes:
+    """A JSON-RPC id as `jsonrpc.encode` writes it (an int, or a string kept in UTF-8)."""
+    if isinstance(request_id, int):
+        return b"%d" % request_id
+    return json.dumps(request_id, ensure_ascii=False).encode("utf-8")
+
+
 class _Request:
     """The parts of one HTTP request the handler reads."""
 
     __slots__ = ("connection_cancels", "family", "head_bytes", "headers", "method", "path")
 
     def __init__(self, scope: Scope) -> None:
-        self.connection_cancels = bool(scope.get(CONNECTION_CANCELS))
+        self.connection_cancels: set[trio.CancelScope] | None = scope.get(CONNECTION_CANCELS)
         self.method: str = scope["method"]
         self.path: str = scope["path"]
         client = scope.get("client")
@@ -206,9 +267,6 @@ class _Request:
             headers[name] = None if name in headers else value
         self.headers = headers
         self.head_bytes = size + 2
-
-    def header(self, name: bytes) -> bytes | None:
-        return self.headers.get(name)
 
 
 class McpHttpApp:
@@ -229,6 +287,7 @@ class McpHttpApp:
         http = config.service.http
         self._callers = callers
         self._modern = self._new_dispatcher()
+        self._status_replies = _StatusReplies()
         self._legacy_enabled = http.legacy_revisions
         self.sessions = SessionTable(http.max_sessions, session_ttl_s)
         self._max_body = http.max_request_bytes
@@ -291,7 +350,12 @@ class McpHttpApp:
             await send({"type": "http.response.start", "status": status, "headers": out})
             await send({"type": "http.response.body", "body": body})
 
+        cancels = request.connection_cancels
+        # One scope for both ends of a request: LIM-H5's deadline, and (HTTP/1, through the
+        # listener) the peer closing its connection.
         with trio.move_on_after(self._timeout_s) as timer:
+            if cancels is not None:
+                cancels.add(timer)
             try:
                 await self._handle(request, receive, respond)
             except _PeerGone:
@@ -301,7 +365,15 @@ class McpHttpApp:
                     refuse(refusal.reason, request.family)
                 body = b"" if refusal.body is None else jsonrpc.encode(refusal.body)
                 await respond(refusal.status, body, refusal.headers)
-        if timer.cancelled_caught and not started:
+            finally:
+                if cancels is not None:
+                    cancels.discard(timer)
+        if not timer.cancelled_caught:
+            return
+        if trio.current_time() < timer.deadline:
+            # The listener cancelled it: the peer is gone and nobody is left to answer.
+            telemetry.debug("call_cancelled", transport="http")
+        elif not started:
             # LIM-H5: whatever the request was doing (sending its body, waiting for its
             # call), it ends here; the connection is closed after this answer.
             refuse("request_timeout", request.family)
@@ -319,16 +391,16 @@ class McpHttpApp:
             # h11 bounds a header block that arrives in pieces; this bounds one that came
             # whole. Before the gate, as the contract says: neither logged nor counted.
             raise _Refusal(431, headers=((b"connection", b"close"),))
-        caller = self._callers.identify(request.header(b"authorization"))
+        caller = self._callers.identify(request.headers.get(b"authorization"))
         if caller is None:
             raise _Refusal(401, reason="unauthorized", headers=((b"www-authenticate", b"Bearer"),))
         if request.path != MCP_PATH:
             raise _Refusal(404, reason="not_found")
-        host = request.header(b"host")
+        host = request.headers.get(b"host")
         if host is None or host.lower() not in self._hosts:
             raise _error(403, jsonrpc.INVALID_REQUEST, "Forbidden: Host", reason="sdk_forbidden")
         if b"origin" in request.headers:
-            origin = request.header(b"origin")
+            origin = request.headers.get(b"origin")
             if origin is None or not self._origin_allowed(origin):
                 raise _error(
                     403, jsonrpc.INVALID_REQUEST, "Forbidden: Origin", reason="sdk_forbidden"
@@ -338,7 +410,7 @@ class McpHttpApp:
             return
         if request.method != "POST":
             raise _Refusal(405, reason="method_not_allowed", headers=((b"allow", b"POST, DELETE"),))
-        accept = _accepted(request.header(b"accept") or b"")
+        accept = _accepted(request.headers.get(b"accept") or b"")
         if _JSON not in accept or _SSE not in accept:
             raise _error(
                 406,
@@ -346,16 +418,16 @@ class McpHttpApp:
                 "Not Acceptable: Accept must list application/json and text/event-stream",
                 reason="sdk_not_acceptable",
             )
-        if not _is_json_content(request.header(b"content-type")):
+        if not _is_json_content(request.headers.get(b"content-type")):
             raise _error(
                 415, jsonrpc.INVALID_REQUEST, "Unsupported Media Type: send application/json"
             )
         body = await self._body(request, receive)
         status, payload, headers = await self._post(request, caller, body, receive)
-        await respond(status, b"" if payload is None else jsonrpc.encode(payload), headers)
+        await respond(status, payload, headers)
 
     async def _body(self, request: _Request, receive: Receive) -> bytes:
-        declared = request.header(b"content-length")
+        declared = request.headers.get(b"content-length")
         if declared is not None:
             try:
                 size = int(declared)
@@ -383,7 +455,7 @@ class McpHttpApp:
         caller: str,
         respond: Callable[[int, bytes, tuple[tuple[bytes, bytes], ...]], Awaitable[None]],
     ) -> None:
-        session_id = request.header(b"mcp-session-id")
+        session_id = request.headers.get(b"mcp-session-id")
         if session_id is None:
             raise _error(
                 400, jsonrpc.INVALID_REQUEST, "Bad Request: DELETE needs Mcp-Session-Id",
@@ -395,19 +467,17 @@ class McpHttpApp:
 
     # -- one POST -------------------------------------------------------------------------
 
-    async def _post(
-        self, request: _Request, caller: str, body: bytes, receive: Receive
-    ) -> tuple[int, dict[str, Any] | list[dict[str, Any]] | None, tuple[tuple[bytes, bytes], ...]]:
+    async def _post(self, request: _Request, caller: str, body: bytes, receive: Receive) -> _Answer:
         message = jsonrpc.parse(body)
         if isinstance(message, jsonrpc.Invalid):
             reply = message.reply or jsonrpc.error_response(
                 None, jsonrpc.INVALID_REQUEST, "Invalid Request"
             )
             if reply["error"]["code"] == jsonrpc.PARSE_ERROR:
-                return 400, reply, ()
-            return 415, reply, ()
-        session_header = request.header(b"mcp-session-id")
-        version_header = request.header(b"mcp-protocol-version")
+                return 400, jsonrpc.encode(reply), ()
+            return 415, jsonrpc.encode(reply), ()
+        session_header = request.headers.get(b"mcp-session-id")
+        version_header = request.headers.get(b"mcp-protocol-version")
         if session_header is not None and not _is_modern(message):
             return await self._in_session(
                 request, caller, message, session_header, version_header, receive
@@ -415,7 +485,7 @@ class McpHttpApp:
         if isinstance(message, jsonrpc.Batch):
             raise _error(415, jsonrpc.INVALID_REQUEST, "Invalid Request: no batch here")
         if isinstance(message, jsonrpc.Notification | jsonrpc.Response):
-            return 202, None, ()
+            return 202, b"", ()
         if _is_modern(message) or version_header == eras.MODERN_REVISION.encode():
             self._check_modern_headers(request, message)
             watch = None if request.connection_cancels else receive
@@ -458,18 +528,18 @@ class McpHttpApp:
         params = message.params or {}
         meta = params.get("_meta")
         body_version = meta.get(META_VERSION) if isinstance(meta, dict) else None
-        version = request.header(b"mcp-protocol-version")
+        version = request.headers.get(b"mcp-protocol-version")
         if version is None:
             raise mismatch("MCP-Protocol-Version is missing")
         if _header_text(version, "MCP-Protocol-Version") != body_version:
             raise mismatch("MCP-Protocol-Version does not match the body's protocolVersion")
-        method = request.header(b"mcp-method")
+        method = request.headers.get(b"mcp-method")
         if method is None:
             raise mismatch("Mcp-Method is missing")
         if _header_text(method, "Mcp-Method") != message.method:
             raise mismatch("Mcp-Method does not match the body's method")
         if message.method == "tools/call":
-            name = request.header(b"mcp-name")
+            name = request.headers.get(b"mcp-name")
             if name is None:
                 raise mismatch("Mcp-Name is missing")
             if _header_text(name, "Mcp-Name") != params.get("name"):
@@ -477,16 +547,16 @@ class McpHttpApp:
 
     async def _initialize(
         self, request: _Request, caller: str, message: jsonrpc.Request
-    ) -> tuple[int, dict[str, Any] | None, tuple[tuple[bytes, bytes], ...]]:
+    ) -> _Answer:
         if not self._legacy_enabled:
             reply = self._modern.handle(message)
             assert isinstance(reply, Reply)
-            return 400, reply.payload, ()
+            return 400, jsonrpc.encode(reply.payload), ()
         dispatcher = self._new_dispatcher()
         action = dispatcher.handle(message)
         assert isinstance(action, Reply)
         if "error" in action.payload:
-            return 400, action.payload, ()
+            return 400, jsonrpc.encode(action.payload), ()
         session = self.sessions.open(caller, dispatcher)
         if session is None:
             raise _error(
@@ -498,7 +568,8 @@ class McpHttpApp:
                 headers=((b"retry-after", RETRY_AFTER_S),),
             )
         telemetry.debug("http_session_opened", sessions=len(self.sessions))
-        return 200, action.payload, ((b"mcp-session-id", session.session_id.encode("ascii")),)
+        session_id = session.session_id.encode("ascii")
+        return 200, jsonrpc.encode(action.payload), ((b"mcp-session-id", session_id),)
 
     async def _in_session(
         self,
@@ -508,7 +579,7 @@ class McpHttpApp:
         session_header: bytes,
         version_header: bytes | None,
         receive: Receive,
-    ) -> tuple[int, dict[str, Any] | list[dict[str, Any]] | None, tuple[tuple[bytes, bytes], ...]]:
+    ) -> _Answer:
         session = self.sessions.get(session_header.decode("latin-1"), caller)
         if session is None:
             # The transport's rule: an unknown or ended session is 404, and the client
@@ -528,7 +599,7 @@ class McpHttpApp:
                 raise _error(415, jsonrpc.INVALID_REQUEST, "Invalid Request: no batch here")
             return await self._batch(dispatcher, message, caller, receive)
         if isinstance(message, jsonrpc.Notification | jsonrpc.Response):
-            return 202, None, ()
+            return 202, b"", ()
         assert isinstance(message, jsonrpc.Request)
         if message.method == "initialize":
             raise _error(
@@ -546,26 +617,26 @@ class McpHttpApp:
         receive: Receive | None,
         *,
         modern: bool,
-    ) -> tuple[int, dict[str, Any] | None, tuple[tuple[bytes, bytes], ...]]:
+    ) -> _Answer:
         action = dispatcher.handle(message)
         if isinstance(action, Reply):
-            return _reply_status(action.payload, modern=modern), action.payload, ()
+            status = _reply_status(action.payload, modern=modern)
+            return status, jsonrpc.encode(action.payload), ()
         if isinstance(action, Call):
-            payload = await self._run(dispatcher, action, caller, receive)
-            return 200, payload, ()
-        return 202, None, ()  # nothing to answer (Cancel and Nothing come from notifications)
+            return 200, await self._run(dispatcher, action, caller, receive), ()
+        return 202, b"", ()  # nothing to answer (Cancel and Nothing come from notifications)
 
     async def _run(
         self, dispatcher: Dispatcher, call: Call, caller: str, receive: Receive | None
-    ) -> dict[str, Any]:
+    ) -> bytes:
         """Run one call; a closed connection cancels it (and nothing is answered).
 
         `receive` is None when the listener itself cancels the request once its connection
         closes (HTTP/1): then no watcher task is needed.
         """
         if receive is None:
-            return await execute(self._service, dispatcher, call, caller)
-        payload: dict[str, Any] | None = None
+            return await self._execute(dispatcher, call, caller)
+        payload: bytes | None = None
         async with trio.open_nursery() as nursery:
 
             async def watch_disconnect() -> None:
@@ -575,15 +646,28 @@ class McpHttpApp:
                 nursery.cancel_scope.cancel()
 
             nursery.start_soon(watch_disconnect)
-            payload = await execute(self._service, dispatcher, call, caller)
+            payload = await self._execute(dispatcher, call, caller)
             nursery.cancel_scope.cancel()
         if payload is None:  # the peer went away: the call was cancelled, nothing to send
             raise _PeerGone
         return payload
 
+    async def _execute(self, dispatcher: Dispatcher, call: Call, caller: str) -> bytes:
+        if not isinstance(call.request, StatusCall):
+            return jsonrpc.encode(await execute(self._service, dispatcher, call, caller))
+        # engine_status: `execute`'s three outcomes, with the answer's encoding remembered.
+        try:
+            response = await self._service.status_as(caller)
+        except ToolError as error:
+            return jsonrpc.encode(dispatcher.render_error(call.request_id, call.revision, error))
+        except Exception as exc:
+            telemetry.log_exception("call_failed", exc, tool=call.tool)
+            return jsonrpc.encode(dispatcher.render_crash(call))
+        return self._status_replies.encode(dispatcher, call, response)
+
     async def _batch(
         self, dispatcher: Dispatcher, batch: jsonrpc.Batch, caller: str, receive: Receive
-    ) -> tuple[int, list[dict[str, Any]] | None, tuple[tuple[bytes, bytes], ...]]:
+    ) -> _Answer:
         answers: list[dict[str, Any] | None] = [None] * len(batch.items)
 
         async def run(index: int, call: Call) -> None:
@@ -599,7 +683,7 @@ class McpHttpApp:
                 elif isinstance(action, Cancel):
                     pass  # over HTTP a closed stream is the cancellation
         replies = [a for a in answers if a is not None]
-        return (200, replies, ()) if replies else (202, None, ())
+        return (200, jsonrpc.encode(replies), ()) if replies else (202, b"", ())
 
 
 def _meta_problem(message: jsonrpc.Request) -> str | None:

@@ -22,6 +22,7 @@ connections are refused), idle connections close, and calls in flight get what i
 from __future__ import annotations
 
 import errno
+import gc
 import math
 import signal
 import socket as stdlib_socket
@@ -109,7 +110,10 @@ class _Replay(trio.abc.HalfCloseableStream):
         return data
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        await self._stream.send_all(data)
+        # hypercorn hands over the empty end of every HTTP/1 message with a length: sending
+        # nothing needs no trip through the scheduler.
+        if data:
+            await self._stream.send_all(data)
 
     async def wait_send_all_might_not_block(self) -> None:
         await self._stream.wait_send_all_might_not_block()
@@ -119,6 +123,24 @@ class _Replay(trio.abc.HalfCloseableStream):
 
     async def aclose(self) -> None:
         await self._stream.aclose()
+
+
+class _NoIdleTask:
+    """Stands in for hypercorn's keep-alive timer of a connection.
+
+    hypercorn starts a task when a connection goes idle and cancels it when a request comes:
+    a task started and ended per request. The watchdog below keeps the same bound (LIM-H3,
+    closing on shutdown too) with one task for the connection's whole life.
+    """
+
+    async def restart(self, task_group: Any, action: Any) -> None:
+        pass
+
+    async def stop(self) -> None:
+        pass
+
+
+_NO_IDLE_TASK: Final = _NoIdleTask()
 
 
 class _Connection:
@@ -163,18 +185,10 @@ class _ConnectionApp:
         try:
             if scope.get("http_version") in _HTTP1:
                 # One request at a time on the connection: when the peer closes it, the
-                # listener cancels the request here instead of the app watching for it.
-                scope[CONNECTION_CANCELS] = True
-                with trio.CancelScope() as cancel:
-                    self._connection.scopes.add(cancel)
-                    try:
-                        await self._listener.app(scope, receive, send)
-                    finally:
-                        self._connection.scopes.discard(cancel)
-                if cancel.cancelled_caught:
-                    telemetry.debug("call_cancelled", transport="http")
-            else:
-                await self._listener.app(scope, receive, send)
+                # listener cancels the request (the app puts its scope in the set) instead
+                # of the app watching for it.
+                scope[CONNECTION_CANCELS] = self._connection.scopes
+            await self._listener.app(scope, receive, send)
         except Exception as exc:
             # A defect, not a peer's doing: one JSON line, no traceback that could quote a
             # header; hypercorn answers 500 if nothing was sent.
@@ -197,6 +211,7 @@ class Listener:
         self._max_connections = http.max_connections
         self._idle_s = float(http.idle_timeout_s)
         self.connections = 0
+        self._open: set[_Connection] = set()  # past the first bytes, for the shutdown
         self.in_flight = 0
         self._calls_done = trio.Event()
         self._calls_done.set()
@@ -252,10 +267,15 @@ class Listener:
                 "Any", _Replay(stream, first, connection)
             )  # cleartext: hypercorn's no-TLS path
             server = TCPServer(app, self._hconfig, self._context, ConnectionState({}), replay)
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._watchdog, connection, nursery.cancel_scope)
-                await server.run()
-                nursery.cancel_scope.cancel()
+            server.idle_task = cast("Any", _NO_IDLE_TASK)
+            self._open.add(connection)
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._watchdog, connection, nursery.cancel_scope)
+                    await server.run()
+                    nursery.cancel_scope.cancel()
+            finally:
+                self._open.discard(connection)
         finally:
             self.connections -= 1
             with trio.CancelScope(shield=True):
@@ -290,8 +310,10 @@ class Listener:
             if connection.in_flight:
                 connection.quiet_since = trio.current_time()
                 continue
-            if connection.closed_by_peer or (
-                trio.current_time() - connection.quiet_since >= self._idle_s
+            if (
+                connection.closed_by_peer
+                or self.stopping
+                or trio.current_time() - connection.quiet_since >= self._idle_s
             ):
                 scope.cancel()
                 return
@@ -302,6 +324,10 @@ class Listener:
         """New requests on open connections are refused; wait for those running."""
         self.stopping = True
         await self._context.terminated.set()
+        # Idle connections close now; busy ones once their request is answered (hypercorn
+        # keeps no connection alive after `terminated`).
+        for connection in self._open:
+            connection.wake.set()
         with trio.move_on_at(deadline):
             await self._calls_done.wait()
 
@@ -410,6 +436,14 @@ async def _serve_process(
                 engines=engines,
                 fetch_network=fetch_network,
             ) as rypsok:
+                # What start-up made (modules, configuration, the core) lives as long as the
+                # process: moved out of the collector's sight, so that a full collection
+                # walks only what requests made, and its pause stays short (p99). The console
+                # script turned the collector off while importing (`rypsok._entry`): without
+                # it the cycles each closed connection leaves would never be freed.
+                gc.collect()
+                gc.freeze()
+                gc.enable()
                 await serve_http(rypsok, config, callers, stop=stop, listen_socket=sock)
             nursery.cancel_scope.cancel()
 

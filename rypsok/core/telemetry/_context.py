@@ -10,13 +10,9 @@ import contextvars
 import itertools
 import threading
 import time
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import attrs
-
-if TYPE_CHECKING:
-    from collections.abc import Iterator
 
 __all__ = [
     "LOCAL_CALLER",
@@ -57,15 +53,23 @@ def new_request_id() -> str:
     return f"{millis:011x}-{sequence:06x}"
 
 
-@contextmanager
-def call_scope(caller: str) -> Iterator[str]:
-    """Mark everything logged inside as part of one tool call of `caller`; yields its id."""
-    context = CallContext(request_id=new_request_id(), caller=caller)
-    token = _CALL.set(context)
-    try:
-        yield context.request_id
-    finally:
-        _CALL.reset(token)
+class call_scope:  # lower case: used like the function it replaced
+    """Mark everything logged inside as part of one tool call of `caller`; yields its id.
+
+    A class rather than a generator: it is entered on every call of every tool.
+    """
+
+    __slots__ = ("_context", "_token")
+
+    def __init__(self, caller: str) -> None:
+        self._context = CallContext(request_id=new_request_id(), caller=caller)
+
+    def __enter__(self) -> str:
+        self._token = _CALL.set(self._context)
+        return self._context.request_id
+
+    def __exit__(self, *exc_info: object) -> None:
+        _CALL.reset(self._token)
 
 
 def current_call() -> CallContext | None:

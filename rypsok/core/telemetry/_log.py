@@ -166,7 +166,7 @@ def _emit(
     if context is not None:
         record["request_id"] = context.request_id
         record["caller"] = context.caller
-    reserved = _RESERVED.union(name for name, _ in own)
+    reserved = _RESERVED.union(name for name, _ in own) if own else _RESERVED
     for name, value in fields.items():
         record[f"field_{name}" if name in reserved else name] = value
     record.update(own)
@@ -201,7 +201,7 @@ def _encode(record: dict[str, object]) -> str:
     # Broad on purpose: a hostile or broken object (a mapping whose items() raises, a cycle,
     # a NaN, an int too long to print) must cost its field, not the line nor the call.
     try:
-        return _dumps(record)
+        return _flat(record) or _dumps(record)
     except Exception:
         pass
     safe: dict[str, object] = {}
@@ -216,6 +216,44 @@ def _encode(record: dict[str, object]) -> str:
 
 def _dumps(value: object) -> str:
     return _ENCODER.encode(value)
+
+
+def _flat(record: dict[str, object]) -> str | None:
+    """The line of a record whose values are all strings, exact ints, finite floats, booleans
+    or None (nearly every event), written as `_ENCODER` writes it but without building an
+    encoder per line; None for anything else, which `_ENCODER` then writes."""
+    parts = []
+    for name, value in record.items():
+        kind = type(value)
+        if kind is str:
+            text = _quote(value)  # type: ignore[arg-type]
+        elif kind is int:
+            text = int.__repr__(value)  # ValueError past the digit limit
+        elif value is None:
+            text = "null"
+        elif value is True:
+            text = "true"
+        elif value is False:
+            text = "false"
+        elif kind is float and _FINITE_MIN <= value <= _FINITE_MAX:  # type: ignore[operator]
+            text = float.__repr__(value)
+        else:
+            return None
+        key = _KEYS.get(name)
+        if key is None:
+            key = _quote(name) + ": "
+            if len(_KEYS) < _KEYS_MAX:  # names come from the code; bounded all the same
+                _KEYS[name] = key
+        parts.append(key + text)
+    return "{" + ", ".join(parts) + "}"
+
+
+# The C string escaper the encoder itself uses with ensure_ascii.
+_quote: Final = json.encoder.encode_basestring_ascii
+_FINITE_MIN: Final = -sys.float_info.max
+_FINITE_MAX: Final = sys.float_info.max
+_KEYS: dict[str, str] = {}
+_KEYS_MAX: Final = 512
 
 
 def _default(value: object) -> object:

@@ -249,7 +249,7 @@ def parse_one(obj: Any) -> Request | Notification | Response | Invalid:
     return Request(id=answerable_id, method=method, params=params)
 
 
-# One decoder for every line (json.loads with options builds a new one per call).
+# One decoder for every line: `json.loads` with hooks builds a new one per call.
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_parse_int)
 
 
