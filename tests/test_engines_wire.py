@@ -503,3 +503,51 @@ async def test_req_res_008_the_tunnel_carries_the_origins_own_tls() -> None:
     assert b"secret" not in crossed
     assert b"k3y" not in crossed
     assert b"tls" not in crossed
+
+
+@pytest.mark.parametrize("cancelled_by_caller", [False, True])
+async def test_req_sec_011_a_tls_handshake_cut_by_the_timeout_leaves_no_socket_open(
+    cancelled_by_caller: bool,
+) -> None:
+    # The server accepts and never answers the ClientHello: the attempt ends at the connect
+    # timeout (or the caller's deadline), and the server sees the connection closed at once.
+    closed = trio.Event()
+
+    async def silent(stream: trio.SocketStream, server: Scripted) -> None:
+        while await stream.receive_some(65536):
+            pass
+        closed.set()
+
+    async with scripted(silent) as server:
+        wire = Wire(connect_s=10.0 if cancelled_by_caller else 0.2, tls=Authority().client_context)
+        origin = OriginKey("https", "localhost", server.port)
+        if cancelled_by_caller:
+            with trio.move_on_after(0.2) as scope:
+                await _wire_body(wire, origin)
+            assert scope.cancelled_caught
+        else:
+            with pytest.raises(wire_module.ConnectTimedOut):
+                await _wire_body(wire, origin)
+        with trio.fail_after(2):
+            await closed.wait()
+        await wire.aclose()
+
+
+async def test_req_sec_011_a_tunnel_cut_by_the_timeout_leaves_no_socket_open() -> None:
+    # The proxy accepts and never answers CONNECT: the socket to it is closed at the timeout.
+    closed = trio.Event()
+
+    async def silent(stream: trio.SocketStream, server: Scripted) -> None:
+        while await stream.receive_some(65536):
+            pass
+        closed.set()
+
+    async with scripted(silent) as proxy:
+        wire = Wire(
+            connect_s=0.2, tls=Authority().client_context, proxy=f"http://127.0.0.1:{proxy.port}"
+        )
+        with pytest.raises(wire_module.ConnectTimedOut):
+            await _wire_body(wire, OriginKey("https", "localhost", 443))
+        with trio.fail_after(2):
+            await closed.wait()
+        await wire.aclose()

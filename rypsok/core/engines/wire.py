@@ -246,19 +246,27 @@ class Wire:
 
     async def _open(self, origin: OriginKey) -> _Conn:
         hop = self._proxy.key if self._proxy is not None else origin
+        # The outermost stream made so far: closed (with what it wraps) unless it is handed
+        # over, whatever ends the attempt (a refusal, the timeout, the caller's cancellation).
+        stream: trio.abc.Stream | None = None
         try:
             with trio.move_on_after(self._connect_s) as connecting:
-                stream: trio.abc.Stream = await trio.open_tcp_stream(hop.host, hop.port)
+                stream = await trio.open_tcp_stream(hop.host, hop.port)
                 if hop.scheme == "https":
                     stream = await self._wrap(stream, hop.host)
                 if self._proxy is not None and origin.scheme == "https":
                     stream = await self._tunnel(stream, origin)
                     stream = await self._wrap(stream, origin.host)
+            if connecting.cancelled_caught or stream is None:
+                raise ConnectTimedOut("connect timeout")
+            conn = _Conn(stream, _raw_socket(stream))
+            stream = None
+            return conn
         except (OSError, trio.BrokenResourceError) as exc:
             raise ConnectFailed("no connection") from exc
-        if connecting.cancelled_caught:
-            raise ConnectTimedOut("connect timeout")
-        return _Conn(stream, _raw_socket(stream))
+        finally:
+            if stream is not None:
+                await trio.aclose_forcefully(stream)
 
     async def _wrap(self, stream: trio.abc.Stream, host: str) -> trio.SSLStream[trio.abc.Stream]:
         tls = trio.SSLStream(stream, self._tls(), server_hostname=host, https_compatible=True)
