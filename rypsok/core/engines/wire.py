@@ -183,7 +183,7 @@ class Wire:
                 raise WireFailure("the request cannot be written") from None
             try:
                 try:
-                    await conn.stream.send_all(data + end if end else data)
+                    await conn.stream.send_all(data + end)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     raise _Broken from None
                 event = await _next(conn)
@@ -269,16 +269,14 @@ class Wire:
                 await trio.aclose_forcefully(stream)
 
     async def _wrap(self, stream: trio.abc.Stream, host: str) -> trio.SSLStream[trio.abc.Stream]:
+        # A failed handshake leaves `stream` to `_open`, which closes it.
         tls = trio.SSLStream(stream, self._tls(), server_hostname=host, https_compatible=True)
-        try:
-            await tls.do_handshake()
-        except BaseException:
-            await trio.aclose_forcefully(tls)
-            raise
+        await tls.do_handshake()
         return tls
 
     async def _tunnel(self, stream: trio.abc.Stream, origin: OriginKey) -> trio.abc.Stream:
-        """CONNECT through the proxy to an https origin; the stream then carries its TLS."""
+        """CONNECT through the proxy to an https origin; the stream then carries its TLS.
+        On failure `stream` is left to `_open`, which closes it."""
         assert self._proxy is not None
         authority = f"{_host_text(origin.host)}:{origin.port}".encode()
         headers = [(b"Host", authority)]
@@ -296,15 +294,12 @@ class Wire:
                     conn.receive_data(bytes(await stream.receive_some(_READ_BYTES)))
                     continue
                 break
-        except (h11.ProtocolError, trio.BrokenResourceError, OSError):
-            await trio.aclose_forcefully(stream)
+        except h11.ProtocolError:
             raise ConnectFailed("the proxy did not open a tunnel") from None
         if type(event) is not h11.Response or not 200 <= event.status_code < 300:
-            await trio.aclose_forcefully(stream)
             raise ConnectFailed("the proxy refused the tunnel")
         leftover, _ = conn.trailing_data
         if leftover:
-            await trio.aclose_forcefully(stream)
             raise ConnectFailed("the proxy spoke before the tunnel was used")
         return stream
 
@@ -346,9 +341,7 @@ def _host_text(host: str) -> str:
 
 
 def _origin_text(origin: OriginKey) -> str:
-    default = 443 if origin.scheme == "https" else 80
-    port = "" if origin.port == default else f":{origin.port}"
-    return f"{origin.scheme}://{_host_text(origin.host)}{port}"
+    return f"{origin.scheme}://{host_header(origin).decode()}"
 
 
 def host_header(origin: OriginKey) -> bytes:
