@@ -220,13 +220,14 @@ class Wire:
                 await _close(conn)
 
     def _keep(self, origin: OriginKey, conn: _Conn) -> None:
+        # A connection not kept is closed now (no TLS goodbye; nothing waits on the network).
         try:
             conn.h11.start_next_cycle()
         except h11.LocalProtocolError:
+            conn.raw.close()  # h11 does not see it reusable after all
             return
         idle = self._idle.setdefault(origin, [])
         if len(idle) >= _IDLE_PER_ORIGIN:
-            # Over the bound: closed now (no TLS goodbye; nothing waits on the network).
             conn.raw.close()
             return
         conn.idle_since = trio.current_time()
