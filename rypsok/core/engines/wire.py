@@ -287,7 +287,7 @@ class Wire:
         try:
             await stream.send_all(
                 conn.send(h11.Request(method=b"CONNECT", target=authority, headers=headers))
-                + (conn.send(h11.EndOfMessage()) or b"")
+                + conn.send(h11.EndOfMessage())
             )
             while True:
                 event = conn.next_event()
