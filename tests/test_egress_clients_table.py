@@ -1,0 +1,222 @@
+"""The fetch client's tables and settings, one test per entry (rypsok.core.egress.clients).
+
+REQ-SEC-009 (rypsok's own headers only), REQ-FETCH-007 (no cookie), REQ-FETCH-008 (the
+Accept of web_fetch), REQ-SEC-006 (every request judged again at the transport), LIM-F4 and
+LIM-C3 (the client a configuration builds). Requests go to local servers through the
+production client, reached by an allow rule added in code and a test resolver.
+"""
+
+from __future__ import annotations
+
+import http.cookiejar
+import ssl
+from typing import TYPE_CHECKING
+
+import httpcore
+import httpx
+import pytest
+from fetch_helpers import fetch_config
+from servers import Reply, serve_http
+
+from rypsok.core.egress import EgressPolicy, EgressRefused, build_fetch_client
+from rypsok.core.egress.clients import (
+    DEFAULT_ACCEPT,
+    REQUEST_HEADERS,
+    EgressTransport,
+    _Body,
+    _mapped,
+    _NoCookies,
+    build_fetch_client_from_config,
+)
+from rypsok.core.egress.policy import Target
+from rypsok.core.egress.testing import MapResolver, RecordingConnector
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from rypsok.core.egress import FetchClient
+
+
+def _client(port: int) -> FetchClient:
+    policy = EgressPolicy(allow_http=True, ports=frozenset({80, 443, port})).with_allow("127.0.0.1")
+    return build_fetch_client(
+        policy,
+        user_agent="rypsok/0 (+test)",
+        resolver=MapResolver({"example.org": ["127.0.0.1"]}),
+        connector=RecordingConnector(),
+    )
+
+
+def _target(client: FetchClient, url: str) -> Target:
+    judged = client.policy.judge_url(url)
+    assert isinstance(judged, Target)
+    return judged
+
+
+def test_req_fetch_008_web_fetch_asks_for_what_it_can_extract_in_this_order() -> None:
+    assert DEFAULT_ACCEPT == (
+        "text/html, application/xhtml+xml, text/markdown;q=0.9, text/plain;q=0.8, */*;q=0.1"
+    )
+
+
+async def test_req_fetch_008_the_accept_sent_is_the_default_or_the_one_asked() -> None:
+    async with serve_http({"/p": Reply(body=b"x")}) as server:
+        port = server.port
+        async with _client(port) as client:
+            target = _target(client, f"http://example.org:{port}/p")
+            async with client.stream(target) as response:
+                await response.aread()
+            async with client.stream(target, accept="text/plain") as response:
+                await response.aread()
+    assert [r.header("accept") for r in server.requests] == [DEFAULT_ACCEPT, "text/plain"]
+
+
+@pytest.mark.parametrize("name", sorted(REQUEST_HEADERS - {"host"}))
+def test_req_sec_009_each_of_rypsoks_own_headers_passes_the_transport(name: str) -> None:
+    transport = EgressTransport(EgressPolicy(), ssl_context=_unused_tls())
+    request = httpx.Request("GET", "https://example.org/", headers={name: "x"})
+    transport._check(request)  # no refusal
+
+
+def test_req_sec_009_the_headers_rypsok_may_send_are_these() -> None:
+    assert {
+        "host",
+        "user-agent",
+        "accept",
+        "accept-encoding",
+        "accept-language",
+        "connection",
+    } == REQUEST_HEADERS
+
+
+def test_req_sec_006_plain_http_is_judged_as_it_is_not_as_its_upgrade() -> None:
+    # allow_http is off: the transport refuses an http URL even though its https form would
+    # be admitted (a request built elsewhere by mistake still cannot leave unencrypted).
+    transport = EgressTransport(EgressPolicy(), ssl_context=_unused_tls())
+    with pytest.raises(EgressRefused) as caught:
+        transport._check(httpx.Request("GET", "http://example.org/"))
+    assert caught.value.refusal is not None
+    transport._check(httpx.Request("GET", "https://example.org/"))
+
+
+def _unused_tls() -> ssl.SSLContext:
+    return ssl.create_default_context()
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [
+        (httpcore.ConnectTimeout, httpx.ConnectTimeout),
+        (httpcore.ReadTimeout, httpx.ReadTimeout),
+        (httpcore.WriteTimeout, httpx.WriteTimeout),
+        (httpcore.PoolTimeout, httpx.PoolTimeout),
+        (httpcore.TimeoutException, httpx.TimeoutException),
+        (httpcore.ConnectError, httpx.ConnectError),
+        (httpcore.ReadError, httpx.ReadError),
+        (httpcore.WriteError, httpx.WriteError),
+        (httpcore.NetworkError, httpx.NetworkError),
+        (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
+        (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+        (httpcore.ProtocolError, httpx.ProtocolError),
+        (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+    ],
+)
+def test_req_sec_006_each_httpcore_error_becomes_httpxs_own(
+    source: type[Exception], target: type[Exception]
+) -> None:
+    mapped = _mapped(source("quoted server bytes"))
+    assert type(mapped) is target
+    # The text is rypsok's, never the server's bytes httpcore's message may quote.
+    assert "quoted" not in str(mapped)
+
+
+def test_req_sec_006_another_error_is_left_as_it_is() -> None:
+    error = RuntimeError("x")
+    assert _mapped(error) is error
+
+
+class _FailingStream:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    async def aiter_stream(self) -> AsyncIterator[bytes]:
+        yield b"first"
+        raise self.error
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [(httpcore.ReadError("reset"), httpx.ReadError), (KeyError("k"), KeyError)],
+)
+async def test_req_sec_006_an_error_in_the_middle_of_a_body_is_httpxs_own(
+    error: Exception, expected: type[Exception]
+) -> None:
+    body = _Body(_FailingStream(error))  # type: ignore[arg-type]
+    seen: list[bytes] = []
+
+    async def read_all() -> None:
+        async for chunk in body:
+            seen.append(chunk)
+
+    with pytest.raises(expected):
+        await read_all()
+    assert seen == [b"first"]
+
+
+@pytest.mark.parametrize("method", ["set_ok", "return_ok"])
+def test_req_fetch_007_the_cookie_policy_takes_and_gives_nothing(method: str) -> None:
+    cookie = http.cookiejar.Cookie(
+        0, "a", "b", None, False, "example.org", True, False, "/", True, False, None, False,
+        None, None, {},
+    )  # fmt: skip
+    assert getattr(_NoCookies(), method)(cookie, object()) is False
+
+
+@pytest.mark.parametrize("method", ["domain_return_ok", "path_return_ok"])
+def test_req_fetch_007_no_domain_or_path_ever_gets_a_cookie_back(method: str) -> None:
+    assert getattr(_NoCookies(), method)("example.org", object()) is False
+
+
+async def test_req_sec_009_the_body_is_not_read_before_the_caller_reads_it() -> None:
+    # The client hands the response over unread, so the caller's bound decides how much of
+    # a body is ever taken (an endless one included).
+    async with (
+        serve_http({"/p": Reply(body=b"x" * 5000)}) as server,
+        _client(server.port) as client,
+    ):
+        target = _target(client, f"http://example.org:{server.port}/p")
+        async with client.stream(target) as response:
+            unread = not response.is_stream_consumed
+            body = await response.aread()
+    assert unread
+    assert body == b"x" * 5000
+
+
+async def test_req_sec_009_closing_the_client_closes_its_connections() -> None:
+    async with serve_http({"/p": Reply(body=b"x")}) as server:
+        client = _client(server.port)
+        target = _target(client, f"http://example.org:{server.port}/p")
+        async with client.stream(target) as response:
+            await response.aread()
+        await client.aclose()
+        assert client.transport._pool.connections == []
+        assert client.http.is_closed
+
+
+def test_lim_f4_lim_c3_the_configured_client_takes_the_deadline_and_the_pool_size() -> None:
+    config = fetch_config(
+        """
+[limits]
+fetches_in_flight = 3
+[fetch]
+deadline_ms = 7000
+"""
+    )
+    client = build_fetch_client_from_config(config)
+    assert client.timeout.read == 7.0
+    assert client.timeout.connect == min(client.policy.connect_timeout_s, 7.0)
+    assert client.transport._pool._max_connections == 6  # a page and its robots.txt each
+    assert client.http.follow_redirects is False
