@@ -1,0 +1,148 @@
+"""The judging network backend's edges (rypsok.core.egress.backend), one test per case.
+
+REQ-SEC-006/007: every connection goes to an address the policy admitted. These tests take
+the backend's parts one by one: the system resolver's reading of getaddrinfo, the host
+forms httpcore hands over, an answer holding something that is not an address, and the
+stream view httpcore reads connection facts from (its pool's reuse test among them).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from typing import TYPE_CHECKING, Any
+
+import httpcore
+import pytest
+import trio
+import trio.testing
+from fetch_helpers import Authority
+
+from rypsok.core.egress import EgressPolicy, EgressRefused, Refusal
+from rypsok.core.egress.backend import EgressBackend, SystemResolver, _Stream
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+class _ListResolver:
+    def __init__(self, answer: Sequence[object]) -> None:
+        self.answer = answer
+
+    async def resolve(self, name: str, port: int) -> Sequence[Any]:
+        return self.answer
+
+
+async def test_req_sec_007_something_not_an_address_in_an_answer_is_passed_over() -> None:
+    policy = EgressPolicy().with_allow("127.0.0.2")
+    resolver = _ListResolver(["127.0.0.9", None, ipaddress.ip_address("127.0.0.2")])
+    backend = EgressBackend(policy, resolver=resolver)
+    admitted = await backend.admitted_addresses("docs.python.org", 443)
+    assert admitted == [ipaddress.ip_address("127.0.0.2")]
+
+
+@pytest.mark.parametrize(
+    ("host", "refusal"),
+    [("::1", Refusal.LOOPBACK), ("fe80::1", Refusal.LINK_LOCAL), ("127.0.0.1", Refusal.LOOPBACK)],
+)
+async def test_req_sec_007_an_address_httpcore_hands_over_bare_is_judged(
+    host: str, refusal: Refusal
+) -> None:
+    # httpcore gives an IPv6 host without its brackets: it is read as an address, and judged.
+    backend = EgressBackend(EgressPolicy(), resolver=_ListResolver([]))
+    with pytest.raises(EgressRefused) as caught:
+        await backend.admitted_addresses(host, 443)
+    assert caught.value.refusal is refusal
+
+
+async def test_req_sec_007_the_system_resolvers_answer_is_read_as_addresses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def getaddrinfo(*_: object, **__: object) -> list[tuple[Any, ...]]:
+        stream = socket.SOCK_STREAM
+        return [
+            (socket.AF_INET6, stream, 6, "", ("fe80::1%eth0", 443, 0, 2)),  # a scope
+            (socket.AF_INET, stream, 6, "", ("192.0.2.7", 443)),
+            (socket.AF_INET, stream, 6, "", ("192.0.2.7", 443)),  # the same again
+            (socket.AF_UNIX, stream, 0, "", "/run/x.sock"),  # not an Internet address
+            (socket.AF_INET, stream, 6, "", ("not-an-address", 443)),
+        ]
+
+    monkeypatch.setattr(trio.socket, "getaddrinfo", getaddrinfo)
+    answer = await SystemResolver().resolve("site.example", 443)
+    assert answer == [ipaddress.ip_address("fe80::1"), ipaddress.ip_address("192.0.2.7")]
+
+
+async def _pair() -> tuple[trio.SocketStream, trio.SocketStream, trio.SocketListener]:
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    listener = listeners[0]
+    port = listener.socket.getsockname()[1]
+    client = await trio.open_tcp_stream("127.0.0.1", port)
+    server = await listener.accept()
+    assert isinstance(server, trio.SocketStream)
+    return client, server, listener
+
+
+async def test_req_sec_006_the_connection_facts_httpcore_reads_are_the_sockets() -> None:
+    client, server, listener = await _pair()
+    view = _Stream(client)
+    assert view.get_extra_info("socket") is client.socket
+    assert view.get_extra_info("client_addr") == client.socket.getsockname()
+    assert view.get_extra_info("server_addr") == client.socket.getpeername()
+    assert view.get_extra_info("ssl_object") is None
+    assert view.get_extra_info("anything else") is None
+    # The pool's reuse test: readable once the server sent (or closed).
+    assert view.get_extra_info("is_readable") is False
+    await server.send_all(b"x")
+    await trio.sleep(0.05)
+    assert view.get_extra_info("is_readable") is True
+    for stream in (client, server, listener):
+        await stream.aclose()
+
+
+async def test_req_sec_006_a_stream_without_a_socket_has_no_socket_facts() -> None:
+    left, _right = trio.testing.memory_stream_pair()
+    view = _Stream(left)
+    for info in ("socket", "client_addr", "server_addr", "is_readable", "ssl_object"):
+        assert view.get_extra_info(info) is None
+
+
+async def test_req_sec_006_over_tls_the_facts_are_those_of_the_socket_under_it() -> None:
+    authority = Authority()
+    client, server, listener = await _pair()
+    server_tls = trio.SSLStream(server, authority.server_context("localhost"), server_side=True)
+    view = _Stream(client)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server_tls.do_handshake)
+        secured = await view.start_tls(authority.client_context(), "localhost", timeout=5)
+    assert secured.get_extra_info("ssl_object") is not None
+    assert secured.get_extra_info("ssl_object").server_hostname == "localhost"
+    assert secured.get_extra_info("socket") is client.socket
+    assert secured.get_extra_info("server_addr") == client.socket.getpeername()
+    await trio.aclose_forcefully(server_tls)
+    await listener.aclose()
+    await secured.aclose()
+
+
+async def test_req_sec_011_a_tls_handshake_that_times_out_closes_its_connection() -> None:
+    client, server, listener = await _pair()
+    view = _Stream(client)
+    with pytest.raises(httpcore.ConnectTimeout):
+        await view.start_tls(Authority().client_context(), "localhost", timeout=0.2)
+    with trio.fail_after(2):
+        while await server.receive_some(65536):
+            pass  # the ClientHello, then the end: the client closed its side
+    await server.aclose()
+    await listener.aclose()
+
+
+async def test_req_sec_006_a_write_to_a_closed_stream_is_httpcores_write_error() -> None:
+    client, server, listener = await _pair()
+    view = _Stream(client)
+    await client.aclose()
+    with pytest.raises(httpcore.WriteError):
+        await view.write(b"GET / HTTP/1.1\r\n\r\n")
+    with pytest.raises(httpcore.ReadError):
+        await view.read(10)
+    await server.aclose()
+    await listener.aclose()
