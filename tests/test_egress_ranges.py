@@ -239,3 +239,43 @@ def test_req_sec_006_each_table_row_decides_its_own_first_and_last_address(row: 
         ]
         if not narrower:
             assert classify(address) is row.refusal, address
+
+
+def _registry_names() -> dict[str, set[str]]:
+    names: dict[str, set[str]] = {}
+    for block, name, _reachable in _ROWS:
+        names.setdefault(block, set()).add(name)
+    return names
+
+
+@pytest.mark.parametrize(
+    "row",
+    [r for r in (*IPV4_BLOCKS, *IPV6_BLOCKS) if r.source.startswith("IANA IPv")],
+    ids=lambda r: str(r.network),
+)
+def test_req_sec_006_each_registry_row_carries_the_registrys_own_name(row: Block) -> None:
+    # The table is the registries' rows as they are, so that a review can compare the two.
+    names = _registry_names()
+    if "special-purpose registry" in row.source:
+        assert row.name in names[str(row.network)]
+
+
+@pytest.mark.parametrize(
+    ("address", "carried"),
+    [
+        # RFC 4380's example: server 65.54.227.120, client 192.0.2.45 (its bits inverted).
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", ("65.54.227.120", "192.0.2.45")),
+        ("2001:0:c000:201:0:0:3f57:fefe", ("192.0.2.1", "192.168.1.1")),
+        ("2002:c000:201::1", ("192.0.2.1",)),  # 6to4
+        ("2002:ffff:ffff::", ("255.255.255.255",)),  # every bit of the carried address
+        ("2002:0:1::", ("0.0.0.1",)),
+    ],
+)
+def test_req_sec_006_the_ipv4_addresses_a_transition_form_carries(
+    address: str, carried: tuple[str, ...]
+) -> None:
+    from rypsok.core.egress.ranges import carried_ipv4
+
+    assert carried_ipv4(ipaddress.ip_address(address)) == tuple(
+        ipaddress.IPv4Address(a) for a in carried
+    )
