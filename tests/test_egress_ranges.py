@@ -279,3 +279,19 @@ def test_req_sec_006_the_ipv4_addresses_a_transition_form_carries(
     assert carried_ipv4(ipaddress.ip_address(address)) == tuple(
         ipaddress.IPv4Address(a) for a in carried
     )
+
+
+_SOURCE: Final = re.compile(
+    r"IANA IPv[46] special-purpose registry, RFC \d+"
+    r"|IANA IPv[46] address space(, RFC \d+)?"
+    r"|RFC \d+( §[\d.]+)?"
+    r"|the book|the default of the profile"
+)
+
+
+@pytest.mark.parametrize("row", [*IPV4_BLOCKS, *IPV6_BLOCKS], ids=lambda r: str(r.network))
+def test_req_sec_006_each_row_names_its_source_in_one_of_the_tables_forms(row: Block) -> None:
+    # A reviewer follows each row to a registry, an RFC or the book by these forms.
+    assert _SOURCE.fullmatch(row.source), row.source
+    assert row.name.strip() == row.name
+    assert row.name
