@@ -1,0 +1,109 @@
+"""Reading a host (rypsok.core.egress.names), called directly, one test per edge.
+
+The URL parser in front of it (httpx's) already lower-cases hosts and refuses an unclosed
+bracket, so these edges are unreachable through `judge_url`; the backend hands hosts to
+`parse_host` too, and the reader must stand on its own (REQ-SEC-006).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+from rypsok.core.egress import Refusal
+from rypsok.core.egress.names import Host, _ipv4_number, parse_host, parse_ipv4_number_form
+
+
+@pytest.mark.parametrize(
+    ("part", "value"),
+    [
+        ("0x", 0),  # the prefix alone is zero
+        ("0X", 0),
+        ("0xff", 255),
+        ("0XFF", 255),  # an upper-case prefix and digits
+        ("0xaB", 171),
+        ("0", 0),
+        ("00", 0),  # octal zero
+        ("017", 15),
+        ("9", 9),
+        ("08", None),  # not octal
+        ("0xg", None),
+        ("", None),
+        ("1" * 13, None),  # longer than any 32-bit value is written
+        ("0" * 20 + "1", 1),  # leading zeros do not count
+    ],
+)
+def test_req_sec_006_each_form_of_an_ipv4_number(part: str, value: int | None) -> None:
+    assert _ipv4_number(part) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("127.1", "127.0.0.1"),
+        ("0x7f.1", "127.0.0.1"),
+        ("2130706433", "127.0.0.1"),
+        ("1.2.3.4", "1.2.3.4"),
+        ("1.2.3.4.", "1.2.3.4"),  # the root dot
+        ("1.2.65535", "1.2.255.255"),
+        ("1.16777215", "1.255.255.255"),
+        ("4294967295", "255.255.255.255"),
+    ],
+)
+def test_req_sec_006_the_number_forms_of_an_ipv4_address(text: str, expected: str) -> None:
+    assert parse_ipv4_number_form(text) == ipaddress.IPv4Address(expected)
+
+
+@pytest.mark.parametrize(
+    "text", ["1.2.3.4.5", "256.1.1.1", "1.2.65536", "1.16777216", "4294967296", "0x1g.1"]
+)
+def test_req_sec_006_a_host_ending_in_a_number_that_is_no_address_is_refused(text: str) -> None:
+    assert parse_ipv4_number_form(text) is Refusal.MALFORMED_HOST
+
+
+def test_req_sec_006_a_host_not_ending_in_a_number_is_a_name() -> None:
+    assert parse_ipv4_number_form("example.org") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "refusal"),
+    [
+        ("[::1", Refusal.MALFORMED_HOST),  # an unclosed bracket
+        ("[fe80::1%25eth0]", Refusal.ZONE_ID),
+        ("[]", Refusal.MALFORMED_HOST),
+        ("exa mple.org", Refusal.MALFORMED_HOST),  # a space (0x20)
+        ("exa\x7fmple.org", Refusal.MALFORMED_HOST),  # DEL
+        ("exa\x1fmple.org", Refusal.MALFORMED_HOST),
+        ("exa%20mple.org", Refusal.MALFORMED_HOST),  # decoded first
+        ("", Refusal.MALFORMED_HOST),
+        ("xn--zz.org", Refusal.MALFORMED_HOST),  # an A-label that does not decode
+    ],
+)
+def test_req_sec_006_hosts_that_cannot_be_read(text: str, refusal: Refusal) -> None:
+    assert parse_host(text) is refusal
+
+
+@pytest.mark.parametrize(
+    ("text", "host"),
+    [
+        ("ex-ample.org", Host(name="ex-ample.org")),
+        ("EXAMPLE.org", Host(name="example.org")),
+        ("[::1]", Host(address=ipaddress.ip_address("::1"))),
+        ("0X7F000001", Host(address=ipaddress.ip_address("127.0.0.1"))),
+    ],
+)
+def test_req_sec_006_hosts_that_are_read(text: str, host: Host) -> None:
+    assert parse_host(text) == host
+
+
+@pytest.mark.parametrize(
+    ("host", "text"),
+    [
+        (Host(name="example.org"), "example.org"),
+        (Host(address=ipaddress.ip_address("::1")), "[::1]"),
+        (Host(address=ipaddress.ip_address("127.0.0.1")), "127.0.0.1"),
+    ],
+)
+def test_req_sec_006_a_host_is_written_back_as_in_a_url(host: Host, text: str) -> None:
+    assert host.text == text
