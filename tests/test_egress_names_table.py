@@ -29,6 +29,7 @@ from rypsok.core.egress.names import Host, _ipv4_number, parse_host, parse_ipv4_
         ("9", 9),
         ("08", None),  # not octal
         ("0xg", None),
+        ("0xX", None),  # a letter beyond hexadecimal's, upper-case
         ("", None),
         ("1" * 13, None),  # longer than any 32-bit value is written
         ("0" * 20 + "1", 1),  # leading zeros do not count
@@ -56,7 +57,8 @@ def test_req_sec_006_the_number_forms_of_an_ipv4_address(text: str, expected: st
 
 
 @pytest.mark.parametrize(
-    "text", ["1.2.3.4.5", "256.1.1.1", "1.2.65536", "1.16777216", "4294967296", "0x1g.1"]
+    "text",
+    ["1.2.3.4.5", "1.2.3.4.0", "256.1.1.1", "1.2.65536", "1.16777216", "4294967296", "0x1g.1"],
 )
 def test_req_sec_006_a_host_ending_in_a_number_that_is_no_address_is_refused(text: str) -> None:
     assert parse_ipv4_number_form(text) is Refusal.MALFORMED_HOST
