@@ -220,3 +220,29 @@ deadline_ms = 7000
     assert client.timeout.connect == min(client.policy.connect_timeout_s, 7.0)
     assert client.transport._pool._max_connections == 6  # a page and its robots.txt each
     assert client.http.follow_redirects is False
+
+
+async def test_req_sec_009_a_page_is_read_over_http_1_1_even_where_h2_is_offered() -> None:
+    # The fetch client speaks HTTP/1.1 only: a site whose TLS offers h2 first is still read
+    # over HTTP/1.1 (the pipeline's bounds and headers are written for it).
+    from fetch_helpers import Authority
+    from fetch_sites import Page, serve_site
+
+    authority = Authority()
+    server_tls = authority.server_context("example.org")
+    server_tls.set_alpn_protocols(["h2", "http/1.1"])
+    async with serve_site({"/": Page.text("over 1.1")}, tls=server_tls) as site:
+        policy = EgressPolicy(ports=frozenset({443, site.port})).with_allow("127.0.0.1")
+        client = build_fetch_client(
+            policy,
+            user_agent="rypsok/0 (+test)",
+            resolver=MapResolver({"example.org": ["127.0.0.1"]}),
+            connector=RecordingConnector(),
+            ssl_context=authority.client_context(),
+        )
+        async with client:
+            target = _target(client, f"https://example.org:{site.port}/")
+            async with client.stream(target) as response:
+                body = await response.aread()
+    assert response.http_version == "HTTP/1.1"
+    assert body == b"over 1.1"
