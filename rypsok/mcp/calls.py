@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from rypsok.config.schema import Config
 
-__all__ = ["ToolService", "execute", "make_dispatcher"]
+__all__ = ["ToolService", "execute", "make_dispatcher", "outcome"]
 
 
 class ToolService(Protocol):
@@ -65,18 +65,17 @@ def make_dispatcher(service: ToolService, config: Config) -> Dispatcher:
     )
 
 
-async def execute(
+async def outcome(
     service: ToolService, dispatcher: Dispatcher, call: Call, caller: str
-) -> dict[str, Any]:
-    """The reply to a call. Cancellation passes through: a cancelled call has no reply."""
-    body: dict[str, Any]
+) -> SearchResponse | FetchResponse | StatusResponse | dict[str, Any]:
+    """The call's response, or the error reply that answers it instead. Cancellation passes
+    through: a cancelled call has no reply."""
     try:
         if isinstance(call.request, SearchRequest):
-            body = (await service.search_as(caller, call.request)).to_json()
-        elif isinstance(call.request, FetchRequest):
-            body = (await service.fetch_as(caller, call.request)).to_json()
-        else:
-            body = (await service.status_as(caller)).to_json()
+            return await service.search_as(caller, call.request)
+        if isinstance(call.request, FetchRequest):
+            return await service.fetch_as(caller, call.request)
+        return await service.status_as(caller)
     except ToolError as error:
         return dispatcher.render_error(call.request_id, call.revision, error)
     except Exception as exc:
@@ -84,4 +83,13 @@ async def execute(
         # and the process serves on.
         telemetry.log_exception("call_failed", exc, tool=call.tool)
         return dispatcher.render_crash(call)
-    return dispatcher.render_response(call, body)
+
+
+async def execute(
+    service: ToolService, dispatcher: Dispatcher, call: Call, caller: str
+) -> dict[str, Any]:
+    """The reply to a call. Cancellation passes through: a cancelled call has no reply."""
+    response = await outcome(service, dispatcher, call, caller)
+    if isinstance(response, dict):
+        return response
+    return dispatcher.render_response(call, response.to_json())

@@ -24,8 +24,8 @@ import trio
 
 from rypsok.config.rules import parse_bind
 from rypsok.core import telemetry
-from rypsok.core.model import ToolError
-from rypsok.mcp.calls import execute, make_dispatcher
+from rypsok.core.model import StatusResponse
+from rypsok.mcp.calls import execute, make_dispatcher, outcome
 from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Reply, StatusCall, eras, jsonrpc
 from rypsok.mcp.protocol.dispatch import META_CAPABILITIES, META_CLIENT, META_VERSION
 from rypsok.mcp.sessions import SESSION_TTL_S, SessionTable
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, MutableMapping
 
     from rypsok.config.schema import Config
-    from rypsok.core.model import StatusResponse
     from rypsok.mcp.callers import Callers
     from rypsok.mcp.calls import ToolService
 
@@ -655,14 +654,11 @@ class McpHttpApp:
     async def _execute(self, dispatcher: Dispatcher, call: Call, caller: str) -> bytes:
         if not isinstance(call.request, StatusCall):
             return jsonrpc.encode(await execute(self._service, dispatcher, call, caller))
-        # engine_status: `execute`'s three outcomes, with the answer's encoding remembered.
-        try:
-            response = await self._service.status_as(caller)
-        except ToolError as error:
-            return jsonrpc.encode(dispatcher.render_error(call.request_id, call.revision, error))
-        except Exception as exc:
-            telemetry.log_exception("call_failed", exc, tool=call.tool)
-            return jsonrpc.encode(dispatcher.render_crash(call))
+        # engine_status: the same outcomes, with the answer's encoding remembered.
+        response = await outcome(self._service, dispatcher, call, caller)
+        if isinstance(response, dict):
+            return jsonrpc.encode(response)
+        assert isinstance(response, StatusResponse)
         return self._status_replies.encode(dispatcher, call, response)
 
     async def _batch(
