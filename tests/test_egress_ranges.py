@@ -269,6 +269,9 @@ def test_req_sec_006_each_registry_row_carries_the_registrys_own_name(row: Block
         ("2002:c000:201::1", ("192.0.2.1",)),  # 6to4
         ("2002:ffff:ffff::", ("255.255.255.255",)),  # every bit of the carried address
         ("2002:0:1::", ("0.0.0.1",)),
+        ("::2", ("0.0.0.2",)),  # IPv4-compatible, the lowest
+        ("::1", ()),  # loopback, not an IPv4-compatible address
+        ("::", ()),  # unspecified
     ],
 )
 def test_req_sec_006_the_ipv4_addresses_a_transition_form_carries(
