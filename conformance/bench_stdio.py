@@ -12,6 +12,9 @@ exactly as a host would, with a configuration whose one engine (a private MediaW
   of the request's first byte to the last byte of its answer handed to the socket; over
   `--calls` sequential calls to one warm process, after a warm-up, paced to stay within the
   engine's own rate limit (so a run of 200 calls takes about a minute).
+- the floor: the same figures of `conformance.stdio_floor`, a minimal Trio program doing
+  the same exchange with nothing else, called in turns with rypsok under the same pace: what
+  this machine charges any Python process for one round trip, in the same run.
 
 Figures are printed, never asserted. Targets (issue 7): own share median at most 1.5 ms,
 cold start median at most 250 ms.
@@ -171,6 +174,18 @@ async def _start(config: Path) -> trio.Process:
     )
 
 
+async def _start_floor(port: int) -> trio.Process:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONPATH"] = str(ROOT)
+    return await trio.lowlevel.open_process(
+        [str(SCRIPT.parent / "python"), "-m", "conformance.stdio_floor", str(port)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=tempfile.gettempdir(),
+        env=env,
+    )
+
+
 async def _stop(process: trio.Process) -> None:
     assert process.stdin is not None
     await process.stdin.aclose()
@@ -206,23 +221,26 @@ async def cold_start(config: Path, runs: int) -> tuple[list[float], list[float],
     return times, cpu, first_calls
 
 
-async def own_shares(
-    config: Path, wiki: _TimedWiki, calls: int, warmup: int
-) -> tuple[list[float], float]:
-    process = await _start(config)
-    assert process.stdin is not None
-    assert process.stdout is not None
-    lines = _Lines(process.stdout)
-    shares = []
-    cpu_before = _cpu_s(process.pid)
-    for request_id in range(warmup + calls):
-        if request_id >= 8:  # after the limiters' bursts
-            await trio.sleep(_PACE_S)
+class _Measured:
+    """One process the benchmark writes web_search lines to, with what it measured."""
+
+    def __init__(self, process: trio.Process) -> None:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        self.process = process
+        self.stdin = process.stdin
+        self.lines = _Lines(process.stdout)
+        self.shares: list[float] = []
+        self.engine: list[float] = []  # the engine's own time of each kept call
+        self.cpu_before = _cpu_s(process.pid)
+        self.cpu_per_call = 0.0
+
+    async def call(self, wiki: _TimedWiki, request_id: int, *, keep: bool) -> None:
         before = len(wiki.spans)
         wiki.noted = trio.Event()
         start = time.perf_counter()
-        await process.stdin.send_all(_search(request_id))
-        answer = await lines.next()
+        await self.stdin.send_all(_search(request_id))
+        answer = await self.lines.next()
         elapsed = time.perf_counter() - start
         result = answer.get("result")
         if not isinstance(result, dict) or result.get("isError") is not False:
@@ -231,13 +249,33 @@ async def own_shares(
             await wiki.noted.wait()
         if len(wiki.spans) != before + 1:
             raise RuntimeError(f"the engine was not asked exactly once for call {request_id}")
+        if keep:
+            self.shares.append(elapsed - wiki.spans[-1])
+            self.engine.append(wiki.spans[-1])
+
+
+async def own_shares(
+    config: Path, wiki: _TimedWiki, port: int, calls: int, warmup: int
+) -> tuple[_Measured, _Measured]:
+    """rypsok and the floor (`conformance.stdio_floor`), called in turns: each call is
+    followed by half the pace before the other's, so both find the machine as idle between
+    their own calls as a host's pace leaves it."""
+    rypsok = _Measured(await _start(config))
+    floor = _Measured(await _start_floor(port))
+    for request_id in range(warmup + calls):
+        if request_id >= 8:  # after the limiters' bursts
+            await trio.sleep(_PACE_S / 2)
+        keep = request_id >= warmup
+        await rypsok.call(wiki, request_id, keep=keep)
+        await trio.sleep(_PACE_S / 2 if request_id >= 8 else 0)
+        await floor.call(wiki, request_id, keep=keep)
         if request_id == warmup - 1:
-            cpu_before = _cpu_s(process.pid)
-        if request_id >= warmup:
-            shares.append(elapsed - wiki.spans[-1])
-    cpu_per_call = (_cpu_s(process.pid) - cpu_before) / calls
-    await _stop(process)
-    return shares, cpu_per_call
+            rypsok.cpu_before = _cpu_s(rypsok.process.pid)
+            floor.cpu_before = _cpu_s(floor.process.pid)
+    for measured in (rypsok, floor):
+        measured.cpu_per_call = (_cpu_s(measured.process.pid) - measured.cpu_before) / calls
+        await _stop(measured.process)
+    return rypsok, floor
 
 
 def _cpu_s(pid: int) -> float:
@@ -275,17 +313,22 @@ async def main(calls: int, runs: int) -> int:
             config.write_text(CONFIG.format(port=port), encoding="utf-8")
             cold, cold_cpu, first_calls = await cold_start(config, runs)
             connections = wiki.connections
-            shares, cpu_per_call = await own_shares(config, wiki, calls, warmup=20)
-            connections = wiki.connections - connections
+            rypsok, floor = await own_shares(config, wiki, port, calls, warmup=20)
+            # The floor keeps the one connection it opens; the rest are rypsok's.
+            connections = wiki.connections - connections - 1
         nursery.cancel_scope.cancel()
-    engine = wiki.spans[-len(shares) :]
     out = sys.stdout
     out.write(
-        f"stdio web_search own share (round trip minus the engine's time), {len(shares)} calls:"
-        f" median {_ms(statistics.median(shares))}, p90 {_ms(_p90(shares))};"
-        f" engine median {_ms(statistics.median(engine))};"
+        f"stdio web_search own share (round trip minus the engine's time), {calls} calls:"
+        f" median {_ms(statistics.median(rypsok.shares))}, p90 {_ms(_p90(rypsok.shares))};"
+        f" engine median {_ms(statistics.median(rypsok.engine))};"
         f" {connections} engine connection(s); rypsok's CPU time per call"
-        f" {_ms(cpu_per_call)}; target median <= 1.5 ms\n"
+        f" {_ms(rypsok.cpu_per_call)}; target median <= 1.5 ms\n"
+    )
+    out.write(
+        f"the floor, a minimal Trio program doing the same exchange (conformance.stdio_floor),"
+        f" in turns with it: own share median {_ms(statistics.median(floor.shares))},"
+        f" p90 {_ms(_p90(floor.shares))}; its CPU time per call {_ms(floor.cpu_per_call)}\n"
     )
     out.write(
         f"stdio cold start to the first answer (server/discover), {runs} runs:"
