@@ -23,6 +23,7 @@ import trio
 
 from rypsok import _early
 from rypsok.core import telemetry
+from rypsok.core.turns import send_all_now, take
 from rypsok.mcp.calls import ToolService, execute, make_dispatcher
 from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Nothing, Reply, jsonrpc
 from rypsok.mcp.protocol.framing import MAX_LINE_BYTES, LineSplitter
@@ -130,17 +131,14 @@ class _Connection:
     async def _send(self, data: bytes, request_id: jsonrpc.RequestId | None) -> None:
         # The lock taken without a scheduling round when it is free (the usual case: one
         # answer at a time); only a writer that has to wait goes through `acquire`.
-        try:
-            self._write_lock.acquire_nowait()
-        except trio.WouldBlock:
-            await self._write_lock.acquire()
+        await take(self._write_lock)
         try:
             if self._broken:
                 return
             if request_id is not None and request_id in self._cancelled:
                 return  # cancelled while it waited for the lock: no message for it
             try:
-                await self._stdout.send_all(data)
+                await send_all_now(self._stdout, data)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 # The host stopped reading: nobody is left to answer, so shut down.
                 self._broken = True

@@ -38,6 +38,7 @@ from rypsok.core.engines.wire import (
     host_header,
 )
 from rypsok.core.model import Reason
+from rypsok.core.turns import take
 from rypsok.shared.version import __version__
 
 if TYPE_CHECKING:
@@ -354,10 +355,13 @@ class EngineHttp:
         """
         if self._wire is not None:
             try:
-                async with self._outbound:
+                await take(self._outbound)  # LIM-C1, without a round when a permit is free
+                try:
                     return await self._wire_get(
                         self._wire, origin, path, params, headers, max_bytes
                     )
+                finally:
+                    self._outbound.release()
             except ConnectTimedOut:
                 raise EngineFailure(failure_class=Reason.TIMEOUT) from None
             except WireFailure:

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
+from rypsok.core.turns import take
+
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
@@ -106,10 +108,7 @@ class EngineLimiter:
         """Hold one of the engine's in-flight places (LIM-C2) for the length of a request."""
         # A free place is taken without a scheduling round; a cancelled call still ends at
         # the request's first checkpoint, before anything is sent.
-        try:
-            self._slots.acquire_nowait()
-        except trio.WouldBlock:
-            await self._slots.acquire()
+        await take(self._slots)
         try:
             yield
         finally:

@@ -22,6 +22,8 @@ import attrs
 import h11
 import trio
 
+from rypsok.core.turns import receive_some_now, send_all_now
+
 if TYPE_CHECKING:
     import ssl
     from collections.abc import Callable, Sequence
@@ -183,7 +185,7 @@ class Wire:
                 raise WireFailure("the request cannot be written") from None
             try:
                 try:
-                    await conn.stream.send_all(data + end)
+                    await send_all_now(conn.stream, data + end)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     raise _Broken from None
                 event = await _next(conn)
@@ -322,7 +324,7 @@ async def _next(conn: _Conn) -> h11.Event | type[h11.PAUSED] | type[h11.NEED_DAT
             raise WireFailure("the answer is not HTTP/1.1") from None
         if event is h11.NEED_DATA:
             try:
-                data = bytes(await conn.stream.receive_some(_READ_BYTES))
+                data = await receive_some_now(conn.stream, _READ_BYTES)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 raise _Broken from None
             if not data and machine.their_state is h11.SEND_RESPONSE:

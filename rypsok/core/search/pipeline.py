@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 import trio
-import trio.lowlevel
 
 from rypsok.core import boundary, errors, telemetry
 from rypsok.core.engines.base import EngineQuery
@@ -44,6 +43,7 @@ from rypsok.core.search.select import (
     validate,
 )
 from rypsok.core.search.urls import NormalizedUrl, normalize_url
+from rypsok.core.turns import Slices
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -78,7 +78,7 @@ def _valid_date(value: str | None) -> str | None:
 
 
 async def _observations(
-    outcomes: Sequence[EngineOutcome], per_engine: int
+    outcomes: Sequence[EngineOutcome], per_engine: int, slices: Slices
 ) -> tuple[list[Observation], int, int]:
     """Normalize every answer, in selection order; counts of url_invalid and url_too_long."""
     observations: list[Observation] = []
@@ -86,7 +86,7 @@ async def _observations(
     for position, outcome in enumerate(outcomes):
         if outcome.results is None:
             continue
-        await trio.lowlevel.checkpoint()  # LIM-S7 and cancellation act between engines
+        await slices.pause()  # LIM-S7 and cancellation act between engines
         derived = outcome.derived
         for rank, raw in enumerate(outcome.results[:per_engine], start=1):
             if derived is None:
@@ -165,7 +165,8 @@ async def _clean_and_cut(
     config: Config,
     attribution: Callable[[MergedResult], bool],
     max_results: int,
-    memos: Mapping[str, Derived] | None = None,
+    memos: Mapping[str, Derived],
+    slices: Slices,
 ) -> tuple[list[SearchResult], _Cleaning]:
     """The content boundary on each result in rank order until `max_results` are kept.
 
@@ -179,8 +180,8 @@ async def _clean_and_cut(
     for merged in ranked:
         if len(results) >= max_results:
             break
-        await trio.lowlevel.checkpoint()  # LIM-S7 and cancellation act between results
-        memo = _memo_for(merged, memos or {})
+        await slices.pause()  # LIM-S7 and cancellation act between results
+        memo = _memo_for(merged, memos)
         title = _clean(memo, merged.decoded, merged.title, search.title_max_chars)
         snippet = _clean(memo, merged.decoded, merged.snippet, search.snippet_max_chars)
         flagged = title.instruction_like or snippet.instruction_like
@@ -330,18 +331,21 @@ async def _respond(
             raise errors.deadline_search()
         raise errors.all_failed(_min_retry_ms(failed, config.resilience.max_cooldown_s))
 
+    slices = Slices()
     observations, invalid, too_long = await _observations(
-        outcomes, config.search.results_per_engine
+        outcomes, config.search.results_per_engine, slices
     )
     ranked = merge_and_rank(observations)
-    await trio.lowlevel.checkpoint()
+    await slices.pause()
     requires = {o.slot.id for o in outcomes if o.slot.record.attribution_required}
 
     def attribution(merged: MergedResult) -> bool:
         return config.search.engine_attribution or any(e in requires for e in merged.engines)
 
     memos = {o.slot.id: o.derived for o in outcomes if o.derived is not None}
-    results, stats = await _clean_and_cut(ranked, config, attribution, valid.max_results, memos)
+    results, stats = await _clean_and_cut(
+        ranked, config, attribution, valid.max_results, memos, slices
+    )
 
     notices: list[Notice] = list(privacy_notices)
     notices += [
