@@ -109,11 +109,12 @@ def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
 
 
 @functools.cache
-def _rx(source: str) -> re.Pattern[str]:
+def _rx(source: str, flags: int = 0) -> re.Pattern[str]:
     """`source` compiled on first use. For the patterns that only text with invisible
-    characters, a joiner or a selector reaches: most text never needs them, and compiling
-    them all at import (the CJK class alone takes about 2 ms) would delay every start."""
-    return re.compile(source)
+    characters, a joiner or a selector, or an instruction's anchor word, reaches: most text
+    never needs them, and compiling them at import (the CJK class alone takes about 2 ms,
+    the instruction phrases 1.6 ms) would delay every start."""
+    return re.compile(source, flags)
 
 
 _INVISIBLE_CLASS = _char_class(INVISIBLE_RANGES)
@@ -354,8 +355,7 @@ def _remove_markup(raw: str) -> str:
 # invisible characters are removed and compatibility forms such as fullwidth letters are
 # folded), so the patterns are written in lower case. Words are separated by any whitespace,
 # newlines included.
-_INSTRUCTION_PHRASES = re.compile(
-    r"""
+_INSTRUCTION_PHRASES = r"""
     \b(?:ignore|disregard|forget|override|skip)\s+(?:all\s+|any\s+|the\s+|your\s+|of\s+)*
         (?:previous|prior|above|earlier|preceding|former|foregoing|original)\s+
         (?:instructions?|prompts?|directions?|rules|guidelines|messages?|context|commands?)\b
@@ -379,9 +379,7 @@ _INSTRUCTION_PHRASES = re.compile(
     | \[/?inst\] | <</?sys>> | <(?:start|end)_of_turn>
     | </?(?:system|assistant|user)(?:_prompt|_message)?>
     | (?<!\#)\#{2,}+\s*+(?:instruction|system|response)s?\b
-    """,
-    re.VERBOSE,
-)
+    """  # compiled by _rx, re.VERBOSE
 # Every phrase above contains one of these; one scan for them (a literal-led alternation is
 # several times faster than the phrases) decides whether the phrases are tried at all.
 _INSTRUCTION_ANCHORS = re.compile(
@@ -411,7 +409,7 @@ def _instruction_like_visible(view: str) -> bool:
         return True
     return (
         _INSTRUCTION_ANCHORS.search(view) is not None
-        and _INSTRUCTION_PHRASES.search(view) is not None
+        and _rx(_INSTRUCTION_PHRASES, re.VERBOSE).search(view) is not None
     )
 
 
