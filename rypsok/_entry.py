@@ -9,6 +9,7 @@ def main() -> int:
     from rypsok import _early
 
     _early.install()
+    _prefetch_trust_store()
     _skip_httpx_command_line()
     # No garbage collection while the modules import: they only add objects that live as
     # long as the process, and a collection pass over them is wasted start-up time. `serve`
@@ -20,6 +21,23 @@ def main() -> int:
         return cli_main()
     finally:
         gc.enable()
+
+
+def _prefetch_trust_store() -> None:
+    """For `serve`, start reading the system's trust store now, in a thread (see
+    `rypsok.core.egress.trust.prefetch`): `serve` needs it before it answers anything, and
+    the read, which releases the GIL, then overlaps the imports of the command line.
+
+    A guess from the first word that is not an option; a wrong guess only costs a thread
+    that builds a context nobody reads. The check at start and its failure are unchanged.
+    """
+    import sys
+
+    command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
+    if command == "serve":
+        from rypsok.core.egress.trust import prefetch
+
+        prefetch()
 
 
 def _skip_httpx_command_line() -> None:

@@ -13,7 +13,6 @@ import attrs
 
 from rypsok.config.coordination import describe_url, parse_store_url
 from rypsok.config.load import ConfigError, ConfigSource, load_source, locate_config
-from rypsok.config.memory import MEMORY_MAX_BYTES, estimate
 from rypsok.config.rules import parse_bind, parse_egress_rule
 from rypsok.config.schema import Config, CoordinationConfig
 from rypsok.config.secrets import Credential, engine_credential, file_is_world_readable
@@ -159,6 +158,8 @@ def coordination_line(c: CoordinationConfig) -> str:
 
 
 def _memory_line(config: Config) -> str:
+    from rypsok.config.memory import estimate  # check's own: serving starts without it
+
     figure = estimate(config)
     if not figure.measured:
         return (
@@ -190,6 +191,8 @@ def warnings(config: Config, env: Mapping[str, str]) -> list[str]:
     The memory row compares the estimate with the documented unit's MemoryMax only on the
     build the constants were measured for.
     """
+    from rypsok.config.memory import MEMORY_MAX_BYTES, estimate
+
     out: list[str] = []
     figure = estimate(config)
     if figure.measured and figure.total_bytes > MEMORY_MAX_BYTES:

@@ -8,11 +8,14 @@ fits is reported on the key the author wrote.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import re
+import types
+import typing
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-import cattrs
+import attrs
 
 from rypsok.config.coordination import read_coordination
 from rypsok.config.messages import ConfigError, kind_of, with_place
@@ -36,6 +39,8 @@ from rypsok.shared.vocabulary import Category, SafeSearch
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
+
+    import cattrs
 
 __all__ = ["CONFIG_VERSION", "Validator"]
 
@@ -134,7 +139,7 @@ class Validator(Reader):
             structured["engines"] = engines
         if coordination is not None:
             structured["coordination"] = coordination
-        config = _CONVERTER.structure(structured, Config)
+        config = _structure_config(structured)
         self.definitions_fit(config)
         return config
 
@@ -594,7 +599,11 @@ def _strict(kind: type[T]) -> Callable[[object, type], T]:
     return hook
 
 
-def _make_converter() -> cattrs.Converter:
+@functools.cache
+def _converter() -> cattrs.Converter:
+    """The cattrs converter, built when a configuration is not of the exact kinds."""
+    import cattrs
+
     converter = cattrs.Converter(forbid_extra_keys=True)
     for kind in (int, str, bool):
         converter.register_structure_hook(kind, _strict(kind))
@@ -614,4 +623,85 @@ def _member(vocabulary: type[E]) -> Callable[[object, type], E]:
     return hook
 
 
-_CONVERTER: Final = _make_converter()
+# -- the exact kinds, without cattrs -------------------------------------------------------
+#
+# What the validator hands over is always of the exact kinds (dicts for tables, lists for
+# arrays, int, str and bool, the vocabularies' texts). For such values cattrs's structuring
+# with the hooks above is a plain construction: an attrs class from the keys present (the
+# others keep their defaults), a tuple from a list, None for an optional left out, a member
+# from its text. That is done here directly: cattrs imports and generates a function per class
+# (about 20 ms of a start). Anything else (a kind not exact, an extra key, a member that does
+# not exist, a type this does not know) goes to cattrs, which builds it or raises as before.
+
+
+class _NotExact(Exception):
+    pass
+
+
+_Build = typing.Callable[[object], object]
+
+
+def _structure_config(structured: dict[str, Any]) -> Config:
+    try:
+        config: Config = _structure(structured, Config)
+    except Exception:
+        # cattrs decides: it builds what is not of the exact kinds, or raises as it always did.
+        return _converter().structure(structured, Config)
+    return config
+
+
+def _structure(value: object, cls: Any) -> Any:
+    if type(value) is not dict:
+        raise _NotExact
+    names, plan = _plan(cls)
+    if not value.keys() <= names:
+        raise _NotExact
+    return cls(**{name: build(value[name]) for name, build in plan if name in value})
+
+
+@functools.cache
+def _plan(cls: Any) -> tuple[frozenset[str], tuple[tuple[str, _Build], ...]]:
+    hints = typing.get_type_hints(cls)
+    plan = tuple((field.name, _builder(hints[field.name])) for field in attrs.fields(cls))
+    return frozenset(name for name, _ in plan), plan
+
+
+def _builder(kind: Any) -> _Build:
+    if kind in (int, str, bool):
+        return functools.partial(_exact, kind)
+    if kind in (Category, SafeSearch):
+        return functools.partial(_vocabulary, kind)
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin in (types.UnionType, typing.Union) and len(args) == 2 and type(None) in args:
+        return functools.partial(_optional, _builder(args[0] if args[1] is type(None) else args[1]))
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return functools.partial(_tuple, _builder(args[0]))
+    if isinstance(kind, type) and attrs.has(kind):
+        return functools.partial(_nested, kind)
+    raise _NotExact
+
+
+def _exact(kind: type, value: object) -> object:
+    if type(value) is not kind:
+        raise _NotExact
+    return value
+
+
+def _vocabulary(vocabulary: type[enum.Enum], value: object) -> object:
+    if type(value) is not str:
+        raise _NotExact
+    return vocabulary(value)
+
+
+def _optional(build: _Build, value: object) -> object:
+    return None if value is None else build(value)
+
+
+def _tuple(build: _Build, value: object) -> object:
+    if type(value) is not list and type(value) is not tuple:
+        raise _NotExact
+    return tuple(build(item) for item in value)
+
+
+def _nested(cls: type, value: object) -> object:
+    return _structure(value, cls)

@@ -14,6 +14,7 @@ nothing per character in Python.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import unicodedata
@@ -107,13 +108,22 @@ def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
     return "[" + "".join(parts) + "]"
 
 
+@functools.cache
+def _rx(source: str, flags: int = 0) -> re.Pattern[str]:
+    """`source` compiled on first use. For the patterns that only text with invisible
+    characters, a joiner or a selector, or an instruction's anchor word, reaches: most text
+    never needs them, and compiling them at import (the CJK class alone takes about 2 ms,
+    the instruction phrases 1.6 ms) would delay every start."""
+    return re.compile(source, flags)
+
+
 _INVISIBLE_CLASS = _char_class(INVISIBLE_RANGES)
-_INVISIBLE_RUN = re.compile(_INVISIBLE_CLASS + "+")
+_INVISIBLE_RUN = _INVISIBLE_CLASS + "+"  # compiled by _rx, as the sources below
 # Scanning with the whole class is slow (each astral range is tested one by one), so the
 # common case scans the Basic Multilingual Plane part and looks at the astral part only when
 # the text has an astral character at all.
 _INVISIBLE_BMP = re.compile(_char_class(tuple(r for r in INVISIBLE_RANGES if r[1] <= 0xFFFF)))
-_INVISIBLE_ASTRAL = re.compile(_char_class(tuple(r for r in INVISIBLE_RANGES if r[0] > 0xFFFF)))
+_INVISIBLE_ASTRAL = _char_class(tuple(r for r in INVISIBLE_RANGES if r[0] > 0xFFFF))
 _ANY_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 _ASCII_INVISIBLE = re.compile("[\x00-\x08\x0e-\x1f\x7f]")
 # The information separators: Python's str.split counts them as whitespace, Unicode does not.
@@ -126,23 +136,23 @@ def _has_invisible(text: str) -> bool:
         return _ASCII_INVISIBLE.search(text) is not None
     if _INVISIBLE_BMP.search(text) is not None:
         return True
-    return _ANY_ASTRAL.search(text) is not None and _INVISIBLE_ASTRAL.search(text) is not None
+    return _ANY_ASTRAL.search(text) is not None and _rx(_INVISIBLE_ASTRAL).search(text) is not None
 
 
 # Scripts whose orthography uses ZWNJ (REQ-SEC-015): Arabic script, and the Indic (Brahmic)
 # scripts. Both neighbours of a kept ZWNJ belong to the same one of these two groups.
-_ARABIC = re.compile(
+_ARABIC = (
     "[\u0600-\u06ff\u0750-\u077f\u0870-\u089f\u08a0-\u08ff\ufb50-\ufdff\ufe70-\ufefe"
     "\U00010e60-\U00010e7f\U0001ec70-\U0001ecbf\U0001ee00-\U0001eeff]"
 )
-_INDIC = re.compile(
+_INDIC = (
     "[\u0900-\u0dff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff\u1a20-\u1aaf\u1b00-\u1bbf"
     "\u1c00-\u1c4f\u1cd0-\u1cff\ua800-\ua82f\ua880-\ua8ff\ua980-\ua9df\uaa00-\uaa5f"
     "\uaa60-\uaaff\uabc0-\uabff\U00011000-\U00011dff]"
 )
 
 # Extended_Pictographic (UTS #51), which a ZWJ must join on both sides in an emoji sequence.
-_PICTOGRAPHIC = re.compile(
+_PICTOGRAPHIC = (
     "[\u00a9\u00ae\u203c\u2049\u2122\u2139\u2194-\u2199\u21a9\u21aa\u231a\u231b\u2328"
     "\u2388\u23cf\u23e9-\u23f3\u23f8-\u23fa\u24c2\u25aa\u25ab\u25b6\u25c0\u25fb-\u25fe"
     "\u2600-\u2605\u2607-\u2612\u2614-\u2685\u2690-\u2705\u2708-\u2712\u2714\u2716"
@@ -158,10 +168,10 @@ _PICTOGRAPHIC = re.compile(
     "\U0001f93c-\U0001f945\U0001f947-\U0001faff\U0001fc00-\U0001fffd]"
 )
 # Emoji modifiers (skin tones) end an emoji before a ZWJ too: 👩🏽‍💻.
-_EMOJI_MODIFIER = re.compile("[\U0001f3fb-\U0001f3ff]")
+_EMOJI_MODIFIER = "[\U0001f3fb-\U0001f3ff]"
 
-_CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff]")
-_MONGOLIAN = re.compile("[\u1800-\u18af]")
+_CJK = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff]"
+_MONGOLIAN = "[\u1800-\u18af]"
 _MONGOLIAN_SELECTORS = frozenset("\u180b\u180c\u180d\u180f")
 _STANDARD_SELECTORS = frozenset(chr(c) for c in range(0xFE00, 0xFE10))
 _JOINERS = frozenset((ZWNJ, ZWJ))
@@ -169,7 +179,7 @@ _JOINERS = frozenset((ZWNJ, ZWJ))
 
 def _is_virama(ch: str) -> bool:
     # Canonical combining class 9 is the virama class of every Brahmic script.
-    return unicodedata.combining(ch) == 9 and _INDIC.match(ch) is not None
+    return unicodedata.combining(ch) == 9 and _rx(_INDIC).match(ch) is not None
 
 
 def _keeps_selector(selector: str, base: str) -> bool:
@@ -179,10 +189,10 @@ def _keeps_selector(selector: str, base: str) -> bool:
     if selector in _STANDARD_SELECTORS:
         return True
     if selector in _MONGOLIAN_SELECTORS:
-        return _MONGOLIAN.match(base) is not None
+        return _rx(_MONGOLIAN).match(base) is not None
     # VS17..VS256 (U+E0100..U+E01EF) are ideographic variation selectors.
     if "\U000e0100" <= selector <= "\U000e01ef":
-        return _CJK.match(base) is not None
+        return _rx(_CJK).match(base) is not None
     return False
 
 
@@ -194,24 +204,24 @@ def _letter_or_mark(ch: str) -> bool:
 def _keeps_zwnj(before: str, after: str) -> bool:
     if not (_letter_or_mark(before) and _letter_or_mark(after)):
         return False
-    if _ARABIC.match(before) and _ARABIC.match(after):
+    if _rx(_ARABIC).match(before) and _rx(_ARABIC).match(after):
         return True
-    return bool(_INDIC.match(before) and _INDIC.match(after))
+    return bool(_rx(_INDIC).match(before) and _rx(_INDIC).match(after))
 
 
 def _keeps_zwj(before: str, after: str) -> bool:
     # An Indic conjunct: next to a virama, between two letters or marks of an Indic script.
     if (
         (_is_virama(before) or _is_virama(after))
-        and _INDIC.match(before)
-        and _INDIC.match(after)
+        and _rx(_INDIC).match(before)
+        and _rx(_INDIC).match(after)
         and _letter_or_mark(before)
         and _letter_or_mark(after)
     ):
         return True
     # Between two emoji: 👨‍👩‍👧, 🏳️‍🌈 (the selector was kept before), 👩🏽‍💻.
-    emoji_before = _PICTOGRAPHIC.match(before) or _EMOJI_MODIFIER.match(before)
-    return bool(emoji_before and _PICTOGRAPHIC.match(after))
+    emoji_before = _rx(_PICTOGRAPHIC).match(before) or _rx(_EMOJI_MODIFIER).match(before)
+    return bool(emoji_before and _rx(_PICTOGRAPHIC).match(after))
 
 
 def _kept_part(run: str, before: str | None, after: str | None) -> str:
@@ -264,7 +274,7 @@ def remove_invisible(text: str) -> tuple[str, int]:
         removed += len(run) - len(kept)
         return kept
 
-    out = _INVISIBLE_RUN.sub(replace, text)
+    out = _rx(_INVISIBLE_RUN).sub(replace, text)
     return out, removed
 
 
@@ -345,8 +355,7 @@ def _remove_markup(raw: str) -> str:
 # invisible characters are removed and compatibility forms such as fullwidth letters are
 # folded), so the patterns are written in lower case. Words are separated by any whitespace,
 # newlines included.
-_INSTRUCTION_PHRASES = re.compile(
-    r"""
+_INSTRUCTION_PHRASES = r"""
     \b(?:ignore|disregard|forget|override|skip)\s+(?:all\s+|any\s+|the\s+|your\s+|of\s+)*
         (?:previous|prior|above|earlier|preceding|former|foregoing|original)\s+
         (?:instructions?|prompts?|directions?|rules|guidelines|messages?|context|commands?)\b
@@ -370,9 +379,7 @@ _INSTRUCTION_PHRASES = re.compile(
     | \[/?inst\] | <</?sys>> | <(?:start|end)_of_turn>
     | </?(?:system|assistant|user)(?:_prompt|_message)?>
     | (?<!\#)\#{2,}+\s*+(?:instruction|system|response)s?\b
-    """,
-    re.VERBOSE,
-)
+    """  # compiled by _rx, re.VERBOSE
 # Every phrase above contains one of these; one scan for them (a literal-led alternation is
 # several times faster than the phrases) decides whether the phrases are tried at all.
 _INSTRUCTION_ANCHORS = re.compile(
@@ -402,7 +409,7 @@ def _instruction_like_visible(view: str) -> bool:
         return True
     return (
         _INSTRUCTION_ANCHORS.search(view) is not None
-        and _INSTRUCTION_PHRASES.search(view) is not None
+        and _rx(_INSTRUCTION_PHRASES, re.VERBOSE).search(view) is not None
     )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 from typing import Final, final
 
 __all__ = ["REDACTED", "Secret"]
@@ -49,6 +48,8 @@ class Secret:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Secret):
             return NotImplemented
+        import hmac  # here, not at import: comparing secrets is rare, and hmac loads OpenSSL
+
         return hmac.compare_digest(self._value.encode(), other._value.encode())
 
     def __hash__(self) -> int:

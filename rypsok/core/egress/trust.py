@@ -3,22 +3,26 @@
 Its own module, light to import: the command line checks the store at start, and the
 engines' client takes the same context, before anything of the fetch client is loaded.
 The context for one environment is built once and shared (loading a store costs about
-20 ms); it is only read after it is built.
+20 ms); it is only read after it is built. The console script starts building it in a
+thread (`prefetch`) before it imports the rest: `ssl` releases the GIL while it reads the
+store, so the load overlaps the imports instead of adding to the start.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
 import ssl
 import sys
+import threading
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["ClientBuildError", "system_trust_context"]
+__all__ = ["ClientBuildError", "prefetch", "system_trust_context"]
 
 _BUILD_FAILED: Final = "the HTTP client could not be built"
 _HASHED_NAME: Final = re.compile(r"[0-9a-fA-F]{8}\.r?[0-9]+")
@@ -59,9 +63,40 @@ def _load_file(context: ssl.SSLContext, path: str, what: str) -> None:
         raise ClientBuildError(f"{what} names a file without readable certificates") from None
 
 
+# The thread of `prefetch`, until the first `system_trust_context` has waited for it.
+_pending: threading.Thread | None = None
+
+
+def prefetch() -> None:
+    """Start building the process's context in a thread; `system_trust_context` waits for it.
+
+    Only a head start: the thread keeps nothing but the shared context on success, and drops
+    a failure, which `system_trust_context` then meets again and raises in the caller's
+    thread, with the same sentence, at the same point of the start as without a prefetch.
+    """
+    global _pending
+    if _pending is not None:
+        return
+    env = os.environ
+    cert_file, cert_dir = env.get("SSL_CERT_FILE", ""), env.get("SSL_CERT_DIR", "")
+
+    def build() -> None:
+        # A failure is dropped here: the caller's own attempt meets it and raises it.
+        with contextlib.suppress(Exception):
+            _context_for(cert_file, cert_dir)
+
+    _pending = threading.Thread(target=build, name="rypsok-trust-store", daemon=True)
+    _pending.start()
+
+
 def system_trust_context(environ: Mapping[str, str] | None = None) -> ssl.SSLContext:
     """The shared context for the trust-store settings of `environ` (the process's when
     None); see `_build_context`."""
+    global _pending
+    pending = _pending
+    if pending is not None:
+        pending.join()
+        _pending = None
     env = os.environ if environ is None else environ
     return _context_for(env.get("SSL_CERT_FILE", ""), env.get("SSL_CERT_DIR", ""))
 

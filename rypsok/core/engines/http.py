@@ -11,9 +11,7 @@ past the bound in memory (a gzip bomb stops at the bound plus one step).
 
 from __future__ import annotations
 
-import email.utils
 import functools
-import http.cookiejar
 import math
 import re
 import time
@@ -22,7 +20,6 @@ from typing import TYPE_CHECKING, Final, TypeVar
 from urllib.parse import quote_plus
 
 import attrs
-import httpx
 import trio
 
 from rypsok.core.egress.policy import engine_origin_refusal
@@ -41,8 +38,14 @@ from rypsok.core.model import Reason
 from rypsok.core.turns import take
 from rypsok.shared.version import __version__
 
+# httpx is imported where it is used, not here: the engines talk through `Wire`, and serving
+# starts without httpx unless a base_url or an injected transport needs it. EngineResponse's
+# field type is a name only: attrs never evaluates it.
 if TYPE_CHECKING:
+    import http.cookiejar
     from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+
+    import httpx  # noqa: TC004
 
     from rypsok.config.schema import Config
 
@@ -112,12 +115,16 @@ class EngineOrigin:
 
     @classmethod
     def parse(cls, url: str) -> EngineOrigin:
+        import httpx
+
         parsed = httpx.URL(url)
         return cls(scheme=parsed.scheme, host=parsed.host, port=parsed.port)
 
     def url(self, path: str) -> httpx.URL:
         if not path.startswith("/"):
             raise ValueError("an engine path is absolute")
+        import httpx
+
         return httpx.URL(scheme=self.scheme, host=self.host, port=self.port, path=path)
 
 
@@ -243,6 +250,8 @@ def _driver_headers(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
 def _no_cookies() -> http.cookiejar.CookieJar:
     """A jar that keeps nothing: an engine request is identified by the User-Agent alone,
     and a cookie one answer sets must never ride along on the next (REQ-ENG-014)."""
+    import http.cookiejar
+
     return http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
 
 
@@ -284,6 +293,8 @@ class EngineHttp:
         self._client: httpx.AsyncClient | None = None
         self._wire: Wire | None = None
         if transport is not None:
+            import httpx
+
             self._client = httpx.AsyncClient(
                 transport=transport,
                 trust_env=False,
@@ -368,6 +379,8 @@ class EngineHttp:
                 # Refused, reset, TLS, an answer that is not HTTP/1.1: the provider was not heard.
                 raise EngineFailure(failure_class=Reason.REQUEST_FAILURE) from None
         assert self._client is not None
+        import httpx
+
         url = origin.url(path).copy_merge_params(list(params))
         # rypsok's own headers last: a driver cannot change the User-Agent (REQ-CMP-004)
         # nor ask for a coding this client does not decode under the bound.
@@ -434,6 +447,8 @@ class EngineHttp:
             return body.feed
 
         exchange = await wire.get(where, target, sent, consume)
+        import httpx
+
         return EngineResponse(
             status=exchange.status,
             headers=httpx.Headers(exchange.headers),
@@ -441,6 +456,8 @@ class EngineHttp:
         )
 
     def _timeout(self) -> httpx.Timeout:
+        import httpx
+
         # The read timeout is the time left of the caller's total (REQ-SEC-011). Outside
         # any deadline (a test, a tool) only the connect timeout applies.
         left: float | None = trio.current_effective_deadline() - trio.current_time()
@@ -494,6 +511,8 @@ async def _abandon(response: httpx.Response, chunks: AsyncIterator[bytes]) -> No
     of the chain fails at once, which finishes every generator of it. Shielded and short,
     so that a cancelled read still cleans up and never waits on the network.
     """
+    import httpx
+
     with trio.CancelScope(shield=True):
         with trio.move_on_after(_ABANDON_S):
             await response.aclose()
@@ -521,6 +540,8 @@ def parse_retry_after(headers: httpx.Headers, *, now_unix: float | None = None) 
     value = value.strip()
     if value.isdigit():
         return min(float(int(value)), _MAX_WAIT_S)
+    import email.utils
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):

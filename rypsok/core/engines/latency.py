@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 from collections import deque
 from typing import Final
 
@@ -26,6 +25,8 @@ class LatencyWindow:
         half to even), or None before the first completed request."""
         if not self._samples:
             return None
+        import statistics  # on first use: not needed to start serving
+
         return round(statistics.median(self._samples))
 
     def __len__(self) -> int:

@@ -19,7 +19,6 @@ from typing import Final
 from urllib.parse import quote
 
 import attrs
-import httpx
 
 from rypsok.core.boundary import without_surrogates
 from rypsok.core.engines.answers import (
@@ -181,6 +180,8 @@ class WikipediaEngine:
 
 
 def _mirror(base_url: str) -> tuple[EngineOrigin, str]:
+    import httpx  # here only: a server without a base_url starts without httpx
+
     try:
         url = httpx.URL(base_url)
     except httpx.InvalidURL:
