@@ -193,11 +193,15 @@ async def _stop(process: trio.Process) -> None:
         await process.wait()
 
 
-async def cold_start(config: Path, runs: int) -> tuple[list[float], list[float], list[float]]:
-    """Per start: seconds to the discover answer, CPU seconds by then, and seconds to the
-    answer of a first web_search written right after that answer (REQ-PERF-005)."""
+async def cold_start(
+    config: Path, runs: int
+) -> tuple[list[float], list[float], list[float], list[float]]:
+    """Per start: seconds to the discover answer, CPU seconds of the main thread and of the
+    whole process by then, and seconds to the answer of a first web_search written right
+    after that answer (REQ-PERF-005)."""
     times = []
     cpu = []
+    process_cpu = []
     first_calls = []
     for _ in range(runs):
         start = time.perf_counter()
@@ -209,6 +213,7 @@ async def cold_start(config: Path, runs: int) -> tuple[list[float], list[float],
         answer = await lines.next()
         times.append(time.perf_counter() - start)
         cpu.append(_cpu_s(process.pid))
+        process_cpu.append(_process_cpu_s(process.pid))
         if "result" not in answer:
             raise RuntimeError("server/discover was not answered with a result")
         await process.stdin.send_all(_search(2))
@@ -218,7 +223,7 @@ async def cold_start(config: Path, runs: int) -> tuple[list[float], list[float],
         if not isinstance(result, dict) or result.get("isError") is not False:
             raise RuntimeError(f"the first web_search failed: {json.dumps(answer)[:300]}")
         await _stop(process)
-    return times, cpu, first_calls
+    return times, cpu, process_cpu, first_calls
 
 
 class _Measured:
@@ -279,7 +284,7 @@ async def own_shares(
 
 
 def _cpu_s(pid: int) -> float:
-    """CPU seconds a process has used so far (Linux /proc).
+    """CPU seconds a process's main thread has used so far (Linux /proc).
 
     The machine the figures are taken on is shared: wall times wait for the CPU as well,
     CPU times do not, so both are printed. The scheduler's own count (nanoseconds) where the
@@ -289,6 +294,15 @@ def _cpu_s(pid: int) -> float:
     schedstat = Path(f"/proc/{pid}/schedstat")
     if schedstat.exists():
         return int(schedstat.read_text().split()[0]) / 1e9
+    return _process_cpu_s(pid)
+
+
+def _process_cpu_s(pid: int) -> float:
+    """CPU seconds of the whole process, every thread (ended ones too), in clock ticks.
+
+    The start reads the trust store in a thread of its own, which the main thread's count
+    leaves out; this one holds it, at the kernel's tick resolution (10 ms).
+    """
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
@@ -311,7 +325,7 @@ async def main(calls: int, runs: int) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             config = Path(tmp) / "bench.toml"
             config.write_text(CONFIG.format(port=port), encoding="utf-8")
-            cold, cold_cpu, first_calls = await cold_start(config, runs)
+            cold, cold_cpu, cold_process_cpu, first_calls = await cold_start(config, runs)
             connections = wiki.connections
             rypsok, floor = await own_shares(config, wiki, port, calls, warmup=20)
             # The floor keeps the one connection it opens; the rest are rypsok's.
@@ -334,7 +348,9 @@ async def main(calls: int, runs: int) -> int:
         f"stdio cold start to the first answer (server/discover), {runs} runs:"
         f" median {_ms(statistics.median(cold))}, p90 {_ms(_p90(cold))}"
         f" (min {_ms(min(cold))}, max {_ms(max(cold))}); CPU time to the answer median"
-        f" {_ms(statistics.median(cold_cpu))}; target median <= 250 ms\n"
+        f" {_ms(statistics.median(cold_cpu))} (main thread),"
+        f" {_ms(statistics.median(cold_process_cpu))} (all threads, 10 ms ticks);"
+        f" target median <= 250 ms\n"
     )
     out.write(
         f"stdio cold start to the answer of the first web_search (after discover), {runs} runs:"

@@ -78,10 +78,12 @@ async def receive_some_now(stream: trio.abc.ReceiveStream, max_bytes: int) -> by
 
 
 def _stream_error(exc: OSError) -> trio.BrokenResourceError | trio.ClosedResourceError:
-    """The exception Trio's own stream raises for the same failure."""
-    if exc.errno in (errno.EBADF, errno.ENOTSOCK):
+    """The exception Trio's own stream raises for the same failure: a descriptor already
+    closed (EBADF, which `os.read` and `os.write` give for a closed stream's -1) is closed,
+    anything else broken."""
+    if exc.errno == errno.EBADF:
         return trio.ClosedResourceError("the stream was already closed")
-    return trio.BrokenResourceError(f"the stream broke: {errno.errorcode.get(exc.errno or 0)}")
+    return trio.BrokenResourceError(f"the stream broke: {type(exc).__name__}")
 
 
 class Slices:
