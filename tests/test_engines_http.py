@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import random
 import zlib
 
 import httpx
@@ -171,6 +172,38 @@ async def test_req_sec_010_an_identity_body_is_bounded_while_streaming() -> None
     assert len(exact.body) == MIB
 
 
+async def test_req_sec_010_an_identity_length_above_the_bound_is_refused_before_the_body() -> None:
+    # The answer declares one byte more than the bound and ends after two: refused on the
+    # declaration (parse_failure), never read until the connection ends (request_failure).
+    declared = Reply(body=b"{}", headers=(("Content-Length", str(MIB + 1)),))
+    async with serve_http({"/x": declared}) as server:
+        transport = RoutingTransport({"https://api.example.test": server.url})
+        async with EngineHttp() as wire, EngineHttp(transport=transport) as injected:
+            for http, origin in (
+                (wire, _origin(server.url)),
+                (injected, EngineOrigin(scheme="https", host="api.example.test")),
+            ):
+                with trio.fail_after(5), pytest.raises(EngineFailure) as caught:
+                    await http.get(origin, "/x", params=[], headers={}, max_bytes=MIB)
+                assert caught.value.failure_class is Reason.PARSE_FAILURE
+
+
+async def test_req_sec_013_a_compressed_length_above_the_bound_is_read_by_what_it_decodes_to() -> (
+    None
+):
+    # Incompressible bytes grow a little under gzip: the declared length passes the bound,
+    # what they decode to does not.
+    payload = random.Random(3).randbytes(1000)
+    compressed = gzip.compress(payload)
+    assert len(compressed) > len(payload)
+    reply = Reply(headers=(("Content-Encoding", "gzip"),), body=compressed)
+    async with serve_http({"/x": reply}) as server, EngineHttp() as http:
+        response = await http.get(
+            _origin(server.url), "/x", params=[], headers={}, max_bytes=len(payload)
+        )
+    assert response.body == payload
+
+
 async def test_req_sec_013_a_corrupt_or_unasked_coding_is_a_parse_failure() -> None:
     routes = {
         "/corrupt": Reply(headers=(("Content-Encoding", "gzip"),), body=b"\x1f\x8bnot gzip"),
@@ -184,6 +217,38 @@ async def test_req_sec_013_a_corrupt_or_unasked_coding_is_a_parse_failure() -> N
             with pytest.raises(EngineFailure) as caught:
                 await http.get(_origin(server.url), path, params=[], headers={}, max_bytes=MIB)
             assert caught.value.failure_class is Reason.PARSE_FAILURE, path
+
+
+async def test_req_sec_013_through_an_injected_transport_the_body_is_bounded_and_decoded_too() -> (
+    None
+):
+    # The client of tests and the conformance harness reads the stream itself: the same
+    # decoder and the same failures as on the wire.
+    payload = b'{"k":1}'
+    gzipped = (("Content-Encoding", "gzip"),)
+    routes = {
+        "/gzip": Reply(headers=gzipped, body=gzip.compress(payload)),
+        "/bomb": Reply(
+            headers=gzipped, body=gzip.compress(b"\0" * (64 * MIB), compresslevel=9), chunks=4
+        ),
+        "/corrupt": Reply(headers=gzipped, body=b"\x1f\x8bnot gzip"),
+        "/truncated": Reply(headers=gzipped, body=gzip.compress(b"{}" * 1000)[:-12]),
+        "/br": Reply(headers=(("Content-Encoding", "br"),), body=b"\x0b\x02\x80{}\x03"),
+    }
+    async with serve_http(routes) as server:
+        transport = RoutingTransport({"https://api.example.test": server.url})
+        async with EngineHttp(transport=transport) as http:
+            origin = EngineOrigin(scheme="https", host="api.example.test")
+            # A driver cannot ask for a coding the client does not decode under the bound.
+            response = await http.get(
+                origin, "/gzip", params=[], headers={"Accept-Encoding": "br"}, max_bytes=MIB
+            )
+            for path in ("/bomb", "/corrupt", "/truncated", "/br"):
+                with pytest.raises(EngineFailure) as caught:
+                    await http.get(origin, path, params=[], headers={}, max_bytes=MIB)
+                assert caught.value.failure_class is Reason.PARSE_FAILURE, path
+    assert response.body == payload
+    assert server.requests[0].header("accept-encoding") == "gzip, deflate"
 
 
 async def test_req_sec_011_a_slow_engine_ends_at_the_callers_total() -> None:

@@ -40,6 +40,7 @@ from rypsok.config.rules import parse_bind
 from rypsok.core import telemetry
 from rypsok.mcp.callers import Callers
 from rypsok.mcp.http import CONNECTION_CANCELS, HEADER_BLOCK_BYTES, McpHttpApp, refuse
+from rypsok.mcp.process import serving
 from rypsok.mcp.sessions import SESSION_TTL_S
 
 if TYPE_CHECKING:
@@ -415,37 +416,23 @@ async def _serve_process(
     engines: Sequence[Engine] | None,
     fetch_network: FetchNetwork | None,
 ) -> None:
-    from rypsok.core.services import Rypsok
-
-    stop = trio.Event()
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        if _early.received():
-            stop.set()
-        async with trio.open_nursery() as nursery:
-
-            async def watch_signals() -> None:
-                async for _ in signals:
-                    telemetry.info("sigterm_received")
-                    stop.set()
-
-            nursery.start_soon(watch_signals)
-            async with Rypsok(
-                config,
-                env=env,
-                engine_transport=engine_transport,
-                engines=engines,
-                fetch_network=fetch_network,
-            ) as rypsok:
-                # What start-up made (modules, configuration, the core) lives as long as the
-                # process: moved out of the collector's sight, so that a full collection
-                # walks only what requests made, and its pause stays short (p99). The console
-                # script turned the collector off while importing (`rypsok._entry`): without
-                # it the cycles each closed connection leaves would never be freed.
-                gc.collect()
-                gc.freeze()
-                gc.enable()
-                await serve_http(rypsok, config, callers, stop=stop, listen_socket=sock)
-            nursery.cancel_scope.cancel()
+    async with serving(
+        config,
+        env,
+        (signal.SIGTERM, signal.SIGINT),
+        engine_transport=engine_transport,
+        engines=engines,
+        fetch_network=fetch_network,
+    ) as (rypsok, stop):
+        # What start-up made (modules, configuration, the core) lives as long as the
+        # process: moved out of the collector's sight, so that a full collection walks only
+        # what requests made, and its pause stays short (p99). The console script turned the
+        # collector off while importing (`rypsok._entry`): without it the cycles each closed
+        # connection leaves would never be freed.
+        gc.collect()
+        gc.freeze()
+        gc.enable()
+        await serve_http(rypsok, config, callers, stop=stop, listen_socket=sock)
 
 
 def run_http(

@@ -25,6 +25,7 @@ from rypsok import _early
 from rypsok.core import telemetry
 from rypsok.core.turns import send_all_now, take
 from rypsok.mcp.calls import ToolService, execute, make_dispatcher
+from rypsok.mcp.process import serving
 from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Nothing, Reply, jsonrpc
 from rypsok.mcp.protocol.framing import MAX_LINE_BYTES, LineSplitter
 
@@ -339,38 +340,23 @@ async def _serve_process(
     engines: Sequence[Engine] | None,
     fetch_network: FetchNetwork | None = None,
 ) -> None:
-    from rypsok.core.services import Rypsok
-
     out_fd = os.dup(1)
     os.dup2(2, 1)  # from here a stray write to fd 1 goes to the log stream
     in_fd = os.dup(0)
-    stop = trio.Event()
-    with trio.open_signal_receiver(signal.SIGTERM) as signals:
-        # Read after the receiver is in place, so no signal falls between the two.
-        if _early.received():
-            stop.set()
-        stdin = trio.lowlevel.FdStream(in_fd)
-        stdout = trio.lowlevel.FdStream(out_fd)
-        async with trio.open_nursery() as nursery:
-
-            async def watch_signals() -> None:
-                async for _ in signals:
-                    telemetry.info("sigterm_received")
-                    stop.set()
-
-            nursery.start_soon(watch_signals)
-            async with Rypsok(
-                config,
-                env=env,
-                engine_transport=engine_transport,
-                engines=engines,
-                fetch_network=fetch_network,
-            ) as rypsok:
-                telemetry.info("serving", transport="stdio")
-                await serve_stdio(rypsok, config, stdin=stdin, stdout=stdout, stop=stop)
-            nursery.cancel_scope.cancel()
-        await stdout.aclose()
-        await stdin.aclose()
+    stdin = trio.lowlevel.FdStream(in_fd)
+    stdout = trio.lowlevel.FdStream(out_fd)
+    async with serving(
+        config,
+        env,
+        (signal.SIGTERM,),
+        engine_transport=engine_transport,
+        engines=engines,
+        fetch_network=fetch_network,
+    ) as (rypsok, stop):
+        telemetry.info("serving", transport="stdio")
+        await serve_stdio(rypsok, config, stdin=stdin, stdout=stdout, stop=stop)
+    await stdout.aclose()
+    await stdin.aclose()
 
 
 def run_stdio(

@@ -5,8 +5,8 @@ construction, as an `EngineOrigin`; every request is built from that origin, so 
 can only go to the engine's own host, and a credential header given with it can only reach
 that origin (redirects are never followed). Environment proxy variables are ignored; the
 operator's `[egress] proxy` is the only proxy. The body is read as a stream of raw bytes and
-decompressed here, under the driver's bound, so that a small compressed answer cannot expand
-past the bound in memory (a gzip bomb stops at the bound plus one step).
+decompressed as it comes (`rypsok.core.decoding`), under the driver's bound, so that a small
+compressed answer cannot expand past the bound in memory (a gzip bomb stops one byte past it).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ import functools
 import math
 import re
 import time
-import zlib
 from typing import TYPE_CHECKING, Final, TypeVar
 from urllib.parse import quote_plus
 
 import attrs
 import trio
 
+from rypsok.core.decoding import BoundedDecoder, OverBound, UnreadableCoding
 from rypsok.core.egress.policy import engine_origin_refusal
 from rypsok.core.egress.trust import system_trust_context
 from rypsok.core.egress.vocabulary import Refusal
@@ -67,9 +67,6 @@ _INLINE_BYTES: Final = 65536
 
 PROJECT_URL: Final = "https://github.com/nabbisen/rypsok"
 
-# What the decompressor may produce in one step beyond what is still allowed; keeps the
-# overshoot of a bomb to one small buffer rather than one decompressed network chunk.
-_STEP_BYTES: Final = 65536
 # Closing a connection and ending its stream is immediate; this only bounds a surprise,
 # well inside LIM-O2's 500 ms for aborting a request.
 _ABANDON_S: Final = 0.1
@@ -148,73 +145,21 @@ class EngineResponse:
     body: bytes
 
 
-class _Bounded:
-    """Decompresses one content coding step by step, never holding more than the bound."""
-
-    def __init__(self, coding: str, bound: int) -> None:
-        self._bound = bound
-        self._count = 0
-        self._parts: list[bytes] = []
-        self._coding = coding
-        self._raw_deflate_tried = False
-        self._z: zlib._Decompress | None
-        if coding in ("", "identity"):
-            self._z = None
-        elif coding in ("gzip", "x-gzip"):
-            self._z = zlib.decompressobj(wbits=31)
-        elif coding == "deflate":
-            self._z = zlib.decompressobj(wbits=15)
-        else:
-            raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
-
-    def _take(self, data: bytes) -> None:
-        self._count += len(data)
-        if self._count > self._bound:
-            # Over the driver's bound: the answer is not the shape the driver reads.
-            raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
-        if data:
-            self._parts.append(data)
-
-    def feed(self, chunk: bytes) -> None:
-        if self._z is None:
-            self._take(chunk)
-            return
-        data = chunk
-        while data:
-            room = self._bound - self._count + 1
-            try:
-                out = self._z.decompress(data, min(room, _STEP_BYTES))
-            except zlib.error:
-                if self._coding == "deflate" and not self._raw_deflate_tried and not self._count:
-                    # Servers send "deflate" both zlib-wrapped and raw; try raw once.
-                    self._raw_deflate_tried = True
-                    self._z = zlib.decompressobj(wbits=-15)
-                    continue
-                raise EngineFailure(failure_class=Reason.PARSE_FAILURE) from None
-            self._raw_deflate_tried = True
-            self._take(out)
-            if self._z.eof:
-                return  # trailing bytes after the stream's end are ignored
-            data = self._z.unconsumed_tail
-
-    def finish(self) -> bytes:
-        if self._z is not None:
-            try:
-                self._take(self._z.flush())
-            except zlib.error:
-                raise EngineFailure(failure_class=Reason.PARSE_FAILURE) from None
-            if not self._z.eof:
-                raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
-        return b"".join(self._parts)
-
-
-def _bounded_body(declared: str | bytes | None, coding: str, max_bytes: int) -> _Bounded:
-    """The decompressor of one 2xx body; PARSE_FAILURE at once when an identity body
-    declares more than the bound. A smaller declared length is not trusted: the count of
-    bytes received decides (REQ-SEC-010)."""
+def _bounded_body(
+    declared: str | bytes | None, coding: str, max_bytes: int, parts: list[bytes]
+) -> BoundedDecoder:
+    """The decoder of one 2xx body, appending its pieces to `parts`; PARSE_FAILURE at once when
+    an identity body declares more than the bound, or the coding is not one rypsok reads. A
+    smaller declared length is not trusted: the count of bytes received decides (REQ-SEC-010).
+    Past the bound, or where the stream does not decode, the decoder raises OverBound or
+    UnreadableCoding, which `EngineHttp.get` turns into PARSE_FAILURE: over the driver's
+    bound, the answer is not the shape the driver reads."""
     if not coding and declared is not None and declared.isdigit() and int(declared) > max_bytes:
         raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
-    return _Bounded(coding, max_bytes)
+    try:
+        return BoundedDecoder(coding, max_bytes, parts)
+    except UnreadableCoding:
+        raise EngineFailure(failure_class=Reason.PARSE_FAILURE) from None
 
 
 # Headers only this client writes; a driver's own value for one of them is dropped.
@@ -378,6 +323,8 @@ class EngineHttp:
             except WireFailure:
                 # Refused, reset, TLS, an answer that is not HTTP/1.1: the provider was not heard.
                 raise EngineFailure(failure_class=Reason.REQUEST_FAILURE) from None
+            except (OverBound, UnreadableCoding):
+                raise EngineFailure(failure_class=Reason.PARSE_FAILURE) from None
         assert self._client is not None
         import httpx
 
@@ -395,6 +342,8 @@ class EngineHttp:
         except httpx.HTTPError:
             # Connection refused, reset, TLS, protocol errors: the provider was not heard.
             raise EngineFailure(failure_class=Reason.REQUEST_FAILURE) from None
+        except (OverBound, UnreadableCoding):
+            raise EngineFailure(failure_class=Reason.PARSE_FAILURE) from None
 
     def _target(self, origin: EngineOrigin, path: str) -> tuple[OriginKey, bytes, bytes]:
         key = (origin, path)
@@ -429,7 +378,8 @@ class EngineHttp:
             sent = [(b"Host", host), *_driver_headers(headers), *self._own_headers]
         except UnicodeEncodeError:
             raise EngineFailure(failure_class=Reason.REQUEST_FAILURE) from None
-        bodies: list[_Bounded] = []
+        parts: list[bytes] = []
+        bodies: list[BoundedDecoder] = []
 
         def consume(exchange: Exchange) -> Callable[[bytes], None] | None:
             if not 200 <= exchange.status < 300:
@@ -442,17 +392,19 @@ class EngineHttp:
                     declared = value
                 elif lowered == b"content-encoding":
                     coding = value.decode("latin-1").strip().lower()
-            body = _bounded_body(declared, coding, max_bytes)
+            body = _bounded_body(declared, coding, max_bytes, parts)
             bodies.append(body)
             return body.feed
 
         exchange = await wire.get(where, target, sent, consume)
+        if bodies:
+            bodies[0].finish()
         import httpx
 
         return EngineResponse(
             status=exchange.status,
             headers=httpx.Headers(exchange.headers),
-            body=bodies[0].finish() if bodies else b"",
+            body=b"".join(parts),
         )
 
     def _timeout(self) -> httpx.Timeout:
@@ -488,7 +440,8 @@ class EngineHttp:
                 )
             declared = response.headers.get("content-length")
             coding = response.headers.get("content-encoding", "").strip().lower()
-            body = _bounded_body(declared, coding, max_bytes)
+            parts: list[bytes] = []
+            body = _bounded_body(declared, coding, max_bytes, parts)
             chunks = response.aiter_raw()
             try:
                 async for chunk in chunks:
@@ -496,8 +449,9 @@ class EngineHttp:
             except BaseException:
                 await _abandon(response, chunks)
                 raise
+            body.finish()
             return EngineResponse(
-                status=response.status_code, headers=response.headers, body=body.finish()
+                status=response.status_code, headers=response.headers, body=b"".join(parts)
             )
         finally:
             await response.aclose()

@@ -1,18 +1,19 @@
-"""A fetched body read as a stream, decompressed here and bounded after decompression.
+"""A fetched body read as a stream, decompressed as it comes and bounded after decompression.
 
 REQ-PAGE-003/004 and REQ-SEC-013: the count that ends a read is the count of decompressed
-bytes as they are produced, never the Content-Length. Decompression runs in small steps
-(`zlib`'s `max_length`), so a gzip bomb stops at the bound plus one step: it is never held
-whole, nor even one decompressed network chunk of it.
+bytes as they are produced, never the Content-Length. The decoder is `rypsok.core.decoding`'s
+(the engines' too); it decompresses in small steps, so a gzip bomb stops one byte past the
+bound: it is never held whole, nor even one decompressed network chunk of it.
 """
 
 from __future__ import annotations
 
-import zlib
 from typing import TYPE_CHECKING, Final
 
 import httpx
 import trio
+
+from rypsok.core.decoding import BoundedDecoder, OverBound, UnreadableCoding
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -20,8 +21,6 @@ if TYPE_CHECKING:
 __all__ = ["ACCEPT_ENCODING", "BodyTooLarge", "UnreadableBody", "read_bounded"]
 
 ACCEPT_ENCODING: Final = "gzip, deflate"
-# What one decompression step may produce; the overshoot of a bomb is at most this.
-_STEP_BYTES: Final = 65536
 # Closing the connection of an abandoned body is local work; this bounds a surprise only.
 _ABANDON_S: Final = 0.1
 
@@ -34,74 +33,17 @@ class UnreadableBody(Exception):
     """A coding rypsok did not ask for, or a compressed stream that does not decode."""
 
 
-class _PrefixFull(Exception):
-    """The prefix wanted is complete (internal)."""
+class _Buffer:
+    """The decoded body in one growing buffer, not a list of pieces joined at the end: the
+    join would hold the body twice at its largest moment."""
 
+    __slots__ = ("data",)
 
-class _Decoder:
-    def __init__(self, coding: str, limit: int, *, prefix: bool) -> None:
-        self._limit = limit
-        self._prefix = prefix
-        self._count = 0
-        # One growing buffer, not a list of chunks joined at the end: the join would hold
-        # the body twice at its largest moment.
-        self._buffer = bytearray()
-        self._coding = coding
-        self._raw_tried = False
-        self._z: zlib._Decompress | None
-        if coding in ("", "identity"):
-            self._z = None
-        elif coding in ("gzip", "x-gzip"):
-            self._z = zlib.decompressobj(wbits=31)
-        elif coding == "deflate":
-            self._z = zlib.decompressobj(wbits=15)
-        else:
-            raise UnreadableBody
+    def __init__(self) -> None:
+        self.data = bytearray()
 
-    def _keep(self, data: bytes) -> None:
-        self._count += len(data)
-        if self._count > self._limit:
-            if self._prefix:
-                # Only the first `limit` bytes are wanted: keep them and stop reading.
-                self._buffer += data[: len(data) - (self._count - self._limit)]
-                raise _PrefixFull
-            raise BodyTooLarge
-        self._buffer += data
-
-    def feed(self, chunk: bytes) -> None:
-        if self._z is None:
-            self._keep(chunk)
-            return
-        data = chunk
-        while data:
-            room = self._limit - self._count + 1
-            try:
-                out = self._z.decompress(data, min(room, _STEP_BYTES))
-            except zlib.error:
-                if self._coding == "deflate" and not self._raw_tried and not self._count:
-                    # "deflate" is sent both zlib-wrapped and raw; the raw form is tried once.
-                    self._raw_tried = True
-                    self._z = zlib.decompressobj(wbits=-15)
-                    continue
-                raise UnreadableBody from None
-            self._raw_tried = True
-            self._keep(out)
-            if self._z.eof:
-                return
-            data = self._z.unconsumed_tail
-
-    def taken(self) -> bytearray:
-        return self._buffer
-
-    def finish(self) -> bytearray:
-        if self._z is not None:
-            try:
-                self._keep(self._z.flush())
-            except zlib.error:
-                raise UnreadableBody from None
-            if not self._z.eof:
-                raise UnreadableBody
-        return self._buffer
+    def append(self, piece: bytes) -> None:
+        self.data += piece
 
 
 def _content_coding(headers: httpx.Headers) -> str:
@@ -132,15 +74,23 @@ async def read_bounded(response: httpx.Response, limit: int, *, prefix: bool = F
         await _abandon(response, None)
         raise BodyTooLarge
     chunks: AsyncIterator[bytes] | None = None
+    body = _Buffer()
     try:
-        decoder = _Decoder(coding, limit, prefix=prefix)
+        decoder = BoundedDecoder(coding, limit, body, prefix=prefix)
         chunks = response.aiter_raw()
         async for chunk in chunks:
             decoder.feed(chunk)
-        return decoder.finish()
-    except _PrefixFull:
+        decoder.finish()
+        return body.data
+    except OverBound:
         await _abandon(response, chunks)
-        return decoder.taken()
+        if prefix:
+            # Only the first `limit` bytes were wanted: the decoder kept them, reading stops.
+            return body.data
+        raise BodyTooLarge from None
+    except UnreadableCoding:
+        await _abandon(response, chunks)
+        raise UnreadableBody from None
     except BaseException:
         await _abandon(response, chunks)
         raise

@@ -1,0 +1,69 @@
+"""What both transports open around serving, in a process of their own: the stop and the core.
+
+`rypsok serve` over stdio and over HTTP open the same things in the same order: the signal
+receiver, then the early flag (`rypsok._early`: a SIGTERM that came while the modules were
+importing), then a task that turns each signal received into the stop event, then the core.
+The transport serves inside; on the way out the core closes first, then the task ends. What
+differs stays with each transport: the signals listened to, its streams or its socket, and
+what it does once the core is built.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+import trio
+
+from rypsok import _early
+from rypsok.core import telemetry
+
+if TYPE_CHECKING:
+    import signal
+    from collections.abc import AsyncIterator, Mapping, Sequence
+
+    import httpx
+
+    from rypsok.config.schema import Config
+    from rypsok.core.engines.base import Engine
+    from rypsok.core.services import FetchNetwork, Rypsok
+
+__all__ = ["serving"]
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    config: Config,
+    env: Mapping[str, str],
+    signals: Sequence[signal.Signals],
+    *,
+    engine_transport: httpx.AsyncBaseTransport | None,
+    engines: Sequence[Engine] | None,
+    fetch_network: FetchNetwork | None,
+) -> AsyncIterator[tuple[Rypsok, trio.Event]]:
+    """The core, and the event that any of `signals` (logged as `sigterm_received`), or one
+    that came before, sets: the transport serves until it is set."""
+    from rypsok.core.services import Rypsok
+
+    stop = trio.Event()
+    with trio.open_signal_receiver(*signals) as received:
+        # Read after the receiver is in place, so no signal falls between the two.
+        if _early.received():
+            stop.set()
+        async with trio.open_nursery() as nursery:
+
+            async def watch_signals() -> None:
+                async for _ in received:
+                    telemetry.info("sigterm_received")
+                    stop.set()
+
+            nursery.start_soon(watch_signals)
+            async with Rypsok(
+                config,
+                env=env,
+                engine_transport=engine_transport,
+                engines=engines,
+                fetch_network=fetch_network,
+            ) as rypsok:
+                yield rypsok, stop
+            nursery.cancel_scope.cancel()
