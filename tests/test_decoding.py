@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import random
+import tracemalloc
 import zlib
 from typing import Any
 
@@ -169,6 +170,29 @@ def test_req_sec_013_trailing_bytes_after_the_stream_are_ignored() -> None:
 
 
 # --- deflate: zlib-wrapped, or raw tried once --------------------------------------------
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+def test_req_sec_013_bytes_sent_after_the_streams_end_are_not_kept(coding: str) -> None:
+    # A provider that goes on sending after its compressed stream ended: 200 chunks of
+    # 64 KiB (12.5 MiB) must not pile up anywhere (zlib would keep them all as its
+    # `unused_data`); only the stream's own bytes are decoded.
+    compressed = gzip.compress(b"answer") if coding == "gzip" else zlib.compress(b"answer")
+    out: list[bytes] = []
+    decoder = BoundedDecoder(coding, 100, out)
+    decoder.feed(compressed)
+    junk = b"\xff" * 65536
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        for _ in range(200):
+            decoder.feed(junk)
+        after, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    decoder.finish()
+    assert out == [b"answer"]
+    assert after - before < 65536  # nothing of the 12.5 MiB is held
 
 
 def test_req_sec_013_deflate_is_read_zlib_wrapped_and_raw() -> None:

@@ -82,6 +82,10 @@ class BoundedDecoder:
         if self._z is None:
             self._take(chunk)
             return
+        if self._z.eof:
+            # After the stream's end: ignored, and never handed to zlib, which would keep
+            # every such byte (its `unused_data`) outside the bound.
+            return
         data = chunk
         while data:
             room = self._limit - self._count + 1
