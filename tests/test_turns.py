@@ -185,21 +185,19 @@ async def test_req_perf_004_a_write_to_a_full_stream_waits_for_room_and_writes_w
 
 
 @pytest.mark.parametrize("kind", ["socket", "pipe"])
-async def test_req_perf_004_a_closed_stream_raises_trios_closed_error(kind: str) -> None:
+@pytest.mark.parametrize(
+    ("closed", "error"),
+    [("writer", trio.ClosedResourceError), ("reader", trio.BrokenResourceError)],
+)
+async def test_req_perf_004_a_closed_stream_or_a_gone_peer_raises_trios_own_error(
+    kind: str, closed: str, error: type[Exception]
+) -> None:
     writer, reader = _pair(kind)
-    await writer.aclose()
-    with pytest.raises(trio.ClosedResourceError):
+    first, second = (writer, reader) if closed == "writer" else (reader, writer)
+    await first.aclose()
+    with pytest.raises(error):
         await turns.send_all_now(writer, b"x\n")
-    await reader.aclose()
-
-
-@pytest.mark.parametrize("kind", ["socket", "pipe"])
-async def test_req_perf_004_a_peer_gone_raises_trios_broken_error(kind: str) -> None:
-    writer, reader = _pair(kind)
-    await reader.aclose()
-    with pytest.raises(trio.BrokenResourceError):
-        await turns.send_all_now(writer, b"x\n")
-    await writer.aclose()
+    await second.aclose()
 
 
 async def test_req_perf_004_a_cancelled_call_writes_nothing() -> None:
