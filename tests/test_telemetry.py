@@ -370,19 +370,35 @@ def test_req_obs_005_lines_from_concurrent_threads_are_whole(capture: Capture) -
 
 
 class Broken(io.StringIO):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attempts = 0
+
     def write(self, text: str) -> int:
+        self.attempts += 1
         raise BrokenPipeError
 
 
 def test_req_obs_005_a_closed_or_broken_stderr_does_not_fail_the_caller() -> None:
     closed = io.StringIO()
     closed.close()
-    for stream in (Broken(), closed):
+    broken = Broken()
+    for stream in (broken, closed):
         telemetry.configure("info", stream=stream)
         try:
+            telemetry.info("call", outcome="ok")  # returns: the caller's work goes on
             telemetry.info("call", outcome="ok")
         finally:
             telemetry.configure()
+    assert broken.attempts >= 1  # the line was really written to the broken stream
+    # A stream that works again (a new one configured) gets every line after.
+    healthy = io.StringIO()
+    telemetry.configure("info", stream=healthy)
+    try:
+        telemetry.info("call", outcome="ok")
+    finally:
+        telemetry.configure()
+    assert json.loads(healthy.getvalue().splitlines()[-1])["event"] == "call"
 
 
 def test_req_priv_004_log_query_writes_nothing_at_info(capture: Capture) -> None:
