@@ -166,6 +166,29 @@ def test_req_perf_005_the_prefetched_context_is_the_one_served(
 
 
 @pytest.mark.usefixtures("no_prefetch")
+def test_req_perf_005_the_thread_builds_the_context_of_the_process_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import certifi
+
+    # The thread reads the same settings the caller will: its context is the one served.
+    monkeypatch.setenv("SSL_CERT_FILE", certifi.where())
+    monkeypatch.setenv("SSL_CERT_DIR", str(tmp_path))
+    trust.prefetch()
+    pending = trust._pending
+    assert pending is not None
+    assert pending.daemon  # never holds the process at exit
+    assert pending.name == "rypsok-trust-store"
+    trust.prefetch()  # a second call while one is running starts nothing
+    assert trust._pending is pending
+    pending.join()
+    assert trust._context_for.cache_info().currsize == 1  # built by the thread alone
+    trust.system_trust_context()
+    info = trust._context_for.cache_info()
+    assert (info.hits, info.misses) == (1, 1)  # the caller found the thread's context
+
+
+@pytest.mark.usefixtures("no_prefetch")
 def test_req_perf_005_a_prefetch_that_failed_is_raised_by_the_caller(
     monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:

@@ -127,6 +127,8 @@ def test_req_perf_005_the_examples_are_built_as_cattrs_builds_them(
         {"config_version": 1, "engines": [{"id": "x", "type": "wikipedia"}]},  # a key missing
         {"config_version": 1, "search": {"safe_search": "nope"}},  # no such member
         {"config_version": 1, "engines": [{"id": "x", "type": "wikipedia", "categories": "ab"}]},
+        # a number where a text is: refused, never turned into "5"
+        {"config_version": 1, "engines": [{"id": 5, "type": "wikipedia", "categories": []}]},
     ],
 )
 def test_req_perf_005_what_is_not_exact_is_left_to_cattrs(structured: dict[str, Any]) -> None:
@@ -136,6 +138,20 @@ def test_req_perf_005_what_is_not_exact_is_left_to_cattrs(structured: dict[str, 
         validate._structure_config(structured)
     assert isinstance(caught.value, cattrs.BaseValidationError)
     assert str(caught.value) == str(expected.value)
+
+
+def test_req_perf_005_an_exact_configuration_is_built_without_cattrs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every kind of field the schema has (optional tables and values, arrays, members,
+    # nested tables) is built by the direct path: cattrs is never asked.
+    def no_cattrs() -> None:
+        raise AssertionError("cattrs was asked for an exact configuration")
+
+    monkeypatch.setattr(validate, "_converter", no_cattrs)
+    config = load_config_text(EVERYTHING, {"RYPSOK_TEST_TOKEN": "t" * 40})
+    assert config.coordination is not None
+    assert load_config(None, {}).coordination is None
 
 
 def test_req_perf_005_a_tuple_given_for_an_array_is_built_as_cattrs_builds_it() -> None:

@@ -672,8 +672,9 @@ def _builder(kind: Any) -> _Build:
     if kind in (Category, SafeSearch):
         return functools.partial(_vocabulary, kind)
     origin, args = typing.get_origin(kind), typing.get_args(kind)
-    if origin in (types.UnionType, typing.Union) and len(args) == 2 and type(None) in args:
-        return functools.partial(_optional, _builder(args[0] if args[1] is type(None) else args[1]))
+    if origin is types.UnionType and len(args) == 2 and type(None) in args:
+        (inner,) = (arg for arg in args if arg is not type(None))
+        return functools.partial(_optional, _builder(inner))
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
         return functools.partial(_tuple, _builder(args[0]))
     if isinstance(kind, type) and attrs.has(kind):
