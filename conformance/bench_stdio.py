@@ -15,6 +15,9 @@ exactly as a host would, with a configuration whose one engine (a private MediaW
 - the floor: the same figures of `conformance.stdio_floor`, a minimal Trio program doing
   the same exchange with nothing else, called in turns with rypsok under the same pace: what
   this machine charges any Python process for one round trip, in the same run.
+- the peer: the same figures of `conformance.stdio_peer`, a search server on the official
+  MCP SDK (stdio, one web_search tool asking the same engine through httpx, its hits
+  returned as they came), called in the same turns; its starts alternate with rypsok's.
 
 Figures are printed, never asserted. Targets (issue 7): own share median at most 1.5 ms,
 cold start median at most 250 ms.
@@ -31,8 +34,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
 
 from conformance.mediawiki import first_search_sample
 
@@ -174,13 +181,15 @@ async def _start(config: Path) -> trio.Process:
     )
 
 
-async def _start_floor(port: int) -> trio.Process:
+async def _start_helper(module: str, port: int) -> trio.Process:
+    """The floor or the peer, under the same interpreter and installed packages."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env["PYTHONPATH"] = str(ROOT)
     return await trio.lowlevel.open_process(
-        [str(SCRIPT.parent / "python"), "-m", "conformance.stdio_floor", str(port)],
+        [str(SCRIPT.parent / "python"), "-m", module, str(port)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         cwd=tempfile.gettempdir(),
         env=env,
     )
@@ -193,37 +202,47 @@ async def _stop(process: trio.Process) -> None:
         await process.wait()
 
 
-async def cold_start(
-    config: Path, runs: int
-) -> tuple[list[float], list[float], list[float], list[float]]:
+class _Starts:
     """Per start: seconds to the discover answer, CPU seconds of the main thread and of the
     whole process by then, and seconds to the answer of a first web_search written right
     after that answer (REQ-PERF-005)."""
-    times = []
-    cpu = []
-    process_cpu = []
-    first_calls = []
-    for _ in range(runs):
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+        self.cpu: list[float] = []
+        self.process_cpu: list[float] = []
+        self.first_calls: list[float] = []
+
+    async def start(self, spawn: Callable[[], Awaitable[trio.Process]]) -> None:
         start = time.perf_counter()
-        process = await _start(config)
+        process = await spawn()
         assert process.stdin is not None
         assert process.stdout is not None
         lines = _Lines(process.stdout)
         await process.stdin.send_all(_discover(1))
         answer = await lines.next()
-        times.append(time.perf_counter() - start)
-        cpu.append(_cpu_s(process.pid))
-        process_cpu.append(_process_cpu_s(process.pid))
+        self.times.append(time.perf_counter() - start)
+        self.cpu.append(_cpu_s(process.pid))
+        self.process_cpu.append(_process_cpu_s(process.pid))
         if "result" not in answer:
             raise RuntimeError("server/discover was not answered with a result")
         await process.stdin.send_all(_search(2))
         answer = await lines.next()
-        first_calls.append(time.perf_counter() - start)
+        self.first_calls.append(time.perf_counter() - start)
         result = answer.get("result")
         if not isinstance(result, dict) or result.get("isError") is not False:
             raise RuntimeError(f"the first web_search failed: {json.dumps(answer)[:300]}")
         await _stop(process)
-    return times, cpu, process_cpu, first_calls
+
+
+async def cold_starts(config: Path, port: int, runs: int) -> tuple[_Starts, _Starts]:
+    """rypsok's starts and the peer's, in turns."""
+    rypsok = _Starts()
+    peer = _Starts()
+    for _ in range(runs):
+        await rypsok.start(lambda: _start(config))
+        await peer.start(lambda: _start_helper("conformance.stdio_peer", port))
+    return rypsok, peer
 
 
 class _Measured:
@@ -261,26 +280,27 @@ class _Measured:
 
 async def own_shares(
     config: Path, wiki: _TimedWiki, port: int, calls: int, warmup: int
-) -> tuple[_Measured, _Measured]:
-    """rypsok and the floor (`conformance.stdio_floor`), called in turns: each call is
-    followed by half the pace before the other's, so both find the machine as idle between
-    their own calls as a host's pace leaves it."""
+) -> tuple[_Measured, _Measured, _Measured]:
+    """rypsok, the floor (`conformance.stdio_floor`) and the peer (`conformance.stdio_peer`),
+    called in turns: each call is followed by a third of the pace before the next one's, so
+    all three find the machine as idle between their own calls as a host's pace leaves it."""
     rypsok = _Measured(await _start(config))
-    floor = _Measured(await _start_floor(port))
+    floor = _Measured(await _start_helper("conformance.stdio_floor", port))
+    peer = _Measured(await _start_helper("conformance.stdio_peer", port))
+    measured = (rypsok, floor, peer)
     for request_id in range(warmup + calls):
-        if request_id >= 8:  # after the limiters' bursts
-            await trio.sleep(_PACE_S / 2)
         keep = request_id >= warmup
-        await rypsok.call(wiki, request_id, keep=keep)
-        await trio.sleep(_PACE_S / 2 if request_id >= 8 else 0)
-        await floor.call(wiki, request_id, keep=keep)
+        for one in measured:
+            if request_id >= 8:  # after the limiters' bursts
+                await trio.sleep(_PACE_S / len(measured))
+            await one.call(wiki, request_id, keep=keep)
         if request_id == warmup - 1:
-            rypsok.cpu_before = _cpu_s(rypsok.process.pid)
-            floor.cpu_before = _cpu_s(floor.process.pid)
-    for measured in (rypsok, floor):
-        measured.cpu_per_call = (_cpu_s(measured.process.pid) - measured.cpu_before) / calls
-        await _stop(measured.process)
-    return rypsok, floor
+            for one in measured:
+                one.cpu_before = _cpu_s(one.process.pid)
+    for one in measured:
+        one.cpu_per_call = (_cpu_s(one.process.pid) - one.cpu_before) / calls
+        await _stop(one.process)
+    return rypsok, floor, peer
 
 
 def _cpu_s(pid: int) -> float:
@@ -325,11 +345,11 @@ async def main(calls: int, runs: int) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             config = Path(tmp) / "bench.toml"
             config.write_text(CONFIG.format(port=port), encoding="utf-8")
-            cold, cold_cpu, cold_process_cpu, first_calls = await cold_start(config, runs)
+            cold, peer_cold = await cold_starts(config, port, runs)
             connections = wiki.connections
-            rypsok, floor = await own_shares(config, wiki, port, calls, warmup=20)
-            # The floor keeps the one connection it opens; the rest are rypsok's.
-            connections = wiki.connections - connections - 1
+            rypsok, floor, peer = await own_shares(config, wiki, port, calls, warmup=20)
+            # The floor and the peer keep the one connection each opens; the rest are rypsok's.
+            connections = wiki.connections - connections - 2
         nursery.cancel_scope.cancel()
     out = sys.stdout
     out.write(
@@ -345,16 +365,29 @@ async def main(calls: int, runs: int) -> int:
         f" p90 {_ms(_p90(floor.shares))}; its CPU time per call {_ms(floor.cpu_per_call)}\n"
     )
     out.write(
+        f"the peer, the official MCP SDK's stdio server with a web_search tool on httpx"
+        f" (conformance.stdio_peer), in turns with it: own share median"
+        f" {_ms(statistics.median(peer.shares))}, p90 {_ms(_p90(peer.shares))};"
+        f" its CPU time per call {_ms(peer.cpu_per_call)}\n"
+    )
+    out.write(
         f"stdio cold start to the first answer (server/discover), {runs} runs:"
-        f" median {_ms(statistics.median(cold))}, p90 {_ms(_p90(cold))}"
-        f" (min {_ms(min(cold))}, max {_ms(max(cold))}); CPU time to the answer median"
-        f" {_ms(statistics.median(cold_cpu))} (main thread),"
-        f" {_ms(statistics.median(cold_process_cpu))} (all threads, 10 ms ticks);"
+        f" median {_ms(statistics.median(cold.times))}, p90 {_ms(_p90(cold.times))}"
+        f" (min {_ms(min(cold.times))}, max {_ms(max(cold.times))}); CPU time to the answer"
+        f" median {_ms(statistics.median(cold.cpu))} (main thread),"
+        f" {_ms(statistics.median(cold.process_cpu))} (all threads, 10 ms ticks);"
         f" target median <= 250 ms\n"
     )
     out.write(
         f"stdio cold start to the answer of the first web_search (after discover), {runs} runs:"
-        f" median {_ms(statistics.median(first_calls))}, p90 {_ms(_p90(first_calls))}\n"
+        f" median {_ms(statistics.median(cold.first_calls))},"
+        f" p90 {_ms(_p90(cold.first_calls))}\n"
+    )
+    out.write(
+        f"the peer's cold start, in turns: to the discover answer median"
+        f" {_ms(statistics.median(peer_cold.times))}, CPU"
+        f" {_ms(statistics.median(peer_cold.process_cpu))} (all threads); to the first"
+        f" web_search answer median {_ms(statistics.median(peer_cold.first_calls))}\n"
     )
     return 0
 
