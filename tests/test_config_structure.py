@@ -127,6 +127,8 @@ def test_req_perf_005_the_examples_are_built_as_cattrs_builds_them(
         {"config_version": 1, "engines": [{"id": "x", "type": "wikipedia"}]},  # a key missing
         {"config_version": 1, "search": {"safe_search": "nope"}},  # no such member
         {"config_version": 1, "engines": [{"id": "x", "type": "wikipedia", "categories": "ab"}]},
+        # a member given as itself, not as its text: refused as the validator never hands it
+        {"config_version": 1, "search": {"safe_search": SafeSearch.STRICT}},
         # a number where a text is: refused, never turned into "5"
         {"config_version": 1, "engines": [{"id": 5, "type": "wikipedia", "categories": []}]},
     ],

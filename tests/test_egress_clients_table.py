@@ -165,9 +165,13 @@ async def test_req_sec_006_an_error_in_the_middle_of_a_body_is_httpxs_own(
         async for chunk in body:
             seen.append(chunk)
 
-    with pytest.raises(expected):
+    with pytest.raises(expected) as caught:
         await read_all()
     assert seen == [b"first"]
+    if expected is KeyError:
+        # Not httpcore's: the very exception, re-raised as it was (not chained to itself).
+        assert caught.value is error
+        assert caught.value.__cause__ is None
 
 
 @pytest.mark.parametrize("method", ["set_ok", "return_ok"])

@@ -644,8 +644,10 @@ _Build = typing.Callable[[object], object]
 def _structure_config(structured: dict[str, Any]) -> Config:
     try:
         config: Config = _structure(structured, Config)
-    except Exception:
-        # cattrs decides: it builds what is not of the exact kinds, or raises as it always did.
+    except (_NotExact, TypeError, ValueError):
+        # Not of the exact kinds, a key missing (the class's TypeError) or a member that does
+        # not exist (the vocabulary's ValueError): cattrs builds it or raises as it always
+        # did. Anything else is a defect of the direct path and is not hidden.
         return _converter().structure(structured, Config)
     return config
 
