@@ -26,6 +26,7 @@ cold start median at most 250 ms.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import statistics
@@ -110,7 +111,8 @@ class _TimedWiki:
             + f"Content-Length: {len(self.body)}\r\n\r\n".encode()
         )
         self.spans: list[float] = []
-        self.connections = 0
+        # Connections by the client that opened them: the User-Agent of their first request.
+        self.connections: collections.Counter[str] = collections.Counter()
         self.noted = trio.Event()  # set when an answer's span is noted
 
     async def serve(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
@@ -121,8 +123,8 @@ class _TimedWiki:
             task_status.started(port)
 
     async def _connection(self, stream: trio.SocketStream) -> None:
-        self.connections += 1
         buffer = b""
+        counted = False
         try:
             while True:
                 arrived = None
@@ -135,7 +137,10 @@ class _TimedWiki:
                     buffer += data
                 if arrived is None:  # a pipelined request already in the buffer
                     arrived = time.perf_counter()
-                _, buffer = buffer.split(b"\r\n\r\n", 1)
+                head, buffer = buffer.split(b"\r\n\r\n", 1)
+                if not counted:
+                    self.connections[_client_of(head)] += 1
+                    counted = True
                 await stream.send_all(self.head + self.body)
                 self.spans.append(time.perf_counter() - arrived)
                 self.noted.set()
@@ -143,6 +148,15 @@ class _TimedWiki:
             return
         finally:
             await stream.aclose()
+
+
+def _client_of(head: bytes) -> str:
+    """`rypsok`, `stdio-floor`, `python-httpx` (the peer) or `other`, from the User-Agent."""
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"user-agent":
+            return value.strip().split(b"/")[0].decode("latin-1") or "other"
+    return "other"
 
 
 class _Lines:
@@ -346,10 +360,9 @@ async def main(calls: int, runs: int) -> int:
             config = Path(tmp) / "bench.toml"
             config.write_text(CONFIG.format(port=port), encoding="utf-8")
             cold, peer_cold = await cold_starts(config, port, runs)
-            connections = wiki.connections
+            before = wiki.connections["rypsok"]
             rypsok, floor, peer = await own_shares(config, wiki, port, calls, warmup=20)
-            # The floor and the peer keep the one connection each opens; the rest are rypsok's.
-            connections = wiki.connections - connections - 2
+            connections = wiki.connections["rypsok"] - before
         nursery.cancel_scope.cancel()
     out = sys.stdout
     out.write(

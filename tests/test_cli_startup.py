@@ -161,8 +161,30 @@ def test_req_perf_005_the_prefetched_context_is_the_one_served(
     assert isinstance(context, ssl.SSLContext)
     assert trust._pending is None  # waited for, once
     assert trust.system_trust_context() is context
-    assert trust._context_for.cache_info().misses == 1  # built once, by the thread
+    assert trust._context_for.cache_info().misses == 1  # built once (the next test: by whom)
     assert capfd.readouterr() == ("", "")
+
+
+@pytest.mark.parametrize(
+    ("argv", "prefetched"),
+    [
+        (["rypsok", "serve"], True),
+        (["rypsok", "serve", "--config", "rypsok.toml"], True),
+        (["rypsok", "--help"], False),
+        (["rypsok", "check", "--config", "rypsok.toml"], False),
+        (["rypsok"], False),
+    ],
+)
+def test_req_perf_005_the_console_script_prefetches_the_store_for_serve_only(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], prefetched: bool
+) -> None:
+    from rypsok import _entry
+
+    calls: list[None] = []
+    monkeypatch.setattr(trust, "prefetch", lambda: calls.append(None))
+    monkeypatch.setattr(sys, "argv", argv)
+    _entry._prefetch_trust_store()
+    assert calls == ([None] if prefetched else [])
 
 
 @pytest.mark.usefixtures("no_prefetch")

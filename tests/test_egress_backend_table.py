@@ -94,7 +94,8 @@ async def test_req_sec_006_the_connection_facts_httpcore_reads_are_the_sockets()
     # The pool's reuse test: readable once the server sent (or closed).
     assert view.get_extra_info("is_readable") is False
     await server.send_all(b"x")
-    await trio.sleep(0.05)
+    with trio.fail_after(2):  # the byte crosses loopback, however loaded the machine
+        await trio.lowlevel.wait_readable(client.socket)
     assert view.get_extra_info("is_readable") is True
     for stream in (client, server, listener):
         await stream.aclose()

@@ -345,10 +345,3 @@ async def test_lim_s7_a_deadline_passed_during_a_computation_cancels_it_at_its_n
             await slices.pause()
     assert scope.cancelled_caught
     assert steps == 4  # cancelled at the first pause after 1.0 s (1.2 s), not later
-
-
-def test_req_perf_004_the_slice_is_short_enough_for_lim_s7_margin() -> None:
-    # LIM-S7 stops a call 300 ms after LIM-S4; a slice is a small part of that margin.
-    from rypsok.core.search.pipeline import CALL_MARGIN_S
-
-    assert 0 < turns.SLICE_S <= float(CALL_MARGIN_S) / 100
