@@ -43,7 +43,7 @@ class _Recorder:
         self._steps = steps
 
     def decompress(self, data: bytes, max_length: int = 0) -> bytes:
-        out = self._real.decompress(data, max_length)
+        out: bytes = self._real.decompress(data, max_length)
         self._steps.append(len(out))
         return out
 
@@ -58,7 +58,8 @@ _REAL_DECOMPRESSOBJ: Any = zlib.decompressobj
 @pytest.fixture
 def steps(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     produced: list[int] = []
-    monkeypatch.setattr(decoding.zlib, "decompressobj", lambda wbits: _Recorder(wbits, produced))
+    # The decoder's `zlib` is this module's: its decompressor is replaced for both.
+    monkeypatch.setattr(zlib, "decompressobj", lambda wbits: _Recorder(wbits, produced))
     return produced
 
 
