@@ -16,7 +16,7 @@ from rypsok.core.decoding import BoundedDecoder, OverBound, UnreadableCoding
 # Random bytes repeated at a distance above 16 KiB: only a decoder with the full 32 KiB window
 # reads them back, so a smaller window is an error, not a silent success.
 FAR = random.Random(7).randbytes(20000) * 3
-STEP = 65536
+STEP = decoding._STEP_BYTES
 
 
 def _raw_deflate(data: bytes) -> bytes:
@@ -43,7 +43,7 @@ class _Recorder:
         self._steps = steps
 
     def decompress(self, data: bytes, max_length: int = 0) -> bytes:
-        out = self._real.decompress(data, max_length)
+        out: bytes = self._real.decompress(data, max_length)
         self._steps.append(len(out))
         return out
 
@@ -58,7 +58,8 @@ _REAL_DECOMPRESSOBJ: Any = zlib.decompressobj
 @pytest.fixture
 def steps(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     produced: list[int] = []
-    monkeypatch.setattr(decoding.zlib, "decompressobj", lambda wbits: _Recorder(wbits, produced))
+    # The decoder's `zlib` is this module's: its decompressor is replaced for both.
+    monkeypatch.setattr(zlib, "decompressobj", lambda wbits: _Recorder(wbits, produced))
     return produced
 
 
@@ -112,7 +113,17 @@ def test_lim_f13_with_prefix_a_chunk_that_lands_past_the_limit_keeps_nothing_mor
     decoder.feed(b"a" * 10)
     with pytest.raises(OverBound):
         decoder.feed(b"b")
-    assert b"".join(kept) == b"a" * 10
+    # The count was already at the limit: no empty piece is handed on for the last chunk.
+    assert kept == [b"a" * 10]
+    # Nor for a compressed stream whose first chunk decodes to exactly the limit.
+    compressor = zlib.compressobj(wbits=31)
+    first = compressor.compress(b"a" * 10) + compressor.flush(zlib.Z_SYNC_FLUSH)
+    kept = []
+    decoder = BoundedDecoder("gzip", 10, kept, prefix=True)
+    decoder.feed(first)
+    with pytest.raises(OverBound):
+        decoder.feed(compressor.compress(b"b") + compressor.flush())
+    assert kept == [b"a" * 10]
 
 
 # --- gzip: steps and the bound -----------------------------------------------------------

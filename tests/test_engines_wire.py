@@ -446,9 +446,13 @@ def test_req_sec_017_each_character_of_a_parameter_is_encoded_as_urlencode_does(
     assert f"{_form(text)}={_form(char)}" == urlencode([(text, char)])
 
 
-async def test_req_res_008_the_tunnel_carries_the_origins_own_tls() -> None:
+@pytest.mark.parametrize(
+    "established", [b"HTTP/1.1 200 Connection established", b"HTTP/1.1 299 Tunnel open"]
+)
+async def test_req_res_008_the_tunnel_carries_the_origins_own_tls(established: bytes) -> None:
     # The proxy sees CONNECT and then only TLS records: the engine request, its key and the
-    # answer cross it encrypted, verified against the origin's name.
+    # answer cross it encrypted, verified against the origin's name. Any 2xx to CONNECT
+    # opens the tunnel (RFC 9110, 9.3.6), the last of the class too.
     authority = Authority()
     server_tls = authority.server_context("localhost")
 
@@ -473,7 +477,7 @@ async def test_req_res_008_the_tunnel_carries_the_origins_own_tls() -> None:
             if head is None or not head.startswith(b"CONNECT localhost:"):
                 return
             upstream = await trio.open_tcp_stream("127.0.0.1", origin_server.port)
-            await stream.send_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            await stream.send_all(established + b"\r\n\r\n")
 
             async def pipe(source: trio.abc.Stream, sink: trio.abc.Stream) -> None:
                 with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
@@ -508,6 +512,17 @@ async def test_req_res_008_the_tunnel_carries_the_origins_own_tls() -> None:
     assert b"tls" not in crossed
 
 
+def _silent(closed: trio.Event) -> Script:
+    """A server that reads and never answers; `closed` is set when the client closes."""
+
+    async def silent(stream: trio.SocketStream, server: Scripted) -> None:
+        while await stream.receive_some(65536):
+            pass
+        closed.set()
+
+    return silent
+
+
 @pytest.mark.parametrize("cancelled_by_caller", [False, True])
 async def test_req_sec_011_a_tls_handshake_cut_by_the_timeout_leaves_no_socket_open(
     cancelled_by_caller: bool,
@@ -516,12 +531,7 @@ async def test_req_sec_011_a_tls_handshake_cut_by_the_timeout_leaves_no_socket_o
     # timeout (or the caller's deadline), and the server sees the connection closed at once.
     closed = trio.Event()
 
-    async def silent(stream: trio.SocketStream, server: Scripted) -> None:
-        while await stream.receive_some(65536):
-            pass
-        closed.set()
-
-    async with scripted(silent) as server:
+    async with scripted(_silent(closed)) as server:
         wire = Wire(connect_s=10.0 if cancelled_by_caller else 0.2, tls=Authority().client_context)
         origin = OriginKey("https", "localhost", server.port)
         if cancelled_by_caller:
@@ -540,12 +550,7 @@ async def test_req_sec_011_a_tunnel_cut_by_the_timeout_leaves_no_socket_open() -
     # The proxy accepts and never answers CONNECT: the socket to it is closed at the timeout.
     closed = trio.Event()
 
-    async def silent(stream: trio.SocketStream, server: Scripted) -> None:
-        while await stream.receive_some(65536):
-            pass
-        closed.set()
-
-    async with scripted(silent) as proxy:
+    async with scripted(_silent(closed)) as proxy:
         wire = Wire(
             connect_s=0.2, tls=Authority().client_context, proxy=f"http://127.0.0.1:{proxy.port}"
         )
@@ -704,3 +709,119 @@ async def test_req_eng_006_an_answer_head_still_incomplete_is_bounded(
         with pytest.raises(wire_module.WireFailure, match=message):
             await _wire_body(wire, origin)
         await wire.aclose()
+
+
+# An internationalised name whose IDNA 2008 form (httpx's, and DNS's) is not the standard
+# library's IDNA 2003 one ("fass.example"): only the ASCII form httpx wrote reaches the wire.
+_IDN = "faß.example"
+_IDN_ASCII = "xn--fa-hia.example"
+
+
+async def test_req_sec_017_an_idn_origin_is_named_in_its_ascii_form_on_the_wire(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    authority = Authority()
+    server_tls = authority.server_context(_IDN_ASCII)
+    server_names: list[str | None] = []
+    server_tls.sni_callback = lambda _conn, name, _ctx: server_names.append(name)
+
+    async def tls_answer(stream: trio.SocketStream, server: Scripted) -> None:
+        secured = trio.SSLStream(stream, server_tls, server_side=True)
+        buffer = bytearray()
+        with contextlib.suppress(trio.BrokenResourceError):
+            while b"\r\n\r\n" not in buffer:
+                data = await secured.receive_some(65536)
+                if not data:
+                    return
+                buffer += data
+            server.heads.append(bytes(buffer))
+            await secured.send_all(_answer(b"{}"))
+
+    resolved: list[str] = []
+    real_open = trio.open_tcp_stream
+
+    async def to_loopback(host: str, port: int) -> trio.SocketStream:
+        resolved.append(host)
+        return await real_open("127.0.0.1", port)
+
+    monkeypatch.setattr(trio, "open_tcp_stream", to_loopback)
+    async with scripted(tls_answer) as server, EngineHttp() as http:
+        http._wire = Wire(connect_s=2.0, tls=authority.client_context)
+        origin = EngineOrigin.parse(f"https://{_IDN}:{server.port}")
+        response = await http.get(origin, "/x", params=[], headers={}, max_bytes=MIB)
+        assert http._wire is not None
+        await http._wire.aclose()
+    assert response.body == b"{}"
+    assert resolved == [_IDN_ASCII]
+    assert server_names == [_IDN_ASCII]
+    lines = server.heads[0].split(b"\r\n")
+    assert f"Host: {_IDN_ASCII}:{server.port}".encode() in lines
+    assert all(byte < 0x80 for byte in server.heads[0])
+
+
+async def test_req_res_008_an_idn_origin_is_named_in_its_ascii_form_to_the_proxy() -> None:
+    async def refusing_proxy(stream: trio.SocketStream, server: Scripted) -> None:
+        if await server.read_head(stream, bytearray()) is not None:
+            await stream.send_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+
+    async with scripted(refusing_proxy) as proxy, EngineHttp(proxy=proxy.url) as http:
+        with pytest.raises(EngineFailure):
+            await http.get(
+                EngineOrigin.parse(f"https://{_IDN}"), "/x", params=[], headers={}, max_bytes=1
+            )
+    lines = proxy.heads[0].split(b"\r\n")
+    assert lines[0] == f"CONNECT {_IDN_ASCII}:443 HTTP/1.1".encode()
+    assert f"Host: {_IDN_ASCII}:443".encode() in lines
+
+
+async def test_req_cmp_004_on_the_wire_a_driver_cannot_set_the_headers_rypsok_writes() -> None:
+    # The production path (no injected transport): each reserved header of the driver is
+    # dropped, whatever its case, and rypsok's own are sent once.
+    async with scripted(_keep_alive) as server, EngineHttp() as http:
+        await http.get(
+            _origin(server),
+            "/x",
+            params=[],
+            headers={
+                "accept-encoding": "br",
+                "Connection": "close",
+                "Content-Length": "5",
+                "Transfer-Encoding": "chunked",
+                "HOST": "evil.example",
+                "User-Agent": "Mozilla/5.0",
+                "X-Key": "k",
+            },
+            max_bytes=MIB,
+        )
+    lines = server.heads[0].decode().split("\r\n")
+    assert lines == [
+        "GET /x HTTP/1.1",
+        f"Host: 127.0.0.1:{server.port}",
+        "Accept: */*",
+        "X-Key: k",
+        "Accept-Encoding: gzip, deflate",
+        "Connection: keep-alive",
+        f"User-Agent: {http.user_agent}",
+    ]
+
+
+def test_req_perf_004_a_connection_idle_exactly_the_reuse_window_is_reused() -> None:
+    # The clock stands still but for the jumps: idle exactly _IDLE_S is still within the
+    # window (the connection is reused), a millisecond more is past it (a new connection).
+    clock = trio.testing.MockClock()
+
+    async def three_gets() -> int:
+        wire = Wire(connect_s=1.0, tls=_no_tls)
+        async with scripted(_keep_alive) as server:
+            origin = OriginKey("http", "127.0.0.1", server.port)
+            await _wire_body(wire, origin)
+            clock.jump(wire_module._IDLE_S)
+            await _wire_body(wire, origin)
+            reused = server.connections
+            clock.jump(wire_module._IDLE_S + 0.001)
+            await _wire_body(wire, origin)
+            await wire.aclose()
+        assert reused == 1
+        return server.connections
+
+    assert trio.run(three_gets, clock=clock) == 2

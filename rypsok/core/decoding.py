@@ -73,7 +73,10 @@ class BoundedDecoder:
         if self._count > self._limit:
             if self._prefix:
                 # Only the first `limit` bytes are wanted: they are kept, and reading stops.
-                self._out.append(data[: len(data) - (self._count - self._limit)])
+                # (Nothing of `data` fits when the count was already at the limit.)
+                kept = data[: len(data) - (self._count - self._limit)]
+                if kept:
+                    self._out.append(kept)
             raise OverBound
         if data:
             self._out.append(data)

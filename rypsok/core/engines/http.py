@@ -351,7 +351,9 @@ class EngineHttp:
         if known is None:
             url = origin.url(path)  # httpx's normalisation of the path, once per path
             port = url.port or (443 if url.scheme == "https" else 80)
-            where = OriginKey(url.scheme, url.host, port)
+            # The host's ASCII (IDNA) form, as httpx wrote it: the Host header, the proxy's
+            # CONNECT and the TLS server name all carry it (`url.host` is the Unicode form).
+            where = OriginKey(url.scheme, url.raw_host.decode("ascii"), port)
             known = (where, url.raw_path, host_header(where))
             if len(self._targets) >= _TARGETS_KEPT:
                 self._targets.clear()  # drivers use a handful; a bound all the same

@@ -110,8 +110,11 @@ async def _close(conn: _Conn) -> None:
 class Wire:
     """Keep-alive HTTP/1.1 connections per origin, and one exchange at a time on each.
 
-    `tls` gives the client TLS context, asked for the first https connection only (loading
-    the trust store costs milliseconds a loopback-only deployment need not pay).
+    `tls` gives the client TLS context; it is called at each TLS handshake (an https origin's
+    or an https proxy's), never for plain http. `EngineHttp` hands it the system trust context
+    it loaded at construction, on purpose: a store that cannot be read stops the start.
+    An `OriginKey`'s host is its ASCII form (IDNA for a name): it is written as it is into the
+    Host header, the proxy's request line and the TLS server name.
     """
 
     def __init__(
