@@ -447,12 +447,21 @@ def test_req_sec_017_each_character_of_a_parameter_is_encoded_as_urlencode_does(
 
 
 @pytest.mark.parametrize(
-    "established", [b"HTTP/1.1 200 Connection established", b"HTTP/1.1 299 Tunnel open"]
+    ("established", "opens"),
+    [
+        (b"HTTP/1.1 200 Connection established", True),
+        (b"HTTP/1.1 299 Tunnel open", True),
+        (b"HTTP/1.1 300 Multiple Choices", False),
+        (b"HTTP/1.1 407 Proxy Authentication Required", False),
+    ],
 )
-async def test_req_res_008_the_tunnel_carries_the_origins_own_tls(established: bytes) -> None:
+async def test_req_res_008_the_tunnel_carries_the_origins_own_tls(
+    established: bytes, opens: bool
+) -> None:
     # The proxy sees CONNECT and then only TLS records: the engine request, its key and the
     # answer cross it encrypted, verified against the origin's name. Any 2xx to CONNECT
-    # opens the tunnel (RFC 9110, 9.3.6), the last of the class too.
+    # opens the tunnel (RFC 9110, 9.3.6), the last of the class too; any other answer is a
+    # refusal, even from a proxy that would relay the bytes all the same.
     authority = Authority()
     server_tls = authority.server_context("localhost")
 
@@ -496,12 +505,19 @@ async def test_req_res_008_the_tunnel_carries_the_origins_own_tls(established: b
             )
             origin = OriginKey("https", "localhost", origin_server.port)
             parts: list[bytes] = []
-            await wire.get(
+            request = wire.get(
                 origin,
                 b"/search?q=secret",
                 [(b"Host", host_header(origin)), (b"X-Key", b"k3y")],
                 lambda _: parts.append,
             )
+            if not opens:
+                with pytest.raises(wire_module.ConnectFailed):
+                    await request
+                await wire.aclose()
+                assert origin_server.heads == []
+                return
+            await request
             await wire.aclose()
     assert b"".join(parts) == b'{"tls":true}'
     assert origin_server.heads[0].startswith(b"GET /search?q=secret HTTP/1.1")
