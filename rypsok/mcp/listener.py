@@ -22,7 +22,6 @@ connections are refused), idle connections close, and calls in flight get what i
 from __future__ import annotations
 
 import errno
-import gc
 import math
 import signal
 import socket as stdlib_socket
@@ -424,14 +423,6 @@ async def _serve_process(
         engines=engines,
         fetch_network=fetch_network,
     ) as (rypsok, stop):
-        # What start-up made (modules, configuration, the core) lives as long as the
-        # process: moved out of the collector's sight, so that a full collection walks only
-        # what requests made, and its pause stays short (p99). The console script turned the
-        # collector off while importing (`rypsok._entry`): without it the cycles each closed
-        # connection leaves would never be freed.
-        gc.collect()
-        gc.freeze()
-        gc.enable()
         await serve_http(rypsok, config, callers, stop=stop, listen_socket=sock)
 
 
