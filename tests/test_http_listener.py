@@ -4,7 +4,6 @@ over real loopback sockets with small limits and the real clock.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 from typing import TYPE_CHECKING, Any
@@ -25,8 +24,8 @@ from http_helpers import (
     http_counts,
     make_config,
     modern_headers,
-    post,
     serving,
+    start_slow_search,
 )
 from search_fakes import capture_logs
 
@@ -424,17 +423,7 @@ async def test_req_ops_002_shutdown_closes_an_idle_keep_alive_connection_at_once
         idle = await trio.open_tcp_stream("127.0.0.1", server.port)
         assert (await _answered(idle)).startswith(b"HTTP/1.1 200")
         async with httpx.AsyncClient() as client, trio.open_nursery() as nursery:
-
-            async def call() -> None:
-                with contextlib.suppress(httpx.HTTPError):  # cut at the end of the grace
-                    await post(
-                        client, server, call_body("web_search", {"query": "rust"}),
-                        modern_headers("tools/call", "web_search"),
-                    )  # fmt: skip
-
-            nursery.start_soon(call)
-            with trio.fail_after(5):
-                await engine.started.wait()
+            await start_slow_search(nursery, client, server, engine)
             start = trio.current_time()
             server.stop.set()
             assert await closed_by_server(idle, 5) == b""
@@ -458,17 +447,7 @@ async def test_req_ops_002_shutdown_closes_a_connection_that_sent_no_request_at_
         silent = await trio.open_tcp_stream("127.0.0.1", server.port)
         await silent.send_all(sent)
         async with httpx.AsyncClient() as client, trio.open_nursery() as nursery:
-
-            async def call() -> None:
-                with contextlib.suppress(httpx.HTTPError):
-                    await post(
-                        client, server, call_body("web_search", {"query": "rust"}),
-                        modern_headers("tools/call", "web_search"),
-                    )  # fmt: skip
-
-            nursery.start_soon(call)
-            with trio.fail_after(5):
-                await engine.started.wait()
+            await start_slow_search(nursery, client, server, engine)
             server.stop.set()
             assert await closed_by_server(silent, 5) == b""
             assert server.listener.in_flight == 1  # the call still runs
