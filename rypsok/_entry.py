@@ -13,7 +13,8 @@ def main() -> int:
     _skip_httpx_command_line()
     # No garbage collection while the modules import: they only add objects that live as
     # long as the process, and a collection pass over them is wasted start-up time. `serve`
-    # turns it back on once everything is imported (`cli.startup_done`); this is the net.
+    # turns it back on once the core is built (`rypsok.mcp.process.startup_done`); this is
+    # the net.
     gc.disable()
     try:
         from rypsok.cli import main as cli_main

@@ -7,7 +7,6 @@ and every diagnostic goes to standard error.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 from typing import TYPE_CHECKING, NoReturn
@@ -150,20 +149,4 @@ def _serve(transport: str, path: str | None, env: Mapping[str, str]) -> int:
             "transport_unavailable", transport="stdio", **telemetry.exception_fields(exc)
         )
         return EXIT_CONFIG
-    startup_done()
     return run_stdio(config, env)
-
-
-def startup_done() -> None:
-    """Turn garbage collection back on once serving's modules are imported.
-
-    The console script (`rypsok._entry`) disables it while importing. What was imported
-    lives until exit, so it is frozen out of later collections, which then stay short on
-    the hot path. Nothing happens when the collector is on (`main` called in a program).
-    """
-    if gc.isenabled():
-        return
-    import rypsok.core.services  # noqa: F401  (the last of serving's imports)
-
-    gc.freeze()
-    gc.enable()

@@ -7,11 +7,12 @@ no well-behaved client sends (silence, trickles, oversized headers), h2 for HTTP
 from __future__ import annotations
 
 import json
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import httpx
 import trio
 
 from conformance.instant import ANSWER, InstantEngine
@@ -23,8 +24,6 @@ from rypsok.mcp.listener import Listener, serve_http
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping
-
-    import httpx
 
     from rypsok.config.schema import Config
     from rypsok.core.engines.base import EngineAnswer, EngineQuery
@@ -175,6 +174,24 @@ async def post(
 ) -> httpx.Response:
     content = body if isinstance(body, bytes) else json.dumps(body).encode()
     return await client.post(server.url, content=content, headers=headers)
+
+
+async def start_slow_search(
+    nursery: trio.Nursery, client: httpx.AsyncClient, server: Server, engine: SlowEngine
+) -> None:
+    """Start a web_search POST in `nursery`; return once `engine` has its query (a call in
+    flight). The call's HTTP error, a connection the shutdown cut, is not the test's."""
+
+    async def call() -> None:
+        with suppress(httpx.HTTPError):
+            await post(
+                client, server, call_body("web_search", {"query": "rust"}),
+                modern_headers("tools/call", "web_search"),
+            )  # fmt: skip
+
+    nursery.start_soon(call)
+    with trio.fail_after(5):
+        await engine.started.wait()
 
 
 async def call_status(

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pytest
 import trio
+from coredis.exceptions import NoScriptError
 from redis_server import RedisServer, free_port, redis_server
 from search_fakes import RECORD, FakeEngine, capture_logs, engine_config, make_config, results
 
@@ -580,25 +581,34 @@ async def test_coord_a_store_that_is_not_redis_falls_back(
 
 
 class _OddConnection:
-    """A connection whose every script answers a shape no rypsok script returns."""
+    """A connection whose every script answers `answer` (a shape no rypsok script returns,
+    in the tests of the wrong shape); `unknown` scripts are refused NOSCRIPT once by EVALSHA."""
 
     usable = True
 
-    def __init__(self, answer: object) -> None:
+    def __init__(self, answer: object, *, unknown: bool = False) -> None:
         self.answer = answer
+        self.unknown = unknown
         self.commands: list[bytes] = []
+        self.invalidated = False
 
     async def create_request(self, command: bytes, *args: object) -> object:
         self.commands.append(command)
+        if command == b"EVALSHA" and self.unknown:
+            self.unknown = False
+            raise NoScriptError("NOSCRIPT No matching script.")
         return self.answer
+
+    def invalidate(self) -> None:
+        self.invalidated = True
 
 
 class _OddClient:
     """coredis's surface as the store uses it: a pool handing out one connection."""
 
-    def __init__(self, answer: object) -> None:
+    def __init__(self, answer: object, connection: _OddConnection | None = None) -> None:
         self.connection_pool = self
-        self.connection = _OddConnection(answer)
+        self.connection = connection if connection is not None else _OddConnection(answer)
 
     async def __aenter__(self) -> _OddClient:
         return self
@@ -618,12 +628,29 @@ class _OddClient:
     [None, [], [b"x", b"y"], [b"1"], [b"2", b"0"], [b"0", b"-5"], "text", [b"1" * 40, b"0"]],
 )
 async def test_coord_an_answer_of_the_wrong_shape_is_a_fallback(answer: object) -> None:
-    store = Store(_coordination("redis://127.0.0.1:1"), None, client=_OddClient(answer))
+    client = _OddClient(answer)
+    store = Store(_coordination("redis://127.0.0.1:1"), None, client=client)
     with capture_logs() as logs:
         async with store:
             tool = SharedToolLimiter("web_search", 5, store)
             assert await tool.admit("a", trio.current_time()) is None
     assert logs.named("coordination_unavailable")[0]["reason"] == "bad_answer"
+    assert client.connection.commands == [b"EVALSHA"]  # asked once, by the script's digest
+
+
+async def test_coord_a_script_the_store_does_not_know_is_sent_whole_once() -> None:
+    """The store restarted (or never ran the script): EVALSHA is refused NOSCRIPT, the script
+    is sent whole (EVAL, which also makes the store keep it); then the digest again."""
+    connection = _OddConnection([b"1", b"0"], unknown=True)
+    store = Store(_coordination("redis://127.0.0.1:1"), None, client=_OddClient(None, connection))
+    with capture_logs() as logs:
+        async with store:
+            tool = SharedToolLimiter("web_search", 5, store)
+            assert await tool.admit("a", trio.current_time()) is None
+            assert connection.commands == [b"EVALSHA", b"EVAL"]
+            assert await tool.admit("a", trio.current_time()) is None
+    assert connection.commands == [b"EVALSHA", b"EVAL", b"EVALSHA"]
+    assert logs.named("coordination_unavailable") == []
 
 
 async def test_req_obs_003_the_counters_event_carries_the_fallback_count() -> None:

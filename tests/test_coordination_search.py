@@ -22,7 +22,7 @@ import pytest
 import trio
 from redis_server import RedisServer, free_port
 from search_fakes import RECORD, FakeEngine, capture_logs, engine_config, make_config, results
-from test_coordination import _coordination, _have_redis, _OddClient
+from test_coordination import _coordination, _have_redis, _OddClient, _OddConnection
 
 from rypsok.config.schema import CacheConfig, Config, LimitsConfig
 from rypsok.core import telemetry
@@ -186,9 +186,10 @@ async def test_req_mcp_010_a_refused_call_takes_no_engines_turn(kind: str) -> No
     engine = FakeEngine("alpha", results("a", 1), record=record)
     async with _facade(kind, _config("alpha", per_minute=1), [engine]) as (rypsok, server):
         await _search(rypsok, "alice")
-        turns = await _turns(server)
+        turns = await _turns(server) if server is not None else None
         await _refusal(rypsok, "alice")
-        assert await _turns(server) == turns
+        if server is not None:  # the store's own count; in-process, bob's turn below shows it
+            assert await _turns(server) == turns
         # The turn the refused call left is bob's; then none is left for a minute.
         assert (await _search(rypsok, "bob")).outcome is Outcome.OK
         skipped = await _refusal(rypsok, "carol")
@@ -198,9 +199,7 @@ async def test_req_mcp_010_a_refused_call_takes_no_engines_turn(kind: str) -> No
     assert len(engine.queries) == 2
 
 
-async def _turns(server: RedisServer | None) -> str | None:
-    if server is None:
-        return None
+async def _turns(server: RedisServer) -> str:
     async with _peek(server) as client:
         value: str | None = await client.get("rypsok:engine:alpha:turns")
     assert value is not None
@@ -299,3 +298,34 @@ async def test_coord_a_search_answer_of_the_wrong_shape_is_a_fallback(answer: ob
             assert await turn.take()
     assert logs.named("coordination_unavailable")[0]["reason"] == "bad_answer"
     assert telemetry.COUNTERS.snapshot()["coordination_unavailable"] == 2
+
+
+class _SilentConnection(_OddConnection):
+    """A store's connection that never answers."""
+
+    async def create_request(self, command: bytes, *args: object) -> object:
+        self.commands.append(command)
+        await trio.sleep_forever()
+
+
+async def test_req_mcp_010_a_call_whose_admission_the_deadline_cut_still_counts(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The deadline ends the call during the round trip of its admission: its caller's limit
+    is still decided (here alone, the store not answering) and counts the call."""
+    connection = _SilentConnection(None)
+    config = _coordination("redis://127.0.0.1:1", timeout_ms=200)
+    store = Store(config, None, client=_OddClient(None, connection))
+    async with store:
+        calls = SharedToolLimiter("web_search", 1, store)
+        gate = SearchGate(calls, "alice")
+        with trio.move_on_after(0.1) as deadline:  # before the store's own timeout
+            await gate.admit([], float("inf"))
+        assert deadline.cancelled_caught
+        assert await gate.decide_limit_only() is None  # the one call a minute: admitted
+        assert await gate.decide_limit_only() is None  # decided once
+        refusal = await SearchGate(calls, "alice").decide_limit_only()
+    assert refusal is not None
+    assert refusal.detail.reason is DetailReason.RATE_LIMITED
+    assert connection.commands == [b"EVALSHA", b"EVALSHA"]  # then the store rests
+    assert connection.invalidated  # the second round trip timed out

@@ -24,6 +24,7 @@ from http_helpers import (
     modern_headers,
     post,
     serving,
+    start_slow_search,
 )
 from search_fakes import capture_logs
 
@@ -128,24 +129,21 @@ def test_req_sec_018_tokens_are_read_once_and_compared_whole() -> None:
 
 
 async def test_req_mcp_007_a_closed_connection_cancels_its_call() -> None:
+    """The client goes away mid-call: the call is cancelled, nothing answered; and (REQ-SEC-022)
+    the request is not taken for one that outran its time, neither counted nor logged."""
     engine = SlowEngine("wikipedia", None)
     with capture_logs("debug") as logs:
         async with serving(make_config(), engine=engine) as server:
+            before = telemetry.COUNTERS.snapshot()["http"].get("request_timeout", 0)
             async with httpx.AsyncClient() as client, trio.open_nursery() as nursery:
-
-                async def call() -> None:
-                    await post(
-                        client, server, call_body("web_search", {"query": "rust"}),
-                        modern_headers("tools/call", "web_search"),
-                    )  # fmt: skip
-
-                nursery.start_soon(call)
-                with trio.fail_after(5):
-                    await engine.started.wait()
+                await start_slow_search(nursery, client, server, engine)
                 nursery.cancel_scope.cancel()  # the client goes away mid-call
             with trio.fail_after(5):
                 await engine.cancelled.wait()
             with trio.fail_after(5):
                 while server.listener.in_flight:  # noqa: ASYNC110 # a counter, no event
                     await trio.sleep(0.02)
+            after = telemetry.COUNTERS.snapshot()["http"].get("request_timeout", 0)
     assert [e["transport"] for e in logs.named("call_cancelled")] == ["http"]
+    assert logs.named("http_refused") == []
+    assert after == before

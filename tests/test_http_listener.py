@@ -4,7 +4,6 @@ over real loopback sockets with small limits and the real clock.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 from typing import TYPE_CHECKING, Any
@@ -25,8 +24,8 @@ from http_helpers import (
     http_counts,
     make_config,
     modern_headers,
-    post,
     serving,
+    start_slow_search,
 )
 from search_fakes import capture_logs
 
@@ -424,20 +423,33 @@ async def test_req_ops_002_shutdown_closes_an_idle_keep_alive_connection_at_once
         idle = await trio.open_tcp_stream("127.0.0.1", server.port)
         assert (await _answered(idle)).startswith(b"HTTP/1.1 200")
         async with httpx.AsyncClient() as client, trio.open_nursery() as nursery:
-
-            async def call() -> None:
-                with contextlib.suppress(httpx.HTTPError):  # cut at the end of the grace
-                    await post(
-                        client, server, call_body("web_search", {"query": "rust"}),
-                        modern_headers("tools/call", "web_search"),
-                    )  # fmt: skip
-
-            nursery.start_soon(call)
-            with trio.fail_after(5):
-                await engine.started.wait()
+            await start_slow_search(nursery, client, server, engine)
             start = trio.current_time()
             server.stop.set()
             assert await closed_by_server(idle, 5) == b""
             assert trio.current_time() - start < 1.0  # the grace is 1.7 s
             assert server.listener.in_flight == 1  # the call still runs
         await idle.aclose()
+
+
+@pytest.mark.parametrize("sent", [b"", b"P"])
+async def test_req_ops_002_shutdown_closes_a_connection_that_sent_no_request_at_once(
+    sent: bytes,
+) -> None:
+    """A connection that has not shown its protocol when the shutdown starts (nothing sent,
+    or a byte that could begin either) is closed then, while a call in flight keeps the
+    shutdown waiting: not at the end of its idle time, nor when the call ends."""
+    engine = SlowEngine("wikipedia", None)
+    # The grace (9.7 s) outlasts the call (its deadline, about 3 s): before the call ends,
+    # only the shutdown's start can close the silent connection.
+    config = make_config("[service]\nshutdown_ms = 10000\n", idle_timeout_s=60)
+    async with serving(config, engine=engine) as server:
+        silent = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await silent.send_all(sent)
+        async with httpx.AsyncClient() as client, trio.open_nursery() as nursery:
+            await start_slow_search(nursery, client, server, engine)
+            server.stop.set()
+            assert await closed_by_server(silent, 5) == b""
+            assert server.listener.in_flight == 1  # the call still runs
+        await silent.aclose()
+    assert http_counts() == {}  # closed by the shutdown, not refused as idle

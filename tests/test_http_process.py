@@ -12,6 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 import httpx
+import pytest
 import trio
 from http_helpers import CALLERS, TOKEN_A, TOKEN_B, call_body, modern_headers
 from stdio_process import ROOT
@@ -166,10 +167,14 @@ async def test_req_ops_002_sigterm_with_calls_in_flight_answers_them_and_exits_0
     assert started[0]["in_flight"] == 2
 
 
-async def test_lim_m5_serving_over_http_runs_the_collector_with_start_up_frozen() -> None:
-    """The console script switches the collector off while importing; serving over HTTP
-    switches it on again (a closed connection leaves reference cycles behind), with what
-    start-up made frozen out of its passes."""
+@pytest.mark.parametrize("collector_on", [False, True])
+async def test_lim_m5_serving_over_http_runs_the_collector_with_start_up_frozen(
+    collector_on: bool,
+) -> None:
+    """The console script switches the collector off while importing; serving (over either
+    transport: `rypsok.mcp.process.serving`) switches it on again (a closed connection leaves
+    reference cycles behind), with what start-up made frozen out of its passes. A program
+    that embeds rypsok, its collector on, has it left as it is: nothing frozen."""
     import gc
 
     from conformance.instant import InstantEngine
@@ -182,7 +187,9 @@ async def test_lim_m5_serving_over_http_runs_the_collector_with_start_up_frozen(
         f'config_version = 1\n[service.http]\nbind = "127.0.0.1:{port}"\n' + ENGINES, {}
     )
     sock = listening_socket(config.service.http.bind)
-    gc.disable()  # as `rypsok._entry` leaves it
+    frozen_before = gc.get_freeze_count()
+    if not collector_on:
+        gc.disable()  # as `rypsok._entry` leaves it
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
@@ -203,9 +210,13 @@ async def test_lim_m5_serving_over_http_runs_the_collector_with_start_up_frozen(
                             await trio.sleep(0.05)
             assert response.status_code == 200
             assert gc.isenabled()
-            assert gc.get_freeze_count() > 0
+            if collector_on:
+                assert gc.get_freeze_count() == frozen_before
+            else:
+                assert gc.get_freeze_count() > frozen_before
             nursery.cancel_scope.cancel()
     finally:
-        gc.unfreeze()
+        if not collector_on:
+            gc.unfreeze()
         gc.enable()
         sock.close()

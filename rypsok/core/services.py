@@ -347,12 +347,12 @@ class Rypsok:
                 if scope.cancelled_caught:
                     # LIM-S7 reached: nothing the call holds may outlive it.
                     raise errors.deadline_search()
-                if gate is not None and (refusal := await gate.decide_alone()) is not None:
+                if gate is not None and (refusal := await gate.decide_limit_only()) is not None:
                     raise refusal
             except ToolError as exc:
                 # A call that ended before its limit was decided: a refusal by the limit
                 # wins over the call's own error, as when the limit is checked first.
-                if gate is not None and (refusal := await gate.decide_alone()) is not None:
+                if gate is not None and (refusal := await gate.decide_limit_only()) is not None:
                     self._log_error(WEB_SEARCH, refusal, start)
                     raise refusal from None
                 self._log_error(WEB_SEARCH, exc, start)

@@ -267,6 +267,12 @@ class _Request:
         self.headers = headers
         self.head_bytes = size + 2
 
+    def disconnect_watch(self, receive: Receive) -> Receive | None:
+        """What a call watches for its peer going away: nothing when the listener cancels
+        the request itself once the connection closes (HTTP/1, `CONNECTION_CANCELS`);
+        `receive` otherwise (HTTP/2, where the stream's reset comes through it)."""
+        return None if self.connection_cancels is not None else receive
+
 
 class McpHttpApp:
     """The ASGI application of the listener: one path, `/mcp`, one dispatcher for 2026-07-28
@@ -487,7 +493,7 @@ class McpHttpApp:
             return 202, b"", ()
         if _is_modern(message) or version_header == eras.MODERN_REVISION.encode():
             self._check_modern_headers(request, message)
-            watch = None if request.connection_cancels else receive
+            watch = request.disconnect_watch(receive)
             return await self._dispatch(self._modern, message, caller, watch, modern=True)
         if message.method == "initialize":
             return await self._initialize(request, caller, message)
@@ -605,7 +611,7 @@ class McpHttpApp:
                 400, jsonrpc.INVALID_REQUEST, "Bad Request: the session is initialized already",
                 reason="sdk_bad_request", request_id=message.id,
             )  # fmt: skip
-        watch = None if request.connection_cancels else receive
+        watch = request.disconnect_watch(receive)
         return await self._dispatch(dispatcher, message, caller, watch, modern=False)
 
     async def _dispatch(

@@ -22,7 +22,6 @@ connections are refused), idle connections close, and calls in flight get what i
 from __future__ import annotations
 
 import errno
-import gc
 import math
 import signal
 import socket as stdlib_socket
@@ -213,6 +212,7 @@ class Listener:
         self._idle_s = float(http.idle_timeout_s)
         self.connections = 0
         self._open: set[_Connection] = set()  # past the first bytes, for the shutdown
+        self._silent: set[trio.CancelScope] = set()  # waiting for their first bytes
         self.in_flight = 0
         self._calls_done = trio.Event()
         self._calls_done.set()
@@ -270,6 +270,10 @@ class Listener:
             server = TCPServer(app, self._hconfig, self._context, ConnectionState({}), replay)
             server.idle_task = cast("Any", _NO_IDLE_TASK)
             self._open.add(connection)
+            if self.stopping:
+                # Its first bytes came in the same round as the drain's start, which woke
+                # only the connections open then.
+                connection.wake.set()
             try:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._watchdog, connection, nursery.cancel_scope)
@@ -284,20 +288,28 @@ class Listener:
 
     async def _first_bytes(self, stream: trio.SocketStream) -> bytes | None:
         """The bytes that show the protocol; b"" when LIM-H3 passed first; None when the
-        peer closed or broke the connection before."""
+        peer closed or broke the connection before, or the shutdown began."""
         data = b""
-        with trio.move_on_after(self._idle_s):
-            while True:
-                try:
-                    chunk = await stream.receive_some(_RECEIVE)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    return None
-                if not chunk:
-                    return None
-                data += chunk
-                if len(data) >= len(H2_PREFACE) or not H2_PREFACE.startswith(data):
-                    return data
-        return b""
+        with trio.move_on_after(self._idle_s) as scope:
+            # The shutdown closes a connection that has not shown its protocol (`drain`).
+            self._silent.add(scope)
+            if self.stopping:
+                scope.cancel()
+            try:
+                while True:
+                    try:
+                        chunk = await stream.receive_some(_RECEIVE)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        return None
+                    if not chunk:
+                        return None
+                    data += chunk
+                    if len(data) >= len(H2_PREFACE) or not H2_PREFACE.startswith(data):
+                        return data
+            finally:
+                self._silent.discard(scope)
+        # Closed unanswered by the shutdown: not an idle connection refused.
+        return None if self.stopping else b""
 
     async def _watchdog(self, connection: _Connection, scope: trio.CancelScope) -> None:
         """Close the connection once the peer has closed its side and nothing runs, or once
@@ -325,8 +337,11 @@ class Listener:
         """New requests on open connections are refused; wait for those running."""
         self.stopping = True
         await self._context.terminated.set()
-        # Idle connections close now; busy ones once their request is answered (hypercorn
-        # keeps no connection alive after `terminated`).
+        # Idle connections close now, and those that have not sent their first bytes; busy
+        # ones once their request is answered (hypercorn keeps no connection alive after
+        # `terminated`).
+        for scope in self._silent:
+            scope.cancel()
         for connection in self._open:
             connection.wake.set()
         with trio.move_on_at(deadline):
@@ -424,14 +439,6 @@ async def _serve_process(
         engines=engines,
         fetch_network=fetch_network,
     ) as (rypsok, stop):
-        # What start-up made (modules, configuration, the core) lives as long as the
-        # process: moved out of the collector's sight, so that a full collection walks only
-        # what requests made, and its pause stays short (p99). The console script turned the
-        # collector off while importing (`rypsok._entry`): without it the cycles each closed
-        # connection leaves would never be freed.
-        gc.collect()
-        gc.freeze()
-        gc.enable()
         await serve_http(rypsok, config, callers, stop=stop, listen_socket=sock)
 
 

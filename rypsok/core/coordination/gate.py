@@ -8,8 +8,9 @@ give: the caller's limit is decided first, and a call it refuses takes no engine
 an engine refused for its deadline is skipped (rate_limited), and the engines answered from
 the cache take no turn but the call still counts against the caller's limit.
 
-A call that ends before the fan-out asks the gate (a parameter refused, a secret denied, no
-engine to ask) has its tool limit decided alone (`decide_alone`), and a refusal there wins
+A call that ends before the fan-out has its answer from the gate (a parameter refused, a
+secret denied, no engine to ask, the deadline reached during the round trip) has its tool
+limit decided in a round trip of its own (`decide_limit_only`), and a refusal there wins
 over the call's other error, as when the limit was checked first.
 """
 
@@ -81,8 +82,12 @@ class SearchGate:
         self, limiters: Sequence[LimiterPort], deadline: float
     ) -> list[_StoreTurn | _LimiterTurn]:
         """The caller's tool limit and a turn for each of `limiters`, in their order;
-        raises the rate_limited ToolError when the caller's limit refuses the call."""
-        self._decided = True
+        raises the rate_limited ToolError when the caller's limit refuses the call.
+
+        The limit counts as decided once the store answered or the fallback decided; a round
+        trip cut short (the deadline, the caller's cancellation) leaves it to
+        `decide_limit_only`, which may count a call the store had counted already: a call
+        counted twice, never one not counted."""
         tool = self._tool
         now = trio.current_time()
         shared = [limiter for limiter in limiters if isinstance(limiter, SharedEngineLimiter)]
@@ -105,13 +110,15 @@ class SearchGate:
         except StoreUnavailable:
             given.clear()
             refused_ms = tool.decide_alone(self._caller, now)
+        self._decided = True
         if refused_ms is not None:
             raise errors.rate_limited(tool.tool, refused_ms)
         return [given.get(id(limiter)) or _LimiterTurn(limiter, deadline) for limiter in limiters]
 
-    async def decide_alone(self) -> ToolError | None:
-        """The caller's tool limit for a call that ended without asking `admit`: its
-        rate_limited error, or None. Nothing once the limit was decided."""
+    async def decide_limit_only(self) -> ToolError | None:
+        """The caller's tool limit alone (the store asked for it only, with no engine's turn)
+        for a call that ended without `admit`'s answer: its rate_limited error, or None.
+        Nothing once the limit was decided."""
         if self._decided:
             return None
         self._decided = True

@@ -129,7 +129,12 @@ class Store:
             if scope.cancelled_caught:
                 raise StoreUnavailable("timeout")
         except StoreUnavailable as exc:
-            # A reply may still be on its way: the connection is not used again.
+            # No answer in time: the socket may be dead (a peer gone without a reset, a
+            # failover), and a dead one would only time out again after each rest. A late
+            # reply would not be mistaken for another's (a cancelled request keeps its place
+            # in coredis's queue), but the connection is closed, so that the next round trip
+            # opens a fresh one. Round trips still waiting on it fail now and decide alone,
+            # as they would have at their own timeout had it been dead.
             self._forget_connection(invalidate=True)
             self._failed(exc.reason, exc)
             raise
