@@ -268,6 +268,12 @@ def test_req_sec_006_each_registry_row_carries_the_registrys_own_name(row: Block
         ("2002:ffff:ffff::", ("255.255.255.255",)),  # every bit of the carried address
         ("2002:0:1::", ("0.0.0.1",)),
         ("::2", ("0.0.0.2",)),  # IPv4-compatible, the lowest
+        ("::c000:205", ("192.0.2.5",)),  # IPv4-compatible, an odd last byte kept
+        ("64:ff9b::c000:205", ("192.0.2.5",)),  # NAT64, the well-known prefix
+        ("64:ff9b:1::c000:205", ("192.0.2.5",)),  # NAT64, the local-use prefix
+        ("::ffff:0:c000:205", ("192.0.2.5",)),  # SIIT's IPv4-translated form
+        ("::ffff:c000:205", ()),  # IPv4-mapped: the IPv4 address itself, not a carrier
+        ("192.0.2.5", ()),  # an IPv4 address carries nothing
         ("::1", ()),  # loopback, not an IPv4-compatible address
         ("::", ()),  # unspecified
     ],
