@@ -72,6 +72,7 @@ def _mapped(exc: Exception) -> Exception:
         (httpcore.ReadError, httpx.ReadError),
         (httpcore.WriteError, httpx.WriteError),
         (httpcore.NetworkError, httpx.NetworkError),
+        (httpcore.ProxyError, httpx.ProxyError),
         (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
         (httpcore.LocalProtocolError, httpx.LocalProtocolError),
         (httpcore.ProtocolError, httpx.ProtocolError),
