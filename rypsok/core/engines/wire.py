@@ -1,11 +1,13 @@
-"""The engines' HTTP/1.1 exchanges, driven on h11 over Trio streams.
+"""The engines' HTTP/1.1 exchanges over Trio streams, answers read by llhttp (httptools).
 
 An engine request is one GET to one origin with a small answer, made about once per search
 per engine: what it costs is the client's own Python. httpx's client, httpcore's pool and
-their per-read cancel scopes cost about four times the bytes' own trip (measured in
-`book/maintainers/measurements.md`); this module keeps only what an engine needs. h11 reads
-and writes the messages (so no HTTP parsing is written here); Trio's streams carry them,
-with TLS from the one system trust context; connections are kept alive per origin.
+their per-read cancel scopes cost about four times the bytes' own trip, and h11's pure-Python
+state machine most of what was left (measured in `book/maintainers/measurements.md`); this
+module keeps only what an engine needs. The answers are parsed by httptools (Node's llhttp,
+in C, strict: no parsing is written here); the request, one GET line and the headers the
+caller chose, is written here, each field checked before a byte is sent. Trio's streams carry
+them, with TLS from the one system trust context; connections are kept alive per origin.
 
 What it never does: follow a redirect, send a cookie, read a proxy from the environment or
 decompress (the caller does that, under its bound). The caller's Trio scope bounds every
@@ -15,11 +17,12 @@ exchange (LIM-S5); the connect timeout is the only clock of this module.
 from __future__ import annotations
 
 import base64
+import re
 from typing import TYPE_CHECKING, Final
 from urllib.parse import unquote, urlsplit
 
 import attrs
-import h11
+import httptools
 import trio
 
 from rypsok.core.turns import receive_some_now, send_all_now
@@ -30,7 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ConnectFailed", "ConnectTimedOut", "Exchange", "OriginKey", "Wire", "WireFailure"]
 
-# Answer headers above this are a provider's fault, not an answer (httpcore's own bound).
+# Answer headers above this are a provider's fault, not an answer (httpcore's own bound):
+# an answer whose head is still incomplete past it is refused.
 _MAX_HEAD_BYTES: Final = 100 * 1024
 _READ_BYTES: Final = 65536
 # Idle connections kept per origin, and how long one stays usable: a provider closes an
@@ -86,14 +90,149 @@ def parse_proxy(url: str) -> _Proxy:
 
 
 class _Conn:
-    __slots__ = ("h11", "idle_since", "raw", "reused", "stream")
+    __slots__ = ("idle_since", "raw", "reused", "stream")
 
     def __init__(self, stream: trio.abc.Stream, raw: trio.socket.SocketType) -> None:
         self.stream = stream
         self.raw = raw
-        self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=_MAX_HEAD_BYTES)
         self.idle_since = 0.0
         self.reused = False
+
+
+# RFC 9110's token (a field name) and field value (no CR, LF or NUL; no space at either end),
+# and a request target of visible ASCII (origin, absolute or authority form): what may be
+# written into a request. The callers build every field, but an API key read from a file is
+# one of them, and a line break in it must not become a header of its own.
+_TOKEN: Final = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_FIELD_VALUE: Final = re.compile(
+    rb"(?:[\x21-\x7e\x80-\xff](?:[\t\x20-\x7e\x80-\xff]*[\x21-\x7e\x80-\xff])?)?"
+)
+_TARGET: Final = re.compile(rb"[\x21-\x7e]+")
+
+
+def request_head(method: bytes, target: bytes, headers: Sequence[tuple[bytes, bytes]]) -> bytes:
+    """The request's head as written; WireFailure (nothing written) for a field HTTP/1.1
+    cannot carry."""
+    if not _TARGET.fullmatch(target):
+        raise WireFailure("the request cannot be written")
+    lines = [method, b" ", target, b" HTTP/1.1\r\n"]
+    for name, value in headers:
+        if not _TOKEN.fullmatch(name) or not _FIELD_VALUE.fullmatch(value):
+            raise WireFailure("the request cannot be written")
+        lines += (name, b": ", value, b"\r\n")
+    lines.append(b"\r\n")
+    return b"".join(lines)
+
+
+class _Answer:
+    """What the parser has read of one answer: httptools calls these as bytes are fed.
+
+    Interim answers (1xx) are passed over; `heard` says one head, interim or final, was
+    read whole. Body pieces wait in `body` until the caller takes them after each feed, so
+    nothing the caller does runs inside the parser.
+    """
+
+    __slots__ = (
+        "body",
+        "done",
+        "extra",
+        "framed",
+        "head_done",
+        "headers",
+        "heard",
+        "interim",
+        "keep",
+        "parser",
+        "status",
+        "unsupported",
+    )
+
+    # Set when the final head has been read (`head_done`), and read only after it.
+    status: int
+    keep: bool  # llhttp's view: the provider keeps the connection after this answer
+    framed: bool  # a length or chunks end the body, not the close
+
+    def __init__(self) -> None:
+        self.parser = httptools.HttpResponseParser(self)
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.body: list[bytes] = []
+        self.heard = False
+        self.interim = False
+        self.head_done = False
+        self.done = False
+        self.extra = False  # a next message began after the answer: the connection is not kept
+        self.unsupported = False
+
+    def on_message_begin(self) -> None:
+        if self.done:
+            self.extra = True
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if not self.head_done:  # a chunked body's trailer fields are not the answer's
+            self.headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        if self.done:
+            return  # a second answer nobody asked for: only closes the connection
+        self.heard = True
+        status = self.parser.get_status_code()
+        if status < 200:
+            self.interim = True
+            self.headers = []
+            return
+        self.status = status
+        self.head_done = True
+        self.keep = self.parser.should_keep_alive()
+        codings = [v.strip().lower() for n, v in self.headers if n.lower() == b"transfer-encoding"]
+        # Only chunked is a transfer coding HTTP/1.1 clients must read; anything else
+        # would leave the body's end to guesswork.
+        self.unsupported = bool(codings) and codings != [b"chunked"]
+        # (An answer that has no body, 204 or 304, has ended with its head: `done`.)
+        self.framed = bool(codings) or any(n.lower() == b"content-length" for n, _ in self.headers)
+
+    def on_body(self, body: bytes) -> None:
+        if not self.done:
+            self.body.append(body)
+
+    def on_message_complete(self) -> None:
+        if self.interim:
+            self.interim = False
+        else:
+            self.done = True
+
+    def feed(self, data: bytes) -> None:
+        """`data` to the parser; WireFailure if it is not HTTP/1.1 an engine answers with.
+        Bytes the provider sent after the answer only keep the connection from being reused."""
+        try:
+            self.parser.feed_data(data)
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade):
+            # An upgrade (101) is no answer to a GET or a CONNECT either. After the answer's
+            # end, llhttp errs only on a next message it has begun (`extra`) or on bytes
+            # after `Connection: close`: either way the connection is not kept.
+            if not self.done:
+                raise WireFailure("the answer is not HTTP/1.1") from None
+        if self.unsupported:
+            raise WireFailure("the answer is not HTTP/1.1")
+
+    async def read_head(self, stream: trio.abc.Stream) -> None:
+        """Feed what `stream` brings until the final head is read whole: _Broken if the
+        stream ends or breaks first, WireFailure past the head bound."""
+        received = 0
+        while not self.head_done:
+            data = await _receive(stream)
+            if not data:
+                raise _Broken  # closed before an answer's head
+            received += len(data)
+            self.feed(data)
+            if not self.head_done and received > _MAX_HEAD_BYTES:
+                raise WireFailure("the answer is not HTTP/1.1")
+
+
+async def _receive(stream: trio.abc.Stream) -> bytes:
+    try:
+        return await receive_some_now(stream, _READ_BYTES)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        raise _Broken from None
 
 
 def _raw_socket(stream: trio.abc.Stream) -> trio.socket.SocketType:
@@ -173,50 +312,46 @@ class Wire:
         consume: Callable[[Exchange], Callable[[bytes], None] | None],
     ) -> Exchange:
         keep = False
-        heard = False
+        answer = _Answer()
         try:
             if self._proxy is not None and origin.scheme == "http":
                 # A plain-http origin through the proxy: the absolute form, to the proxy.
                 target = _origin_text(origin).encode() + target
                 if self._proxy.authorization is not None:
                     headers = [*headers, (b"Proxy-Authorization", self._proxy.authorization)]
-            try:
-                request = h11.Request(method=b"GET", target=target, headers=list(headers))
-                data = conn.h11.send(request)
-                end = conn.h11.send(h11.EndOfMessage())
-            except h11.LocalProtocolError:
-                raise WireFailure("the request cannot be written") from None
+            data = request_head(b"GET", target, headers)
             try:
                 try:
-                    await send_all_now(conn.stream, data + end)
+                    await send_all_now(conn.stream, data)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     raise _Broken from None
-                event = await _next(conn)
-                heard = True
-                while type(event) is h11.InformationalResponse:
-                    event = await _next(conn)
+                await answer.read_head(conn.stream)
             except _Broken:
-                if conn.reused and not heard:
+                if conn.reused and not answer.heard:
                     raise _Stale from None
                 raise WireFailure("the connection failed") from None
-            if type(event) is not h11.Response:
-                raise WireFailure("no answer")
-            exchange = Exchange(status=event.status_code, headers=event.headers.raw_items())
+            exchange = Exchange(status=answer.status, headers=answer.headers)
             sink = consume(exchange)
             if sink is None:
                 return exchange
             try:
                 while True:
-                    event = await _next(conn)
-                    if type(event) is h11.Data:
-                        sink(event.data)
-                    elif type(event) is h11.EndOfMessage:
+                    pieces, answer.body = answer.body, []
+                    for piece in pieces:
+                        sink(piece)
+                    if answer.done:
                         break
-                    else:
-                        raise WireFailure("the answer ended early")
+                    data = await _receive(conn.stream)
+                    if not data:
+                        # Read until the close, the close ends the body (and the
+                        # connection: llhttp never saw the answer end).
+                        if answer.framed:
+                            raise WireFailure("the answer ended early")
+                        break
+                    answer.feed(data)
             except _Broken:
                 raise WireFailure("the connection failed") from None
-            keep = conn.h11.our_state is h11.DONE and conn.h11.their_state is h11.DONE
+            keep = answer.done and answer.keep and not answer.extra
             return exchange
         finally:
             if keep and not self._closed:
@@ -226,11 +361,6 @@ class Wire:
 
     def _keep(self, origin: OriginKey, conn: _Conn) -> None:
         # A connection not kept is closed now (no TLS goodbye; nothing waits on the network).
-        try:
-            conn.h11.start_next_cycle()
-        except h11.LocalProtocolError:
-            conn.raw.close()  # h11 does not see it reusable after all
-            return
         idle = self._idle.setdefault(origin, [])
         if len(idle) >= _IDLE_PER_ORIGIN:
             conn.raw.close()
@@ -288,24 +418,17 @@ class Wire:
         headers = [(b"Host", authority)]
         if self._proxy.authorization is not None:
             headers.append((b"Proxy-Authorization", self._proxy.authorization))
-        conn = h11.Connection(h11.CLIENT, max_incomplete_event_size=_MAX_HEAD_BYTES)
+        answer = _Answer()
         try:
-            await stream.send_all(
-                conn.send(h11.Request(method=b"CONNECT", target=authority, headers=headers))
-                + conn.send(h11.EndOfMessage())
-            )
-            while True:
-                event = conn.next_event()
-                if event is h11.NEED_DATA:
-                    conn.receive_data(bytes(await stream.receive_some(_READ_BYTES)))
-                    continue
-                break
-        except h11.ProtocolError:
+            await stream.send_all(request_head(b"CONNECT", authority, headers))
+            await answer.read_head(stream)
+        except (_Broken, WireFailure):
             raise ConnectFailed("the proxy did not open a tunnel") from None
-        if type(event) is not h11.Response or not 200 <= event.status_code < 300:
+        if not 200 <= answer.status < 300:
             raise ConnectFailed("the proxy refused the tunnel")
-        leftover, _ = conn.trailing_data
-        if leftover:
+        # A 2xx to CONNECT has no body: whatever followed its head came before the tunnel
+        # was used.
+        if answer.body or answer.extra:
             raise ConnectFailed("the proxy spoke before the tunnel was used")
         return stream
 
@@ -316,30 +439,6 @@ class _Broken(Exception):
 
 class _Stale(Exception):
     """A kept connection turned out closed before any answer (internal: retried once)."""
-
-
-async def _next(conn: _Conn) -> h11.Event | type[h11.PAUSED] | type[h11.NEED_DATA]:
-    machine = conn.h11
-    while True:
-        try:
-            event = machine.next_event()
-        except h11.RemoteProtocolError:
-            raise WireFailure("the answer is not HTTP/1.1") from None
-        if event is h11.NEED_DATA:
-            try:
-                data = await receive_some_now(conn.stream, _READ_BYTES)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                raise _Broken from None
-            if not data and machine.their_state is h11.SEND_RESPONSE:
-                raise _Broken  # closed before a byte of an answer
-            try:
-                machine.receive_data(data)
-            except h11.RemoteProtocolError:
-                raise WireFailure("the answer is not HTTP/1.1") from None
-            continue
-        if type(event) is h11.ConnectionClosed:
-            raise _Broken
-        return event
 
 
 def _host_text(host: str) -> str:

@@ -115,9 +115,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 @attrs.frozen
 class HugeInteger:
     """A JSON integer with more than MAX_INT_DIGITS digits: valid JSON, but too long to be
-    converted; only its sign is kept. It is no valid id, and no valid integer argument."""
-
-    negative: bool
+    converted, and never needed: it is no valid id, and no valid integer argument."""
 
 
 def _reject_constant(name: str) -> Any:
@@ -131,7 +129,7 @@ def _parse_int(text: str) -> int | HugeInteger:
     digits = len(text) - text.startswith("-")
     limit = sys.get_int_max_str_digits()
     if digits > MAX_INT_DIGITS or (limit and digits > limit):
-        return HugeInteger(text.startswith("-"))
+        return HugeInteger()
     return int(text)
 
 
