@@ -14,7 +14,8 @@ exactly as a host would, with a configuration whose one engine (a private MediaW
   engine's own rate limit (so a run of 200 calls takes about a minute).
 - the floor: the same figures of `conformance.stdio_floor`, a minimal Trio program doing
   the same exchange with nothing else, called in turns with rypsok under the same pace: what
-  this machine charges any Python process for one round trip, in the same run.
+  this machine charges any Python process for one round trip, in the same run. rypsok's
+  figures divided by the floor's are printed too: the host's speed moves both together.
 - the peer: the same figures of `conformance.stdio_peer`, a search server on the official
   MCP SDK (stdio, one web_search tool asking the same engine through httpx, its hits
   returned as they came), called in the same turns; its starts alternate with rypsok's.
@@ -376,6 +377,12 @@ async def main(calls: int, runs: int) -> int:
         f"the floor, a minimal Trio program doing the same exchange (conformance.stdio_floor),"
         f" in turns with it: own share median {_ms(statistics.median(floor.shares))},"
         f" p90 {_ms(_p90(floor.shares))}; its CPU time per call {_ms(floor.cpu_per_call)}\n"
+    )
+    # The host's speed moves both figures together: their ratio is what rypsok's code sets.
+    out.write(
+        f"rypsok against the floor in the same turns: own share"
+        f" {statistics.median(rypsok.shares) / statistics.median(floor.shares):.2f} times,"
+        f" CPU per call {rypsok.cpu_per_call / floor.cpu_per_call:.2f} times\n"
     )
     out.write(
         f"the peer, the official MCP SDK's stdio server with a web_search tool on httpx"
