@@ -25,13 +25,14 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from servers import Reply, serve_http
 
 from rypsok.core.egress import EgressPolicy, EgressRefused, Refusal, build_fetch_client
 from rypsok.core.egress.backend import EgressBackend
 from rypsok.core.egress.policy import Target
+from rypsok.core.egress.ranges import canonical
 from rypsok.core.egress.testing import MapResolver, RecordingConnector
 
 if TYPE_CHECKING:
@@ -389,18 +390,26 @@ async def test_req_sec_007_tls_server_name_and_host_stay_the_name(tmp_path: Path
         max_size=40,
     )
 )
+@example("1.0")  # found by a run: WHATWG's short form of the public address 1.0.0.0
+@example("example.org")
 async def test_req_test_005_any_host_given_to_the_backend_is_refused_or_unreachable(
     host: str,
 ) -> None:
     # Whatever httpcore hands the backend, the outcome is a refusal or a network failure,
-    # and nothing but an admitted loopback address is ever dialled.
+    # and only an address the policy admits is ever attempted: a public address literal
+    # (the recording connector dials nothing off loopback), never the loopback address
+    # the one known name resolves to.
+    policy = EgressPolicy()
     connector = RecordingConnector()
     backend = EgressBackend(
-        EgressPolicy(), resolver=MapResolver({"example.org": ["127.0.0.1"]}), connector=connector
+        policy, resolver=MapResolver({"example.org": ["127.0.0.1"]}), connector=connector
     )
     with pytest.raises((EgressRefused, httpcore.ConnectError)):
         await backend.connect_tcp(host, 443)
-    assert connector.attempts == []
+    for address, port in connector.attempts:
+        assert port == 443
+        assert policy.judge_address(address) is None
+        assert not canonical(address).is_loopback
 
 
 async def test_lim_f6_a_spent_connect_budget_is_a_timeout_not_an_error() -> None:
