@@ -102,6 +102,8 @@ async def test_req_sec_009_the_request_carries_only_rypsoks_headers() -> None:
     assert request.header("user-agent") == "rypsok/0 (+test)"
     assert request.header("host") == f"example.org:{port}"
     assert request.header("accept") is not None
+    # The codings the body reader decodes under its bound, and no other.
+    assert request.header("accept-encoding") == "gzip, deflate"
 
 
 async def test_req_fetch_007_no_cookie_is_kept_or_sent() -> None:
