@@ -9,13 +9,18 @@ exactly as the tutorial writes it, against the real Wikipedia.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
 from conformance.mediawiki import FixtureWiki
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 JSONL = ROOT / "examples" / "first-search.jsonl"
@@ -36,9 +41,9 @@ def _say(text: str) -> None:
     sys.stdout.flush()
 
 
-async def _serve(config: Path) -> int:
+async def _serve(config: Path, command: Sequence[str] = (sys.executable, "-m", "rypsok")) -> int:
     done = await trio.run_process(
-        [sys.executable, "-m", "rypsok", "serve", "--config", str(config)],
+        [*command, "serve", "--config", str(config)],
         stdin=JSONL.read_bytes(),
         capture_stdout=True,
         capture_stderr=True,
@@ -52,7 +57,7 @@ async def _serve(config: Path) -> int:
     return 0
 
 
-async def _fixture() -> int:
+async def _fixture(command: Sequence[str]) -> int:
     wiki = FixtureWiki()
     async with trio.open_nursery() as nursery:
         port = await nursery.start(wiki.serve)
@@ -63,7 +68,7 @@ async def _fixture() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             config = Path(tmp) / "rypsok.toml"
             config.write_text(MIRROR_CONFIG.format(port=port), encoding="utf-8")
-            code = await _serve(config)
+            code = await _serve(config, command)
         nursery.cancel_scope.cancel()
     return code
 
@@ -71,11 +76,17 @@ async def _fixture() -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tools/first-search")
     parser.add_argument("--live", action="store_true", help="search the real Wikipedia")
+    parser.add_argument(
+        "--command",
+        help="how to start rypsok, as a shell-quoted command (default: this Python's -m rypsok);"
+        " tools/check-install passes an installed console script",
+    )
     args = parser.parse_args(argv)
+    command = shlex.split(args.command) if args.command else [sys.executable, "-m", "rypsok"]
     if args.live:
         _say(f"# live: the real Wikipedia, with {LIVE_CONFIG.relative_to(ROOT)}")
-        return trio.run(_serve, LIVE_CONFIG)
-    return trio.run(_fixture)
+        return trio.run(_serve, LIVE_CONFIG, command)
+    return trio.run(_fixture, command)
 
 
 if __name__ == "__main__":
