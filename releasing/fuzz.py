@@ -92,7 +92,7 @@ def _refuses_with(
     call: Callable[[Any], object], *refusals: type[BaseException]
 ) -> Callable[[Any], None]:
     def target(value: Any) -> None:
-        with contextlib.suppress(refusals):
+        with contextlib.suppress(*refusals):
             call(value)
 
     return target
