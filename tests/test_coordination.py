@@ -430,9 +430,11 @@ async def test_req_sec_019_concurrent_round_trips_each_get_their_own_answer(
     admitted more or fewer times than its limit."""
     limits = {f"caller-{n}": 1 + n % 5 for n in range(40)}
     admitted = dict.fromkeys(limits, 0)
-    async with _store(_coordination(redis.url, timeout_ms=2000)) as a, _store(
-        _coordination(redis.url, timeout_ms=2000)
-    ) as b:
+    async with (
+        _store(_coordination(redis.url, timeout_ms=2000)) as a,
+        _store(_coordination(redis.url, timeout_ms=2000)) as b,
+    ):
+
         async def ask(store: Store, caller: str) -> None:
             limiter = SharedToolLimiter("web_search", limits[caller], store)
             if await limiter.admit(caller, trio.current_time()) is None:
@@ -612,7 +614,6 @@ async def test_coord_a_store_that_is_not_redis_falls_back(
 class _OddConnection:
     """A connection whose every script answers `answer` (a shape no rypsok script returns,
     in the tests of the wrong shape); `unknown` scripts are refused NOSCRIPT once by EVALSHA."""
-
 
     def __init__(self, answer: object, *, unknown: bool = False) -> None:
         self.answer = answer

@@ -338,7 +338,7 @@ def build_fetch_client_from_config(
     code (tests, an embedding host's own servers: REQ-TEST-005)."""
     # Imported here: the engine client imports this module for the trust store.
     from rypsok.core.egress.policy import EgressPolicy
-    from rypsok.core.engines.http import user_agent
+    from rypsok.shared.identity import user_agent
 
     return build_fetch_client(
         EgressPolicy.from_config(config, extra_allow=extra_allow),

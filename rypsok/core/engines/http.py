@@ -36,7 +36,7 @@ from rypsok.core.engines.wire import (
 )
 from rypsok.core.model import Reason
 from rypsok.core.turns import take
-from rypsok.shared.version import __version__
+from rypsok.shared.identity import PROJECT_URL, user_agent
 
 # httpx is imported where it is used, not here: the engines talk through `Wire`, and serving
 # starts without httpx unless a base_url or an injected transport needs it. EngineResponse's
@@ -65,25 +65,9 @@ _T = TypeVar("_T")
 # Answers up to this size are decoded on the event loop (see `EngineHttp.off_loop`).
 _INLINE_BYTES: Final = 65536
 
-PROJECT_URL: Final = "https://github.com/nabbisen/rypsok"
-
 # Closing a connection and ending its stream is immediate; this only bounds a surprise,
 # well inside LIM-O2's 500 ms for aborting a request.
 _ABANDON_S: Final = 0.1
-
-
-def user_agent(contact: str) -> str:
-    """`rypsok/<version> (+<project URL>; <contact>)`, or without `; <contact>` when empty.
-
-    REQ-CMP-004: one stable form for every request. With no contact configured the project
-    URL is the only way to reach anyone, so it is sent alone rather than with an empty slot.
-    """
-    contact = contact.strip()
-    if any(not (0x20 <= ord(c) <= 0x7E) for c in contact):
-        raise ValueError("service.user_agent_contact must be printable ASCII on one line")
-    if contact:
-        return f"rypsok/{__version__} (+{PROJECT_URL}; {contact})"
-    return f"rypsok/{__version__} (+{PROJECT_URL})"
 
 
 def is_loopback_host(host: str) -> bool:
