@@ -19,6 +19,7 @@ from rypsok.core import errors, telemetry
 from rypsok.core.coordination.gate import SearchGate
 from rypsok.core.coordination.limits import SharedEngineLimiter, SharedToolLimiter
 from rypsok.core.coordination.store import Store
+from rypsok.core.engines.base import Engine
 from rypsok.core.engines.circuit import Circuit
 from rypsok.core.engines.http import EngineHttp
 from rypsok.core.engines.latency import LatencyWindow
@@ -54,12 +55,13 @@ if TYPE_CHECKING:
 
     from rypsok.config.schema import Config
     from rypsok.core.egress import FetchClient
-    from rypsok.core.engines.base import Engine
     from rypsok.core.fetch.pipeline import FetchPipeline
     from rypsok.core.fetch.robots import RobotsCache
     from rypsok.core.search.cache import AnswerCache
 
-__all__ = ["FetchNetwork", "ReturnedUrls", "Rypsok"]
+# `Engine` is the facade's seam for substituted engines (tests, the conformance harness):
+# the protocol layer names it through the facade and never imports a driver's module.
+__all__ = ["Engine", "FetchNetwork", "ReturnedUrls", "Rypsok"]
 
 ToolLimit = ToolRateLimiter | SharedToolLimiter
 

@@ -48,8 +48,7 @@ if TYPE_CHECKING:
     import httpx
 
     from rypsok.config.schema import Config
-    from rypsok.core.engines.base import Engine
-    from rypsok.core.services import FetchNetwork
+    from rypsok.core.services import Engine, FetchNetwork
     from rypsok.mcp.calls import ToolService
 
 __all__ = ["HEADER_BLOCK_BYTES", "Listener", "listening_socket", "run_http", "serve_http"]

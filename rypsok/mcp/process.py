@@ -27,8 +27,7 @@ if TYPE_CHECKING:
     import httpx
 
     from rypsok.config.schema import Config
-    from rypsok.core.engines.base import Engine
-    from rypsok.core.services import FetchNetwork, Rypsok
+    from rypsok.core.services import Engine, FetchNetwork, Rypsok
 
 __all__ = ["serving", "startup_done"]
 

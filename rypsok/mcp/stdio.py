@@ -35,8 +35,7 @@ if TYPE_CHECKING:
     import httpx
 
     from rypsok.config.schema import Config
-    from rypsok.core.engines.base import Engine
-    from rypsok.core.services import FetchNetwork
+    from rypsok.core.services import Engine, FetchNetwork
     from rypsok.mcp.protocol.dispatch import Action
 
 __all__ = ["run_stdio", "serve_stdio"]

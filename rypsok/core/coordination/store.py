@@ -86,7 +86,6 @@ class Store:
 
         self._no_script: type[Exception] = NoScriptError
         self._client = client
-        self._connection: Any | None = None
         self._shas: dict[str, str] = {}
 
     async def __aenter__(self) -> Store:
@@ -108,7 +107,6 @@ class Store:
         if not self._entered:
             return
         self._entered = False
-        self._connection = None
         try:
             await self._client.__aexit__(exc_type, exc, tb)
         except Exception as close_exc:
@@ -132,16 +130,17 @@ class Store:
             # No answer in time: the socket may be dead (a peer gone without a reset, a
             # failover), and a dead one would only time out again after each rest. A late
             # reply would not be mistaken for another's (a cancelled request keeps its place
-            # in coredis's queue), but the connection is closed, so that the next round trip
-            # opens a fresh one. Round trips still waiting on it fail now and decide alone,
-            # as they would have at their own timeout had it been dead.
-            self._forget_connection(invalidate=True)
+            # in coredis's queue), but the pool's connections are closed, so that the next
+            # round trip opens a fresh one. Round trips still waiting on them fail now and
+            # decide alone, as they would have at their own timeout had the socket been dead.
+            self._drop_connections()
             self._failed(exc.reason, exc)
             raise
         except Exception as exc:
             # coredis turns a connection attempt cut by our scope into its ConnectionError.
             reason = "timeout" if scope.cancel_called else _reason(exc)
-            self._forget_connection(invalidate=scope.cancel_called)
+            if scope.cancel_called:
+                self._drop_connections()
             self._failed(reason, exc)
             raise StoreUnavailable(reason) from None
         if self._was_down:
@@ -152,39 +151,24 @@ class Store:
 
     async def _evaluate(self, script: str, keys: Sequence[str], args: Sequence[str]) -> Any:
         # The script by its digest; sent whole once when the store does not know it (it
-        # restarted, or this is the first call), which also makes the store keep it.
+        # restarted, or this is the first call), which also makes the store keep it. Each
+        # round trip goes through coredis's own client, which leases a connection from its
+        # pool for the request and gives it back: nothing here holds a connection the pool
+        # has handed to someone else.
         sha = self._shas.get(script)
         if sha is None:
             sha = self._shas[script] = hashlib.sha1(
                 script.encode(), usedforsecurity=False
             ).hexdigest()
-        connection = self._connection
-        if connection is None or not connection.usable:
-            connection = await self._connect()
         try:
-            return await connection.create_request(b"EVALSHA", sha, len(keys), *keys, *args)
+            return await self._client.evalsha(sha, keys=list(keys), args=list(args))
         except self._no_script:
-            return await connection.create_request(b"EVAL", script, len(keys), *keys, *args)
+            return await self._client.eval(script, keys=list(keys), args=list(args))
 
-    async def _connect(self) -> Any:
-        """One connection of coredis's pool, kept while it stays usable.
-
-        coredis multiplexes commands over a shared connection: the connection goes back to
-        the pool at once and this store keeps sending on it, which spares each round trip
-        the pool's lease (a scheduling round and a cancel scope). The pool still makes,
-        authenticates and replaces the connections; when this one breaks, the next round
-        trip takes another.
-        """
-        pool = self._client.connection_pool
-        connection = await pool.get_connection()
-        pool.release(connection)
-        self._connection = connection
-        return connection
-
-    def _forget_connection(self, *, invalidate: bool) -> None:
-        connection, self._connection = self._connection, None
-        if invalidate and connection is not None:
-            connection.invalidate()
+    def _drop_connections(self) -> None:
+        """Close the pool's connections (coredis's `ConnectionPool.disconnect`): the next
+        round trip opens a fresh one."""
+        self._client.connection_pool.disconnect()
 
     def bad_answer(self) -> StoreUnavailable:
         """An answer of the wrong shape: the store is not the one rypsok expects."""
@@ -206,9 +190,14 @@ class Store:
 
 
 def _reason(exc: BaseException) -> str:
-    name = type(exc).__name__
-    if "Authentication" in name or "Authorization" in name or "NoPermission" in name:
+    """The fixed word of a failure, by coredis's exception classes: a refused password or a
+    missing permission (NOAUTH, WRONGPASS, NOPERM), a store out of reach, or any other
+    error reply."""
+    from coredis.exceptions import AuthenticationError, AuthorizationError
+    from coredis.exceptions import ConnectionError as StoreConnectionError
+
+    if isinstance(exc, AuthenticationError | AuthorizationError):
         return "auth"
-    if "Connection" in name or "Timeout" in name or isinstance(exc, OSError):
+    if isinstance(exc, StoreConnectionError | TimeoutError | OSError):
         return "unreachable"
     return "error_reply"

@@ -113,8 +113,16 @@ class EgressTransport(httpx.AsyncBaseTransport):
     """An httpx transport over an httpcore pool whose network backend is `EgressBackend`.
 
     httpx's own transport cannot take a network backend, hence this one (public httpcore
-    API only). HTTP/1.1; connections are pooled per origin and each was opened to an
-    address the policy admitted.
+    API only). HTTP/1.1 only, and said so to the server: the pool sets the TLS context's ALPN
+    protocols to `http/1.1` before every handshake. Connections are pooled per origin and
+    each was opened to an address the policy admitted. It is the one outbound stack of the
+    process: the fetch client and the engines' client each hold one (issue 19).
+
+    `allowed_headers` is the set of request header names admitted (the fetch client's
+    REQUEST_HEADERS), or None for any name (an engine's driver chooses its own). `proxy`, an
+    operator's `[egress] proxy` as (URL without credentials, credentials or None), sends
+    every request through that proxy (CONNECT for https); the backend then dials the proxy
+    only, which the policy must admit.
     """
 
     def __init__(
@@ -125,24 +133,40 @@ class EgressTransport(httpx.AsyncBaseTransport):
         resolver: Resolver | None = None,
         connector: Connector | None = None,
         max_connections: int = 16,
+        allowed_headers: frozenset[str] | None = REQUEST_HEADERS,
+        proxy: tuple[str, tuple[bytes, bytes] | None] | None = None,
     ) -> None:
         self._policy = policy
+        self._allowed_headers = allowed_headers
         self.backend: Final = EgressBackend(policy, resolver=resolver, connector=connector)
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context,
-            max_connections=max_connections,
-            max_keepalive_connections=max_connections,
-            keepalive_expiry=5.0,
-            http1=True,
-            http2=False,
-            retries=0,
-            network_backend=self.backend,
-        )
+        pool_options = {
+            "ssl_context": ssl_context,
+            "max_connections": max_connections,
+            "max_keepalive_connections": max_connections,
+            "keepalive_expiry": 5.0,
+            "http1": True,
+            "http2": False,
+            "retries": 0,
+            "network_backend": self.backend,
+        }
+        self._pool: httpcore.AsyncConnectionPool
+        if proxy is None:
+            self._pool = httpcore.AsyncConnectionPool(**pool_options)  # type: ignore[arg-type]
+        else:
+            url, auth = proxy
+            self._pool = httpcore.AsyncHTTPProxy(
+                proxy_url=url,
+                proxy_auth=auth,
+                # An https proxy is reached with the same trust as everything else.
+                proxy_ssl_context=ssl_context if url.startswith("https:") else None,
+                **pool_options,  # type: ignore[arg-type]
+            )
 
     def _check(self, request: httpx.Request) -> None:
         if request.method != "GET":
             raise EgressRefused(Refusal.METHOD)
-        if any(name.lower() not in REQUEST_HEADERS for name in request.headers):
+        allowed = self._allowed_headers
+        if allowed is not None and any(name.lower() not in allowed for name in request.headers):
             raise EgressRefused(Refusal.HEADER)
         # Host is allowed only as httpx writes it from the URL: a Host set by hand would
         # send the judged connection a request for another site (or a second Host).
@@ -338,7 +362,7 @@ def build_fetch_client_from_config(
     code (tests, an embedding host's own servers: REQ-TEST-005)."""
     # Imported here: the engine client imports this module for the trust store.
     from rypsok.core.egress.policy import EgressPolicy
-    from rypsok.core.engines.http import user_agent
+    from rypsok.shared.identity import user_agent
 
     return build_fetch_client(
         EgressPolicy.from_config(config, extra_allow=extra_allow),

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["ClientBuildError", "prefetch", "system_trust_context"]
+__all__ = ["ClientBuildError", "own_trust_context", "prefetch", "system_trust_context"]
 
 _BUILD_FAILED: Final = "the HTTP client could not be built"
 _HASHED_NAME: Final = re.compile(r"[0-9a-fA-F]{8}\.r?[0-9]+")
@@ -99,6 +99,27 @@ def system_trust_context(environ: Mapping[str, str] | None = None) -> ssl.SSLCon
         _pending = None
     env = os.environ if environ is None else environ
     return _context_for(env.get("SSL_CERT_FILE", ""), env.get("SSL_CERT_DIR", ""))
+
+
+# The trust settings whose shared context a client has taken as its own.
+_taken: set[tuple[str, str]] = set()
+
+
+def own_trust_context(environ: Mapping[str, str] | None = None) -> ssl.SSLContext:
+    """A context that no other client holds, for the trust settings of `environ`.
+
+    An HTTP client sets the ALPN protocols of its context before each handshake, so two
+    clients sharing one could each negotiate what the other asked for (issue 19). The first
+    client to ask takes the shared context (the one `prefetch` built during the start, and
+    the one the start checked); every later one gets a context of its own, built now.
+    """
+    env = os.environ if environ is None else environ
+    key = (env.get("SSL_CERT_FILE", ""), env.get("SSL_CERT_DIR", ""))
+    shared = system_trust_context(environ)
+    if key not in _taken:
+        _taken.add(key)
+        return shared
+    return _build_context({"SSL_CERT_FILE": key[0], "SSL_CERT_DIR": key[1]})
 
 
 @functools.lru_cache(maxsize=4)

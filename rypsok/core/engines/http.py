@@ -3,10 +3,16 @@
 One `EngineHttp` serves every engine of the process. A driver names its origin once, at
 construction, as an `EngineOrigin`; every request is built from that origin, so a request
 can only go to the engine's own host, and a credential header given with it can only reach
-that origin (redirects are never followed). Environment proxy variables are ignored; the
-operator's `[egress] proxy` is the only proxy. The body is read as a stream of raw bytes and
-decompressed as it comes (`rypsok.core.decoding`), under the driver's bound, so that a small
-compressed answer cannot expand past the bound in memory (a gzip bomb stops one byte past it).
+that origin (redirects are never followed). The requests go through the process's one
+outbound stack, the egress component's `EgressTransport` (an httpcore pool over
+`EgressBackend`), the same as web_fetch's: every connection goes to an address judged for
+that origin when it is dialled. An engine's default endpoint must resolve to a public
+address; a host the operator wrote in a `base_url` (or a loopback address) is admitted as
+written (REQ-NET). Environment proxy variables are ignored; the operator's `[egress] proxy`
+is the only proxy, and never for a loopback origin. The body is read as a stream of raw bytes
+and decompressed as it comes (`rypsok.core.decoding`), under the driver's bound, so that a
+small compressed answer cannot expand past the bound in memory (a gzip bomb stops one byte
+past it).
 """
 
 from __future__ import annotations
@@ -16,38 +22,29 @@ import math
 import re
 import time
 from typing import TYPE_CHECKING, Final, TypeVar
-from urllib.parse import quote_plus
+from urllib.parse import unquote, urlsplit
 
 import attrs
 import trio
 
 from rypsok.core.decoding import BoundedDecoder, OverBound, UnreadableCoding
 from rypsok.core.egress.policy import engine_origin_refusal
-from rypsok.core.egress.trust import system_trust_context
 from rypsok.core.egress.vocabulary import Refusal
 from rypsok.core.engines.base import EngineFailure
-from rypsok.core.engines.wire import (
-    ConnectTimedOut,
-    Exchange,
-    OriginKey,
-    Wire,
-    WireFailure,
-    host_header,
-)
 from rypsok.core.model import Reason
-from rypsok.core.turns import take
-from rypsok.shared.version import __version__
+from rypsok.shared.identity import PROJECT_URL, user_agent
 
-# httpx is imported where it is used, not here: the engines talk through `Wire`, and serving
-# starts without httpx unless a base_url or an injected transport needs it. EngineResponse's
-# field type is a name only: attrs never evaluates it.
+# httpx (and with it the egress stack) is imported where it is used, not here: serving starts
+# and answers discovery without it, and it loads with the first engine request.
+# EngineResponse's field type is a name only: attrs never evaluates it.
 if TYPE_CHECKING:
-    import http.cookiejar
-    from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+    import ssl
+    from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 
-    import httpx  # noqa: TC004
+    import httpx  # noqa: TC004 (imported where used: see above)
 
     from rypsok.config.schema import Config
+    from rypsok.core.egress.backend import Connector, Resolver
 
 __all__ = [
     "PROJECT_URL",
@@ -65,25 +62,9 @@ _T = TypeVar("_T")
 # Answers up to this size are decoded on the event loop (see `EngineHttp.off_loop`).
 _INLINE_BYTES: Final = 65536
 
-PROJECT_URL: Final = "https://github.com/nabbisen/rypsok"
-
 # Closing a connection and ending its stream is immediate; this only bounds a surprise,
 # well inside LIM-O2's 500 ms for aborting a request.
 _ABANDON_S: Final = 0.1
-
-
-def user_agent(contact: str) -> str:
-    """`rypsok/<version> (+<project URL>; <contact>)`, or without `; <contact>` when empty.
-
-    REQ-CMP-004: one stable form for every request. With no contact configured the project
-    URL is the only way to reach anyone, so it is sent alone rather than with an empty slot.
-    """
-    contact = contact.strip()
-    if any(not (0x20 <= ord(c) <= 0x7E) for c in contact):
-        raise ValueError("service.user_agent_contact must be printable ASCII on one line")
-    if contact:
-        return f"rypsok/{__version__} (+{PROJECT_URL}; {contact})"
-    return f"rypsok/{__version__} (+{PROJECT_URL})"
 
 
 def is_loopback_host(host: str) -> bool:
@@ -162,52 +143,63 @@ def _bounded_body(
         raise EngineFailure(failure_class=Reason.PARSE_FAILURE) from None
 
 
+# A request header as RFC 9110 allows it: a token for the name, visible characters, spaces
+# and tabs for the value. A driver's value outside it (a key with a line break) is refused
+# before any connection is made, so that it can never add a header or a request.
+_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_FIELD_VALUE: Final = re.compile(r"[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?|")
 # Headers only this client writes; a driver's own value for one of them is dropped.
 _RESERVED: Final = frozenset(
     {"host", "user-agent", "accept-encoding", "connection", "content-length", "transfer-encoding"}
 )
-_TARGETS_KEPT: Final = 256
 
 
-# What form encoding leaves as it is (urllib's always-safe set): most parameters are made of
-# it, and skip the encoder.
-_UNRESERVED: Final = re.compile(r"[A-Za-z0-9_.~-]*")
-
-
-def _form(text: str) -> str:
-    """`text` form-encoded as urllib.parse.urlencode writes a pair's name or value."""
-    return text if _UNRESERVED.fullmatch(text) else quote_plus(text, safe="")
-
-
-def _driver_headers(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
-    """A driver's headers as sent: reserved names dropped, `Accept: */*` unless it names one
-    (what httpx's client sent by default). UnicodeEncodeError for a value not ASCII."""
-    sent = [
-        (name.encode("ascii"), value.encode("ascii"))
-        for name, value in headers.items()
-        if name.lower() not in _RESERVED
-    ]
-    if not any(name.lower() == "accept" for name in headers):
-        sent.insert(0, (b"Accept", b"*/*"))
+def _driver_headers(headers: Mapping[str, str]) -> list[tuple[str, str]]:
+    """A driver's headers as sent: reserved names dropped, `Accept: */*` unless it names one.
+    EngineFailure(request_failure) for a name or value that is not a valid field."""
+    sent: list[tuple[str, str]] = []
+    for name, value in headers.items():
+        if not _TOKEN.fullmatch(name) or not _FIELD_VALUE.fullmatch(value):
+            raise EngineFailure(failure_class=Reason.REQUEST_FAILURE)
+        if name.lower() not in _RESERVED:
+            sent.append((name, value))
+    if not any(name.lower() == "accept" for name, _ in sent):
+        sent.insert(0, ("Accept", "*/*"))
     return sent
 
 
-def _no_cookies() -> http.cookiejar.CookieJar:
-    """A jar that keeps nothing: an engine request is identified by the User-Agent alone,
-    and a cookie one answer sets must never ride along on the next (REQ-ENG-014)."""
-    import http.cookiejar
-
-    return http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+def _proxy_parts(proxy: str) -> tuple[str, tuple[bytes, bytes] | None]:
+    """The proxy URL without its credentials, and the credentials; ValueError (never naming
+    the URL, which may hold a password) for a URL that is not an http(s) proxy."""
+    parts = urlsplit(proxy)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("egress.proxy is not a usable proxy URL")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError("egress.proxy is not a usable proxy URL") from None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    url = f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
+    auth = None
+    if parts.username is not None:
+        auth = (unquote(parts.username).encode(), unquote(parts.password or "").encode())
+    return url, auth
 
 
 class EngineHttp:
     """The outbound client of every engine driver.
 
-    `transport` is for tests and the conformance harness only: when it is set, every request
-    goes through it (and the configured proxy is not used); production never sets it.
-    The total of one request (LIM-S5) is the aggregator's scope around the engine, the one
-    place it is applied; this client reads what is left of it for httpx's read, write and
-    pool timeouts (REQ-SEC-011), and the scope's cancellation passes through.
+    Production requests go through one `EgressTransport` per origin (its pool and its
+    judgment of the dialled address), made on the origin's first request. `transport` is
+    for tests and the conformance harness only: when it is set, every request goes through
+    it instead (and the configured proxy is not used); production never sets it.
+    `operator_hosts` are the hosts the operator wrote in a `base_url`: an address they
+    resolve to is admitted whatever its range (a SearXNG instance on the operator's own
+    network), as a loopback address always is; `resolver` and `connector` replace the
+    system's lookup and TCP connect (tests). The total of one request (LIM-S5) is the
+    aggregator's scope around the engine, the one place it is applied; this client reads
+    what is left of it for the read, write and pool timeouts (REQ-SEC-011), and the scope's
+    cancellation passes through.
     """
 
     def __init__(
@@ -218,54 +210,45 @@ class EngineHttp:
         outbound_in_flight: int = 32,
         proxy: str = "",
         transport: httpx.AsyncBaseTransport | None = None,
+        operator_hosts: Iterable[str] = (),
+        resolver: Resolver | None = None,
+        connector: Connector | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.user_agent: Final = user_agent(contact)
-        # rypsok's own headers, last: a driver cannot change the User-Agent (REQ-CMP-004)
-        # nor ask for a coding this client does not decode under the bound.
-        self._own_headers: Final = (
-            (b"Accept-Encoding", b"gzip, deflate"),
-            (b"Connection", b"keep-alive"),
-            (b"User-Agent", self.user_agent.encode("ascii")),
-        )
         self._connect_s = connect_timeout_ms / 1000
         self._outbound_max = outbound_in_flight
         self._outbound = trio.Semaphore(outbound_in_flight)  # LIM-C1
         # The process's limiter of CPU-bound work (LIM-C5), shared with page parsing; set by
         # the service. Without one (a driver tested alone) decoding runs inline.
         self.parse_limiter: trio.CapacityLimiter | None = None
-        # Per origin and path: the origin's key, the path's bytes and the Host header.
-        self._targets: dict[tuple[EngineOrigin, str], tuple[OriginKey, bytes, bytes]] = {}
-        self._client: httpx.AsyncClient | None = None
-        self._wire: Wire | None = None
-        if transport is not None:
-            import httpx
+        self._operator_hosts = frozenset(host.lower() for host in operator_hosts)
+        self._resolver = resolver
+        self._connector = connector
+        self._proxy = _proxy_parts(proxy) if proxy else None
+        self._injected = transport
+        self._transports: dict[EngineOrigin, httpx.AsyncBaseTransport] = {}
+        if transport is None:
+            # A context of its own (the system's store, no bundled roots): a store that
+            # cannot be read stops the start (ClientBuildError).
+            from rypsok.core.egress.trust import own_trust_context
 
-            self._client = httpx.AsyncClient(
-                transport=transport,
-                trust_env=False,
-                follow_redirects=False,
-                cookies=_no_cookies(),
-            )
-        else:
-            # The system's store, as for fetches (deployment page): no bundled roots, and a
-            # store that cannot be read stops the start (ClientBuildError).
-            trust = system_trust_context()
-            try:
-                self._wire = Wire(connect_s=self._connect_s, tls=lambda: trust, proxy=proxy)
-            except ValueError:
-                # The proxy URL may carry credentials: never repeat it.
-                raise ValueError("egress.proxy is not a usable proxy URL") from None
+            self._ssl_context = ssl_context if ssl_context is not None else own_trust_context()
 
     @classmethod
     def from_config(
         cls, config: Config, *, transport: httpx.AsyncBaseTransport | None = None
     ) -> EngineHttp:
+        from urllib.parse import urlsplit
+
+        written = (urlsplit(e.base_url).hostname for e in config.engines if e.base_url)
         return cls(
             contact=config.service.user_agent_contact,
             connect_timeout_ms=config.search.connect_timeout_ms,
             outbound_in_flight=config.limits.outbound_in_flight,
             proxy=config.egress.proxy,
             transport=transport,
+            operator_hosts=[host for host in written if host],
         )
 
     async def off_loop(self, decode: Callable[[bytes], _T], body: bytes) -> _T:
@@ -285,16 +268,61 @@ class EngineHttp:
         return self._outbound_max - self._outbound.value
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-        if self._wire is not None:
-            await self._wire.aclose()
+        transports, self._transports = self._transports, {}
+        for transport in transports.values():
+            await transport.aclose()
+        if self._injected is not None:
+            await self._injected.aclose()
 
     async def __aenter__(self) -> EngineHttp:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+    def _transport(self, origin: EngineOrigin) -> httpx.AsyncBaseTransport:
+        """The origin's transport: the injected one, or the egress stack judged for it."""
+        if self._injected is not None:
+            return self._injected
+        transport = self._transports.get(origin)
+        if transport is None:
+            transport = self._transports[origin] = self._egress_transport(origin)
+        return transport
+
+    def _egress_transport(self, origin: EngineOrigin) -> httpx.AsyncBaseTransport:
+        import httpx
+
+        from rypsok.config.rules import parse_egress_rule
+        from rypsok.core.egress.clients import EgressTransport
+        from rypsok.core.egress.policy import EgressPolicy
+
+        port = origin.port or (443 if origin.scheme == "https" else 80)
+        loopback = is_loopback_host(origin.host)
+        allow = []
+        if loopback or origin.host.lower() in self._operator_hosts:
+            # Written by the operator (or a loopback address, which only an operator or a
+            # test can give): admitted at whatever address it resolves to.
+            allow.append(parse_egress_rule(origin.host))
+        proxy = None if loopback else self._proxy
+        if proxy is not None:
+            # Through the proxy the backend dials the proxy alone: the operator wrote it.
+            proxy_host = httpx.URL(proxy[0]).host
+            allow.append(parse_egress_rule(proxy_host))
+        policy = EgressPolicy(
+            allow_http=origin.scheme == "http",
+            ports=frozenset({80, 443, port, *([httpx.URL(proxy[0]).port or 80] if proxy else [])}),
+            connect_timeout_s=self._connect_s,
+            allow=tuple(allow),
+        )
+        return EgressTransport(
+            policy,
+            ssl_context=self._ssl_context,
+            resolver=self._resolver,
+            connector=self._connector,
+            max_connections=self._outbound_max,
+            allowed_headers=None,
+            proxy=proxy,
+        )
 
     async def get(
         self,
@@ -309,105 +337,28 @@ class EngineHttp:
 
         A 3xx is returned as it is (the driver classifies it) and is never followed.
         """
-        if self._wire is not None:
-            try:
-                await take(self._outbound)  # LIM-C1, without a round when a permit is free
-                try:
-                    return await self._wire_get(
-                        self._wire, origin, path, params, headers, max_bytes
-                    )
-                finally:
-                    self._outbound.release()
-            except ConnectTimedOut:
-                raise EngineFailure(failure_class=Reason.TIMEOUT) from None
-            except WireFailure:
-                # Refused, reset, TLS, an answer that is not HTTP/1.1: the provider was not heard.
-                raise EngineFailure(failure_class=Reason.REQUEST_FAILURE) from None
-            except (OverBound, UnreadableCoding):
-                raise EngineFailure(failure_class=Reason.PARSE_FAILURE) from None
-        assert self._client is not None
         import httpx
 
         url = origin.url(path).copy_merge_params(list(params))
         # rypsok's own headers last: a driver cannot change the User-Agent (REQ-CMP-004)
         # nor ask for a coding this client does not decode under the bound.
-        request_headers = httpx.Headers(headers)
+        request_headers = httpx.Headers(_driver_headers(headers))
         request_headers["User-Agent"] = self.user_agent  # replaces any case of the name
         request_headers["Accept-Encoding"] = "gzip, deflate"
+        request = httpx.Request(
+            "GET", url, headers=request_headers, extensions={"timeout": self._timeout().as_dict()}
+        )
         try:
-            async with self._outbound:
-                return await self._exchange(url, request_headers, max_bytes)
+            async with self._outbound:  # LIM-C1
+                return await self._exchange(self._transport(origin), request, max_bytes)
         except httpx.TimeoutException:
             raise EngineFailure(failure_class=Reason.TIMEOUT) from None
         except httpx.HTTPError:
-            # Connection refused, reset, TLS, protocol errors: the provider was not heard.
+            # Refused by the egress judgment, connection refused or reset, TLS, protocol
+            # errors: the provider was not heard.
             raise EngineFailure(failure_class=Reason.REQUEST_FAILURE) from None
         except (OverBound, UnreadableCoding):
             raise EngineFailure(failure_class=Reason.PARSE_FAILURE) from None
-
-    def _target(self, origin: EngineOrigin, path: str) -> tuple[OriginKey, bytes, bytes]:
-        key = (origin, path)
-        known = self._targets.get(key)
-        if known is None:
-            url = origin.url(path)  # httpx's normalisation of the path, once per path
-            port = url.port or (443 if url.scheme == "https" else 80)
-            # The host's ASCII (IDNA) form, as httpx wrote it: the Host header, the proxy's
-            # CONNECT and the TLS server name all carry it (`url.host` is the Unicode form).
-            where = OriginKey(url.scheme, url.raw_host.decode("ascii"), port)
-            known = (where, url.raw_path, host_header(where))
-            if len(self._targets) >= _TARGETS_KEPT:
-                self._targets.clear()  # drivers use a handful; a bound all the same
-            self._targets[key] = known
-        return known
-
-    async def _wire_get(
-        self,
-        wire: Wire,
-        origin: EngineOrigin,
-        path: str,
-        params: Sequence[tuple[str, str]],
-        headers: Mapping[str, str],
-        max_bytes: int,
-    ) -> EngineResponse:
-        where, raw_path, host = self._target(origin, path)
-        try:
-            # The bytes httpx wrote for the same pairs (form encoding, tested against it).
-            if params:
-                query = "&".join(f"{_form(name)}={_form(value)}" for name, value in params)
-                target = raw_path + b"?" + query.encode("ascii")
-            else:
-                target = raw_path
-            sent = [(b"Host", host), *_driver_headers(headers), *self._own_headers]
-        except UnicodeEncodeError:
-            raise EngineFailure(failure_class=Reason.REQUEST_FAILURE) from None
-        parts: list[bytes] = []
-        bodies: list[BoundedDecoder] = []
-
-        def consume(exchange: Exchange) -> Callable[[bytes], None] | None:
-            if not 200 <= exchange.status < 300:
-                return None  # the driver classifies the status; the body is not read
-            declared = None
-            coding = ""
-            for name, value in exchange.headers:
-                lowered = name.lower()
-                if lowered == b"content-length":
-                    declared = value
-                elif lowered == b"content-encoding":
-                    coding = value.decode("latin-1").strip().lower()
-            body = _bounded_body(declared, coding, max_bytes, parts)
-            bodies.append(body)
-            return body.feed
-
-        exchange = await wire.get(where, target, sent, consume)
-        if bodies:
-            bodies[0].finish()
-        import httpx
-
-        return EngineResponse(
-            status=exchange.status,
-            headers=httpx.Headers(exchange.headers),
-            body=b"".join(parts),
-        )
 
     def _timeout(self) -> httpx.Timeout:
         import httpx
@@ -421,11 +372,12 @@ class EngineHttp:
         return httpx.Timeout(connect=min(self._connect_s, left), read=left, write=left, pool=left)
 
     async def _exchange(
-        self, url: httpx.URL, headers: httpx.Headers, max_bytes: int
+        self, transport: httpx.AsyncBaseTransport, request: httpx.Request, max_bytes: int
     ) -> EngineResponse:
-        assert self._client is not None
-        request = self._client.build_request("GET", url, headers=headers, timeout=self._timeout())
-        response = await self._client.send(request, stream=True, follow_redirects=False)
+        # Straight to the transport, not through httpx's client: the client reads a 3xx's
+        # Location to build the next request even when it does not follow it, and would
+        # raise on a provider's malformed one; no cookie jar exists to keep anything.
+        response = await transport.handle_async_request(request)
         try:
             if not 200 <= response.status_code < 300:
                 return EngineResponse(
