@@ -7,11 +7,14 @@ provider writes stay in each driver; this module holds only the steps that are t
 from __future__ import annotations
 
 import json
-from datetime import date
+import math
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
+import trio
+
 from rypsok.core.engines.base import EngineFailure
-from rypsok.core.engines.http import parse_retry_after
+from rypsok.core.engines.http import EngineOrigin, parse_base_url, parse_retry_after
 from rypsok.core.engines.limiter import query_within_limits
 from rypsok.core.model import Reason
 
@@ -25,11 +28,14 @@ if TYPE_CHECKING:
     from rypsok.core.engines.http import EngineResponse
 
 __all__ = [
+    "ProviderWait",
+    "api_root",
     "calendar_date",
     "json_object",
     "object_items",
     "raise_for_status",
     "require_within_limits",
+    "unix_date",
 ]
 
 
@@ -98,3 +104,44 @@ def calendar_date(value: object, pattern: re.Pattern[str]) -> str | None:
         return date(int(m[1]), int(m[2]), int(m[3])).isoformat()
     except ValueError:
         return None
+
+
+def unix_date(value: object) -> str | None:
+    """YYYY-MM-DD (UTC) from a provider's Unix time in seconds, or None when it is not one."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value):
+        return None
+    try:
+        return datetime.fromtimestamp(value, tz=UTC).date().isoformat()
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def api_root(base_url: str | None, origin: EngineOrigin, path: str) -> tuple[EngineOrigin, str]:
+    """The provider's API root: its own (`origin`, `path`), or the configured `base_url`
+    (a local replay in tests and the conformance harness, or a mirror)."""
+    if base_url is None:
+        return origin, path
+    return parse_base_url(base_url)
+
+
+class ProviderWait:
+    """A wait a provider asked for inside a successful answer (Stack Exchange's `backoff`,
+    its spent daily quota): until it ends, the driver sends nothing and fails at once with
+    rate_limited and the time left, which opens the engine's circuit for that long
+    (LIM-B4), so engine_status shows the engine resting."""
+
+    def __init__(self) -> None:
+        self._until = -math.inf
+
+    def hold(self, seconds: float) -> None:
+        """Wait `seconds` from now (a later end is kept)."""
+        if seconds > 0:
+            self._until = max(self._until, trio.current_time() + seconds)
+
+    def check(self) -> None:
+        """EngineFailure(rate_limited, the time left) while the wait lasts."""
+        left = self._until - trio.current_time()
+        if left > 0:
+            raise EngineFailure(failure_class=Reason.RATE_LIMITED, retry_after_s=left)
