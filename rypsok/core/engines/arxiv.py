@@ -121,6 +121,11 @@ class _FeedTarget:
     def comment(self, text: str) -> None:
         """Comments are not text: ignored."""
 
+    def doctype(self, name: str, pubid: str | None, system: str | None) -> None:
+        # An Atom feed has no DTD. lxml's target interface expands internal entities even
+        # with resolve_entities off, so a document declaring any is refused outright.
+        raise _BoundExceeded
+
     def close(self) -> _FeedTarget:
         return self
 
