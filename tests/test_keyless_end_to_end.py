@@ -1,0 +1,77 @@
+"""Done-when of issue 20: with keyless.toml pointed at loopback servers replaying the recorded
+answers, a web_search of each category returns that category's engines' results, through the
+real console script over stdio."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+from keyless_replay import keyless_pointed_at, replay_routes
+from mcp_helpers import modern
+from servers import serve_http
+from stdio_process import Child
+
+SCRIPT = Path(sys.executable).parent / "rypsok"
+
+# The hosts each engine's recorded answer links to.
+HOSTS = {
+    "wikipedia": "127.0.0.1",  # a private MediaWiki: index.php?title= on the replay server
+    "searxng": "www.spectroscopyonline.com",
+    "hackernews": "code.facebook.com",
+    "arxiv": "arxiv.org",
+    "crossref": "doi.org",
+    "stackoverflow": "stackoverflow.com",
+}
+SERVED = {
+    "general": {"wikipedia", "searxng"},
+    "news": {"hackernews", "searxng"},
+    "science": {"wikipedia", "searxng", "arxiv", "crossref"},
+    "code": {"hackernews", "searxng", "stackoverflow"},
+}
+
+
+def _search(request_id: int, category: str) -> dict[str, Any]:
+    return modern(
+        "tools/call",
+        request_id=request_id,
+        name="web_search",
+        arguments={"query": "rust", "category": category, "max_results": 20},
+    )
+
+
+def _host(url: str) -> str:
+    return url.split("/")[2].split(":")[0]
+
+
+async def test_req_search_004_each_category_is_answered_by_its_keyless_engines(
+    tmp_path: Path,
+) -> None:
+    assert SCRIPT.exists(), "the console script is installed next to the interpreter"
+    categories = list(SERVED)
+    async with serve_http(replay_routes()) as server, trio.open_nursery() as nursery:
+        config = keyless_pointed_at(server.url, tmp_path / "keyless.toml")
+        child = await Child.start(nursery, [str(SCRIPT), "serve", "--config", str(config)])
+        await child.send(*(_search(i + 1, c) for i, c in enumerate(categories)))
+        await child.close_stdin()
+        out = await child.rest_of_stdout(timeout_s=20)
+        assert await child.wait() == 0
+        nursery.cancel_scope.cancel()
+        paths = {r.path for r in server.requests}
+    answers = {a["id"]: a for a in map(json.loads, out.splitlines())}
+    for i, category in enumerate(categories):
+        structured = answers[i + 1]["result"]["structuredContent"]
+        # The recorded SearXNG answer names two of its sources that did not answer it.
+        assert structured["outcome"] == "partial", (category, structured)
+        assert {"code": "engine_unavailable", "engine": "searxng", "count": 2} in structured[
+            "notices"
+        ]
+        hosts = {_host(r["url"]) for r in structured["results"]}
+        expected = {HOSTS[engine] for engine in SERVED[category]}
+        assert expected <= hosts, (category, hosts)
+        others = set(HOSTS.values()) - {HOSTS[e] for e in SERVED[category]}
+        assert not hosts & others, (category, hosts)
+    assert paths == {route for route in replay_routes()}
