@@ -93,7 +93,7 @@ async def test_req_sec_010_hackernews_answer_above_the_bound_is_a_parse_failure(
 def test_req_eng_010_hackernews_record() -> None:
     r = HACKERNEWS_RECORD
     assert (r.rate_per_minute, r.burst, r.concurrency) == (60, 5, 2)
-    assert r.cacheable
+    assert not r.cacheable
     assert not r.attribution_required
     assert not r.needs_credential
     assert r.time_ranges == frozenset(TimeRange)

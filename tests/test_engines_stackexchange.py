@@ -132,7 +132,7 @@ def test_req_sec_010_the_key_is_not_in_the_engines_repr() -> None:
 def test_req_eng_010_stackexchange_record() -> None:
     r = STACKEXCHANGE_RECORD
     assert (r.rate_per_minute, r.burst, r.concurrency) == (10, 2, 1)
-    assert r.cacheable
+    assert not r.cacheable
     assert not r.attribution_required
     assert not r.needs_credential
     assert not r.languages_all

@@ -51,7 +51,7 @@ DRIVER_TYPES: Final[dict[str, DriverTraits]] = {
         keyed=True,
         credential_optional=True,
         scrapes=False,
-        cacheable=True,
+        cacheable=False,  # storage terms not found: never stored (REQ-CMP-007)
         shipped=True,
         has_base_url=True,
         has_site=True,
@@ -60,7 +60,8 @@ DRIVER_TYPES: Final[dict[str, DriverTraits]] = {
         keyed=False, scrapes=False, cacheable=True, shipped=True, has_base_url=True
     ),
     "hackernews": DriverTraits(
-        keyed=False, scrapes=False, cacheable=True, shipped=True, has_base_url=True
+        # Storage terms not found: never stored (REQ-CMP-007).
+        keyed=False, scrapes=False, cacheable=False, shipped=True, has_base_url=True
     ),
     "crossref": DriverTraits(
         keyed=False, scrapes=False, cacheable=True, shipped=True, has_base_url=True
