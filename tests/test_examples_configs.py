@@ -161,3 +161,14 @@ def test_req_doc_002_keyless_serves_every_category_without_a_key(capsys):
         assert engine_line(lines, engine).endswith(" no credential needed")
     for engine in ("searxng", "stackoverflow"):
         assert engine_line(lines, engine).endswith(" no credential configured")
+
+
+def test_req_doc_002_tutorial_6_shows_keyless_and_its_category_lines(capsys):
+    page = (REPO / "book" / "tutorials" / "search-by-category.md").read_text()
+    shown = page.split("```toml\n", 1)[1].split("```", 1)[0]
+    text = (PROJECT_EXAMPLES / "keyless.toml").read_text()
+    assert shown == "".join(line for line in text.splitlines(True) if not line.startswith("#"))
+    _, lines = check(capsys, PROJECT_EXAMPLES / "keyless.toml")
+    for line in lines:
+        if line.startswith(("rypsok: category ", "rypsok: categories served: ")):
+            assert line in page
