@@ -88,3 +88,14 @@ async def ask(
     if failure is not None:
         raise failure
     return answer, requests
+
+
+async def outcome_of(search: Any, reply: Reply) -> tuple[str, float | None]:
+    """The failure class and wait of `await search(reply)`, which must fail."""
+    from rypsok.core.engines.base import EngineFailure
+
+    try:
+        await search(reply)
+    except EngineFailure as exc:
+        return str(exc.failure_class), exc.retry_after_s
+    raise AssertionError("the driver answered; a failure was expected")

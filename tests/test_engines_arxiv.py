@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from keyless_fakes import COMMON_STATUSES, ask, query, recorded
+from keyless_fakes import COMMON_STATUSES, ask, outcome_of, query, recorded
 from servers import Reply
 
 from rypsok.config.messages import ConfigError
@@ -76,10 +76,7 @@ def test_req_eng_006_arxiv_error_entry_is_a_request_failure() -> None:
 async def test_req_eng_006_arxiv_classifies_each_failure(
     reply: Reply, failure: str, wait: float | None
 ) -> None:
-    with pytest.raises(EngineFailure) as caught:
-        await _search(reply)
-    assert caught.value.failure_class == Reason(failure)
-    assert caught.value.retry_after_s == wait
+    assert await outcome_of(_search, reply) == (failure, wait)
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from keyless_fakes import COMMON_STATUSES, ask, json_reply, query, recorded, recorded_json
+from keyless_fakes import (
+    COMMON_STATUSES,
+    ask,
+    json_reply,
+    outcome_of,
+    query,
+    recorded,
+    recorded_json,
+)
 from servers import Reply
 
 from rypsok.core.engines.base import EngineFailure
@@ -62,10 +70,7 @@ async def test_req_search_005_hackernews_time_range_is_a_numeric_filter() -> Non
 async def test_req_eng_006_hackernews_classifies_each_failure(
     reply: Reply, failure: str, wait: float | None
 ) -> None:
-    with pytest.raises(EngineFailure) as caught:
-        await _search(reply)
-    assert caught.value.failure_class == Reason(failure)
-    assert caught.value.retry_after_s == wait
+    assert await outcome_of(_search, reply) == (failure, wait)
 
 
 @pytest.mark.parametrize(
@@ -78,9 +83,7 @@ async def test_req_eng_006_hackernews_classifies_each_failure(
     ],
 )
 async def test_req_eng_006_hackernews_drifted_format_is_a_parse_failure(payload: object) -> None:
-    with pytest.raises(EngineFailure) as caught:
-        await _search(json_reply(payload))
-    assert caught.value.failure_class is Reason.PARSE_FAILURE
+    assert await outcome_of(_search, json_reply(payload)) == ("parse_failure", None)
 
 
 async def test_req_sec_010_hackernews_answer_above_the_bound_is_a_parse_failure() -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from keyless_fakes import COMMON_STATUSES, ask, json_reply, query, recorded_json
+from keyless_fakes import COMMON_STATUSES, ask, json_reply, outcome_of, query, recorded_json
 from search_fakes import FakeEngine, engine_config, make_config
 from servers import Reply
 
-from rypsok.core.engines.base import EngineAnswer, EngineFailure, RawResult
+from rypsok.core.engines.base import EngineAnswer, RawResult
 from rypsok.core.engines.searxng import SEARXNG_CATEGORIES, SEARXNG_RECORD, SearxngEngine
-from rypsok.core.model import Category, NoticeCode, Outcome, Reason, SearchRequest
+from rypsok.core.model import Category, NoticeCode, Outcome, SearchRequest
 from rypsok.core.services import Rypsok
 from rypsok.core.telemetry import Secret
 
@@ -69,10 +69,7 @@ async def test_req_sec_017_the_credential_goes_in_one_header() -> None:
 async def test_req_eng_006_searxng_classifies_each_failure(
     reply: Reply, failure: str, wait: float | None
 ) -> None:
-    with pytest.raises(EngineFailure) as caught:
-        await _search(reply)
-    assert caught.value.failure_class == Reason(failure)
-    assert caught.value.retry_after_s == wait
+    assert await outcome_of(_search, reply) == (failure, wait)
 
 
 @pytest.mark.parametrize(
@@ -80,9 +77,7 @@ async def test_req_eng_006_searxng_classifies_each_failure(
     [{"results": {}}, {"results": [{"title": "t"}]}, {"results": [], "unresponsive_engines": 3}],
 )
 async def test_req_eng_006_searxng_drifted_format_is_a_parse_failure(payload: object) -> None:
-    with pytest.raises(EngineFailure) as caught:
-        await _search(json_reply(payload))
-    assert caught.value.failure_class is Reason.PARSE_FAILURE
+    assert await outcome_of(_search, json_reply(payload)) == ("parse_failure", None)
 
 
 def test_req_sec_017_searxng_base_url_off_loopback_needs_https() -> None:

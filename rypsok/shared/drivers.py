@@ -61,7 +61,11 @@ DRIVER_TYPES: Final[dict[str, DriverTraits]] = {
     ),
     "hackernews": DriverTraits(
         # Storage terms not found: never stored (REQ-CMP-007).
-        keyed=False, scrapes=False, cacheable=False, shipped=True, has_base_url=True
+        keyed=False,
+        scrapes=False,
+        cacheable=False,
+        shipped=True,
+        has_base_url=True,
     ),
     "crossref": DriverTraits(
         keyed=False, scrapes=False, cacheable=True, shipped=True, has_base_url=True

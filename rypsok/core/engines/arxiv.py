@@ -18,9 +18,10 @@ import re
 from typing import TYPE_CHECKING, Final
 
 from rypsok.core.engines.answers import (
+    ApiEngine,
     api_root,
+    ask_provider,
     calendar_date,
-    raise_for_status,
     require_within_limits,
 )
 from rypsok.core.engines.base import (
@@ -31,7 +32,7 @@ from rypsok.core.engines.base import (
     RawResult,
 )
 from rypsok.core.engines.duckduckgo import MAX_DEPTH, MAX_NODES
-from rypsok.core.engines.http import EngineHttp, EngineOrigin, parse_retry_after
+from rypsok.core.engines.http import EngineHttp, EngineOrigin
 from rypsok.core.model import Reason
 from rypsok.shared.drivers import DRIVER_TYPES
 
@@ -184,24 +185,13 @@ def parse_feed(
     return tuple(results)
 
 
-class ArxivEngine:
+class ArxivEngine(ApiEngine):
     """arXiv's e-prints, searched in every field."""
 
+    RECORD = ARXIV_RECORD
+
     def __init__(self, engine_id: str, http: EngineHttp, *, base_url: str | None = None) -> None:
-        self._id = engine_id
-        self._http = http
-        self._origin, self._root = api_root(base_url, ARXIV_ORIGIN, _ROOT)
-
-    @property
-    def id(self) -> str:
-        return self._id
-
-    @property
-    def record(self) -> AdmissionRecord:
-        return ARXIV_RECORD
-
-    def __repr__(self) -> str:
-        return f"ArxivEngine(id={self._id!r})"
+        super().__init__(engine_id, http, api_root(base_url, ARXIV_ORIGIN, _ROOT))
 
     async def search(self, query: EngineQuery) -> EngineAnswer:
         require_within_limits(ARXIV_RECORD, query.query)
@@ -211,18 +201,15 @@ class ArxivEngine:
             ("max_results", str(min(query.count, MAX_RESULTS))),
             ("sortBy", "relevance"),
         ]
-        response = await self._http.get(
+        results = await ask_provider(
+            self._http,
             self._origin,
             f"{self._root}/query",
             params=params,
+            record=ARXIV_RECORD,
+            parse=parse_feed,
+            refusals=_REFUSALS,
             headers={"Accept": "application/atom+xml"},
-            max_bytes=ARXIV_RECORD.response_max_bytes,
+            rate_statuses=(429, 503),  # the throttle's "Rate exceeded." comes with a 503
         )
-        if response.status == 503:
-            raise EngineFailure(
-                failure_class=Reason.RATE_LIMITED,
-                retry_after_s=parse_retry_after(response.headers),
-            )
-        raise_for_status(response, _REFUSALS)
-        results = await self._http.off_loop(parse_feed, response.body)
         return EngineAnswer(results=results[: query.count])

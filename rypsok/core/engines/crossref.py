@@ -14,10 +14,11 @@ from typing import Final
 from urllib.parse import quote
 
 from rypsok.core.engines.answers import (
+    ApiEngine,
     api_root,
+    ask_provider,
     json_object,
     object_items,
-    raise_for_status,
     require_within_limits,
 )
 from rypsok.core.engines.base import (
@@ -93,47 +94,36 @@ def _first_text(value: object) -> str | None:
     return None
 
 
-class CrossrefEngine:
+class CrossrefEngine(ApiEngine):
     """Works registered with Crossref, found by bibliographic query."""
+
+    RECORD = CROSSREF_RECORD
 
     def __init__(
         self, engine_id: str, http: EngineHttp, *, contact: str = "", base_url: str | None = None
     ) -> None:
-        self._id = engine_id
-        self._http = http
+        super().__init__(engine_id, http, api_root(base_url, CROSSREF_ORIGIN, ""))
         self._mailto = mailto(contact)
-        self._origin, self._root = api_root(base_url, CROSSREF_ORIGIN, "")
-
-    @property
-    def id(self) -> str:
-        return self._id
-
-    @property
-    def record(self) -> AdmissionRecord:
-        return CROSSREF_RECORD
 
     @property
     def polite(self) -> bool:
         """True when the operator's contact puts the requests in the polite pool."""
         return self._mailto is not None
 
-    def __repr__(self) -> str:
-        return f"CrossrefEngine(id={self._id!r})"
-
     async def search(self, query: EngineQuery) -> EngineAnswer:
         require_within_limits(CROSSREF_RECORD, query.query)
         params = [("query", query.query), ("rows", str(min(query.count, MAX_ROWS)))]
         if self._mailto is not None:
             params.append(("mailto", self._mailto))
-        response = await self._http.get(
+        results = await ask_provider(
+            self._http,
             self._origin,
             f"{self._root}/works",
             params=params,
-            headers={"Accept": "application/json"},
-            max_bytes=CROSSREF_RECORD.response_max_bytes,
+            record=CROSSREF_RECORD,
+            parse=_parse,
+            refusals=_REFUSALS,
         )
-        raise_for_status(response, _REFUSALS)
-        results = await self._http.off_loop(_parse, response.body)
         return EngineAnswer(results=results[: query.count])
 
 

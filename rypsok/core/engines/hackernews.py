@@ -13,11 +13,12 @@ from typing import Final
 from urllib.parse import quote
 
 from rypsok.core.engines.answers import (
+    ApiEngine,
     api_root,
+    ask_provider,
     calendar_date,
     json_object,
     object_items,
-    raise_for_status,
     require_within_limits,
 )
 from rypsok.core.engines.base import (
@@ -66,24 +67,13 @@ _OBJECT_ID: Final = re.compile(r"[0-9]{1,20}\Z")
 _REFUSALS: Final = {403: Reason.BLOCKED}
 
 
-class HackerNewsEngine:
+class HackerNewsEngine(ApiEngine):
     """Stories on Hacker News, searched through Algolia."""
 
+    RECORD = HACKERNEWS_RECORD
+
     def __init__(self, engine_id: str, http: EngineHttp, *, base_url: str | None = None) -> None:
-        self._id = engine_id
-        self._http = http
-        self._origin, self._root = api_root(base_url, HACKERNEWS_ORIGIN, _ROOT)
-
-    @property
-    def id(self) -> str:
-        return self._id
-
-    @property
-    def record(self) -> AdmissionRecord:
-        return HACKERNEWS_RECORD
-
-    def __repr__(self) -> str:
-        return f"HackerNewsEngine(id={self._id!r})"
+        super().__init__(engine_id, http, api_root(base_url, HACKERNEWS_ORIGIN, _ROOT))
 
     async def search(self, query: EngineQuery) -> EngineAnswer:
         require_within_limits(HACKERNEWS_RECORD, query.query)
@@ -95,15 +85,15 @@ class HackerNewsEngine:
         if query.time_range is not None:
             since = int(time.time()) - _PERIOD_S[query.time_range]
             params.append(("numericFilters", f"created_at_i>{since}"))
-        response = await self._http.get(
+        results = await ask_provider(
+            self._http,
             self._origin,
             f"{self._root}/search",
             params=params,
-            headers={"Accept": "application/json"},
-            max_bytes=HACKERNEWS_RECORD.response_max_bytes,
+            record=HACKERNEWS_RECORD,
+            parse=_parse,
+            refusals=_REFUSALS,
         )
-        raise_for_status(response, _REFUSALS)
-        results = await self._http.off_loop(_parse, response.body)
         return EngineAnswer(results=results[: query.count])
 
 

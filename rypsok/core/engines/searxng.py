@@ -17,10 +17,11 @@ import re
 from typing import TYPE_CHECKING, Final
 
 from rypsok.core.engines.answers import (
+    ApiEngine,
+    ask_provider,
     calendar_date,
     json_object,
     object_items,
-    raise_for_status,
     require_within_limits,
 )
 from rypsok.core.engines.base import (
@@ -69,27 +70,16 @@ _DATE: Final = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[T ]|\Z)")
 _REFUSALS: Final = {401: Reason.AUTH_FAILURE, 403: Reason.BLOCKED}
 
 
-class SearxngEngine:
+class SearxngEngine(ApiEngine):
     """One SearXNG instance of the operator's."""
+
+    RECORD = SEARXNG_RECORD
 
     def __init__(
         self, engine_id: str, http: EngineHttp, base_url: str, api_key: Secret | None = None
     ) -> None:
-        self._id = engine_id
-        self._http = http
-        self._origin, self._root = parse_base_url(base_url)
+        super().__init__(engine_id, http, parse_base_url(base_url))
         self._key = api_key
-
-    @property
-    def id(self) -> str:
-        return self._id
-
-    @property
-    def record(self) -> AdmissionRecord:
-        return SEARXNG_RECORD
-
-    def __repr__(self) -> str:
-        return f"SearxngEngine(id={self._id!r})"
 
     async def search(self, query: EngineQuery) -> EngineAnswer:
         require_within_limits(SEARXNG_RECORD, query.query)
@@ -106,15 +96,16 @@ class SearxngEngine:
         headers = {"Accept": "application/json"}
         if self._key is not None:
             headers["Authorization"] = f"Bearer {self._key.reveal()}"
-        response = await self._http.get(
+        results, unresponsive = await ask_provider(
+            self._http,
             self._origin,
             f"{self._root}/search",
             params=params,
+            record=SEARXNG_RECORD,
+            parse=_parse,
+            refusals=_REFUSALS,
             headers=headers,
-            max_bytes=SEARXNG_RECORD.response_max_bytes,
         )
-        raise_for_status(response, _REFUSALS)
-        results, unresponsive = await self._http.off_loop(_parse, response.body)
         return EngineAnswer(results=results[: query.count], unresponsive=unresponsive)
 
 

@@ -15,11 +15,12 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
 from rypsok.core.engines.answers import (
+    ApiEngine,
     ProviderWait,
     api_root,
+    ask_provider,
     json_object,
     object_items,
-    raise_for_status,
     require_within_limits,
     unix_date,
 )
@@ -30,7 +31,7 @@ from rypsok.core.engines.base import (
     EngineQuery,
     RawResult,
 )
-from rypsok.core.engines.http import EngineHttp, EngineOrigin, parse_retry_after
+from rypsok.core.engines.http import EngineHttp, EngineOrigin
 from rypsok.core.model import Reason, TimeRange
 from rypsok.shared.drivers import DRIVER_TYPES
 
@@ -78,8 +79,10 @@ def _until_utc_midnight(now_unix: float) -> float:
     return (midnight - now).total_seconds()
 
 
-class StackExchangeEngine:
+class StackExchangeEngine(ApiEngine):
     """One Stack Exchange site (stackoverflow by default); keyless unless a key is set."""
+
+    RECORD = STACKEXCHANGE_RECORD
 
     def __init__(
         self,
@@ -90,20 +93,10 @@ class StackExchangeEngine:
         api_key: Secret | None = None,
         base_url: str | None = None,
     ) -> None:
-        self._id = engine_id
-        self._http = http
+        super().__init__(engine_id, http, api_root(base_url, STACKEXCHANGE_ORIGIN, _ROOT))
         self._site = site
         self._key = api_key
-        self._origin, self._root = api_root(base_url, STACKEXCHANGE_ORIGIN, _ROOT)
         self._wait = ProviderWait()
-
-    @property
-    def id(self) -> str:
-        return self._id
-
-    @property
-    def record(self) -> AdmissionRecord:
-        return STACKEXCHANGE_RECORD
 
     def __repr__(self) -> str:
         return f"StackExchangeEngine(id={self._id!r}, site={self._site!r})"
@@ -124,20 +117,16 @@ class StackExchangeEngine:
             params.append(("fromdate", str(int(since))))
         if self._key is not None:
             params.append(("key", self._key.reveal()))
-        response = await self._http.get(
+        results, backoff, quota_spent = await ask_provider(
+            self._http,
             self._origin,
             f"{self._root}/search/advanced",
             params=params,
-            headers={"Accept": "application/json"},
-            max_bytes=STACKEXCHANGE_RECORD.response_max_bytes,
+            record=STACKEXCHANGE_RECORD,
+            parse=_parse,
+            refusals=_REFUSALS,
+            rate_statuses=(429, 503),
         )
-        if response.status == 503:
-            raise EngineFailure(
-                failure_class=Reason.RATE_LIMITED,
-                retry_after_s=parse_retry_after(response.headers),
-            )
-        raise_for_status(response, _REFUSALS)
-        results, backoff, quota_spent = await self._http.off_loop(_parse, response.body)
         if backoff is not None:
             self._wait.hold(backoff)
         if quota_spent:
