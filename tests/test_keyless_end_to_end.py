@@ -47,6 +47,12 @@ async def test_req_search_004_each_category_is_answered_by_its_keyless_engines(
     for i, category in enumerate(categories):
         structured = answers[i + 1]["result"]["structuredContent"]
         assert category_verdict(category, structured) == ""
+        # Every provider's text went through the content boundary: the Stack Exchange
+        # bodies' markup is gone, the entities decoded, each string bounded.
+        for result in structured["results"]:
+            for text in (result["title"], result["snippet"]):
+                assert "<p>" not in text and "&#" not in text and "&quot;" not in text
+            assert len(result["snippet"]) <= 300 and len(result["title"]) <= 150
         # The recorded SearXNG answer names two of its sources that did not answer it.
         assert structured["outcome"] == "partial", (category, structured)
         assert {"code": "engine_unavailable", "engine": "searxng", "count": 2} in structured[
