@@ -51,8 +51,11 @@ async def test_req_search_004_each_category_is_answered_by_its_keyless_engines(
         # bodies' markup is gone, the entities decoded, each string bounded.
         for result in structured["results"]:
             for text in (result["title"], result["snippet"]):
-                assert "<p>" not in text and "&#" not in text and "&quot;" not in text
-            assert len(result["snippet"]) <= 300 and len(result["title"]) <= 150
+                assert "<p>" not in text
+                assert "&#" not in text
+                assert "&quot;" not in text
+            assert len(result["snippet"]) <= 300
+            assert len(result["title"]) <= 150
         # The recorded SearXNG answer names two of its sources that did not answer it.
         assert structured["outcome"] == "partial", (category, structured)
         assert {"code": "engine_unavailable", "engine": "searxng", "count": 2} in structured[
