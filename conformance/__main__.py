@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from conformance import scraping
+from conformance import keyless, scraping
 from conformance.fetch_site import HOST, FixtureSite, temporary_folder
 from conformance.http import http_cases
 from conformance.mediawiki import FixtureWiki
@@ -173,6 +173,9 @@ async def _replay(port: int, site: tuple[int, str]) -> int:
         ("tutorial-5-check", await scraping.check_case()),
         ("tutorial-5-blocked", await scraping.blocked_case(port)),
     ):
+        failures += 1 if why else 0
+        _say(f"FAIL: {name}: {why}" if why else f"ok: {name}")
+    for name, why in await keyless.category_cases():
         failures += 1 if why else 0
         _say(f"FAIL: {name}: {why}" if why else f"ok: {name}")
     return failures

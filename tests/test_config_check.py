@@ -43,6 +43,10 @@ def test_req_ops_001_check_prints_every_section_in_order(write):
         "engine wikipedia",
         "engine brave",
         "categories served",
+        "category general",
+        "category news",
+        "category science",
+        "category code",
         "service",
         "service.http",
         "fetch",
@@ -266,3 +270,33 @@ def test_req_ops_001_each_risky_setting_has_its_warning_world_readable_token_fil
 
 def test_req_ops_001_the_defaults_give_no_warning(write):
     assert warnings_of(write("")) == []
+
+
+def test_req_ops_001_check_lists_the_engines_of_each_category(write):
+    body = (
+        '[engines.wiki]\ntype = "wikipedia"\ncategories = ["general", "science"]\n'
+        '[engines.hn]\ntype = "hackernews"\ncategories = ["news", "code"]\n'
+        '[engines.ax]\ntype = "arxiv"\ncategories = ["science"]\nenabled = false\n'
+        '[engines.brave]\ntype = "brave"\ncategories = ["news"]\nendpoint = "news"\n'
+        'api_key_env = "BRAVE_API_KEY"\n'
+    )
+    lines = lines_of(write(body))
+    assert [line for line in lines if line.startswith("rypsok: category ")] == [
+        "rypsok: category general: wiki",
+        "rypsok: category news: hn",  # brave has no key, the arxiv engine is disabled
+        "rypsok: category science: wiki",
+        "rypsok: category code: hn",
+    ]
+    with_key = lines_of(write(body), {"BRAVE_API_KEY": "BSAexample"})
+    assert "rypsok: category news: hn,brave" in with_key
+
+
+def test_req_ops_001_a_category_no_active_engine_serves_says_so_without_a_warning(write):
+    lines = lines_of(write('[engines.w]\ntype = "wikipedia"\ncategories = ["general"]\n'))
+    for category in ("news", "science", "code"):
+        assert (
+            f"rypsok: category {category}: none (no active engine serves it; web_search "
+            "does not offer it)"
+        ) in lines
+    # The book promises no warning for such a file (its Warnings section).
+    assert not [line for line in lines if line.startswith("rypsok: warning: ")]

@@ -571,7 +571,8 @@ def test_req_cfg_005_engine_ids_and_required_keys():
         "engines.1w: an engine id"
     )
     assert refuse(v1('[engines.w]\ncategories = ["general"]\n')).startswith(
-        "engines.w.type: required; one of wikipedia, brave, duckduckgo (line 3, column 14)"
+        "engines.w.type: required; one of wikipedia, brave, duckduckgo, searxng, "
+        "stackexchange, arxiv, hackernews, crossref (line 3, column 14)"
     )
     assert refuse(v1('[engines.w]\ntype = "wikipedia"\n')).startswith(
         "engines.w.categories: required; at least one of general, news, science, code "

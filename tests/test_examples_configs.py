@@ -26,6 +26,8 @@ NAMES = [
     "tutorial-4.toml",
     "tutorial-5.toml",
 ]
+# The project's own examples, not (yet) in the book's directory.
+PROJECT_ONLY = ["keyless.toml"]
 # The warnings the examples' README names; every other example gives none.
 EXPECTED_WARNINGS = {
     "tutorial-4.toml": ["rypsok: warning: service.http.bind: "],
@@ -69,7 +71,7 @@ def check(capsys, path: Path) -> tuple[int, list[str]]:
 
 
 def test_req_doc_002_the_project_examples_are_the_books():
-    assert sorted(p.name for p in PROJECT_EXAMPLES.glob("*.toml")) == sorted(NAMES)
+    assert sorted(p.name for p in PROJECT_EXAMPLES.glob("*.toml")) == sorted(NAMES + PROJECT_ONLY)
     if BOOK_EXAMPLES.is_dir():
         for name in NAMES:
             assert (PROJECT_EXAMPLES / name).read_text() == (BOOK_EXAMPLES / name).read_text()
@@ -148,3 +150,25 @@ def test_req_eng_013_tutorial_5_without_its_scraping_table_fails_with_the_senten
     code, lines = check(capsys, directory / "tutorial-5.toml")
     assert code == 0
     assert engine_line(lines, "ddg").endswith("no credential needed")
+
+
+def test_req_doc_002_keyless_serves_every_category_without_a_key(capsys):
+    code, lines = check(capsys, PROJECT_EXAMPLES / "keyless.toml")
+    assert code == 0, lines
+    assert not [line for line in lines if line.startswith("rypsok: warning: ")]
+    assert "rypsok: categories served: general,news,science,code" in lines
+    for engine in ("wikipedia", "hackernews", "arxiv", "crossref"):
+        assert engine_line(lines, engine).endswith(" no credential needed")
+    for engine in ("searxng", "stackoverflow"):
+        assert engine_line(lines, engine).endswith(" no credential configured")
+
+
+def test_req_doc_002_tutorial_6_shows_keyless_and_its_category_lines(capsys):
+    page = (REPO / "book" / "tutorials" / "search-by-category.md").read_text()
+    shown = page.split("```toml\n", 1)[1].split("```", 1)[0]
+    text = (PROJECT_EXAMPLES / "keyless.toml").read_text()
+    assert shown == "".join(line for line in text.splitlines(True) if not line.startswith("#"))
+    _, lines = check(capsys, PROJECT_EXAMPLES / "keyless.toml")
+    for line in lines:
+        if line.startswith(("rypsok: category ", "rypsok: categories served: ")):
+            assert line in page

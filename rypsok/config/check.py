@@ -17,6 +17,7 @@ from rypsok.config.rules import parse_bind, parse_egress_rule
 from rypsok.config.schema import Config, CoordinationConfig
 from rypsok.config.secrets import Credential, engine_credential, file_is_world_readable
 from rypsok.shared.drivers import DRIVER_TYPES
+from rypsok.shared.vocabulary import Category
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -109,6 +110,7 @@ def report_lines(config: Config, env: Mapping[str, str]) -> list[str]:
         if ordered
         else "categories served: none (no enabled engine is active)"
     )
+    lines += _category_lines(config, env)
     lines += [
         f"service: structured_content={_b(config.service.structured_content)} "
         f"shutdown_ms={config.service.shutdown_ms} "
@@ -146,6 +148,32 @@ def report_lines(config: Config, env: Mapping[str, str]) -> list[str]:
     # Last, as the book shows it: the line that names the build its figure is for.
     lines.append(_memory_line(config))
     return lines
+
+
+def _serving(config: Config, env: Mapping[str, str]) -> dict[Category, list[str]]:
+    """Per category, in the Category order, the enabled and active engines that serve it."""
+    by_category: dict[Category, list[str]] = {c: [] for c in Category}
+    for engine in config.engines:
+        if engine.enabled and engine_credential(engine, env).active:
+            for category in engine.categories:
+                by_category[category].append(engine.id)
+    return by_category
+
+
+def _category_lines(config: Config, env: Mapping[str, str]) -> list[str]:
+    """One line per category naming the engines a web_search of it asks (issue 20).
+
+    A category no active engine serves says so on its own line, not as a `warning:` line:
+    the book promises no warning for the defaults and the shipped examples, each of which
+    leaves some category unserved by choice (book/maintainers/decisions.md, issue 20).
+    """
+    return [
+        f"category {category.value}: {','.join(engines)}"
+        if engines
+        else f"category {category.value}: none (no active engine serves it; web_search "
+        "does not offer it)"
+        for category, engines in _serving(config, env).items()
+    ]
 
 
 def coordination_line(c: CoordinationConfig) -> str:

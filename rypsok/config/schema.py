@@ -175,14 +175,15 @@ class EngineConfig:
     """One `[engines.<id>]` table. Secrets are references: the value is read by the registry."""
 
     id: str
-    type: str  # wikipedia, brave, duckduckgo
+    type: str  # one of rypsok.shared.drivers.DRIVER_TYPES
     categories: tuple[Category, ...]
     enabled: bool = True
     preference: int = 100
     api_key_env: str | None = None
     api_key_file: str | None = None
     endpoint: str = "web"  # brave: web, news
-    base_url: str | None = None  # wikipedia: a private MediaWiki
+    base_url: str | None = None  # wikipedia: a private MediaWiki; API drivers: their root
+    site: str = "stackoverflow"  # stackexchange: the site searched
 
 
 def default_engines() -> tuple[EngineConfig, ...]:

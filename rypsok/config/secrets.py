@@ -122,8 +122,12 @@ class Credential:
 
 def engine_credential(engine: EngineConfig, env: Mapping[str, str]) -> Credential:
     """Resolve an engine's key; a missing key makes the engine inactive, never an error."""
-    if not DRIVER_TYPES[engine.type].keyed:
+    traits = DRIVER_TYPES[engine.type]
+    if not traits.keyed:
         return Credential(needed=False, secret=None, state="no credential needed")
+    if traits.credential_optional and engine.api_key_env is None and engine.api_key_file is None:
+        # A key that only raises a quota or passes a proxy: without one the engine runs.
+        return Credential(needed=False, secret=None, state="no credential configured")
     if engine.api_key_env is not None:
         value = env.get(engine.api_key_env, "").strip()
         if not value:

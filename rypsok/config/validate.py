@@ -421,6 +421,15 @@ class Validator(Reader):
                     )
                 )
             engines.append(self.engine(self.table(raw, path), engine_id, scraping_on))
+        arxiv = [e["id"] for e in engines if e["type"] == "arxiv" and e["enabled"]]
+        if len(arxiv) > 1:
+            # arXiv's terms allow one request every three seconds on one connection; each
+            # engine has its own limiter, so a second enabled arxiv engine would double it.
+            raise self.fail(
+                (*t.path, arxiv[1], "type"),
+                "only one arxiv engine can be enabled: the provider allows one request "
+                "every three seconds on one connection",
+            )
         return engines
 
     def engine(self, e: Table, engine_id: str, scraping_on: bool) -> dict[str, Any]:
@@ -436,6 +445,7 @@ class Validator(Reader):
                 "api_key_file",
                 "endpoint",
                 "base_url",
+                "site",
             }
         )
         if "type" not in e.data:
@@ -492,6 +502,14 @@ class Validator(Reader):
         if "base_url" in e.data and not traits.has_base_url:
             raise self.fail((*e.path, "base_url"), "only the wikipedia driver has a base_url")
         out["base_url"] = e.get_text("base_url", None, check=validate_base_url)
+        if traits.base_url_required and out["base_url"] is None:
+            raise self.missing(
+                (*e.path, "base_url"),
+                f"required; the address of the operator's own {kind} instance",
+            )
+        if "site" in e.data and not traits.has_site:
+            raise self.fail((*e.path, "site"), "only the stackexchange driver has a site")
+        out["site"] = e.get_text("site", "stackoverflow", check=_site)
         return out
 
 
@@ -563,6 +581,15 @@ def _identifier(text: str) -> None:
 def _env_name(text: str) -> None:
     if not is_env_name(text):
         raise RuleError("the value is not the name of an environment variable (it is not shown)")
+
+
+_SITE: Final = re.compile(r"[a-z0-9][a-z0-9.-]{0,63}")
+
+
+def _site(text: str) -> None:
+    # A Stack Exchange site's api_site_parameter (stackoverflow, superuser, math).
+    if _SITE.fullmatch(text) is None:
+        raise RuleError("expected a Stack Exchange site name (stackoverflow, superuser)")
 
 
 def _path(text: str) -> None:

@@ -73,6 +73,9 @@ class RawResult:
 @attrs.frozen(kw_only=True)
 class EngineAnswer:
     results: tuple[RawResult, ...]
+    # A meta-search engine (SearXNG) answered without some of its own sources: how many
+    # did not answer it. Their names are the instance's text and never leave the driver.
+    unresponsive: int = 0
 
 
 @attrs.frozen(kw_only=True, auto_exc=True)

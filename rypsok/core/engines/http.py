@@ -53,6 +53,7 @@ __all__ = [
     "EngineResponse",
     "is_loopback_host",
     "origin_text",
+    "parse_base_url",
     "parse_retry_after",
     "url_text",
     "user_agent",
@@ -104,6 +105,24 @@ class EngineOrigin:
         import httpx
 
         return httpx.URL(scheme=self.scheme, host=self.host, port=self.port, path=path)
+
+
+def parse_base_url(base_url: str) -> tuple[EngineOrigin, str]:
+    """An engine's configured `base_url` as its origin and its path without a trailing "/".
+
+    ValueError (naming the key, never the value) for a URL that is not absolute, that
+    carries credentials, a query or a fragment, or whose origin the engine profile refuses.
+    """
+    import httpx  # here only: a server without a base_url starts without httpx
+
+    try:
+        url = httpx.URL(base_url)
+    except httpx.InvalidURL:
+        raise ValueError("engines base_url is not an absolute URL") from None
+    if not url.is_absolute_url or url.userinfo or url.query or url.fragment:
+        raise ValueError("engines base_url is an absolute URL without credentials or query")
+    origin = EngineOrigin(scheme=url.scheme, host=url.host, port=url.port)
+    return origin, url.path.rstrip("/")
 
 
 @functools.lru_cache(maxsize=256)

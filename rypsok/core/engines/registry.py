@@ -17,12 +17,17 @@ import trio
 
 from rypsok.config.schema import EngineConfig
 from rypsok.config.secrets import engine_credential
+from rypsok.core.engines.arxiv import ArxivEngine
 from rypsok.core.engines.base import Engine
 from rypsok.core.engines.brave import BraveEngine
 from rypsok.core.engines.circuit import Circuit
+from rypsok.core.engines.crossref import CrossrefEngine
 from rypsok.core.engines.duckduckgo import DuckDuckGoEngine
+from rypsok.core.engines.hackernews import HackerNewsEngine
 from rypsok.core.engines.latency import LatencyWindow
 from rypsok.core.engines.limiter import EngineLimiter
+from rypsok.core.engines.searxng import SearxngEngine
+from rypsok.core.engines.stackexchange import StackExchangeEngine
 from rypsok.core.engines.wikipedia import WikipediaEngine
 from rypsok.core.model import Category, DisabledReason, EngineState, EngineStatus
 from rypsok.core.telemetry import log
@@ -150,6 +155,21 @@ def build_registry(
             engine = DuckDuckGoEngine(cfg.id, http, parse_permits)
             # The operator's switch covers this engine: say so at every start (Tutorial 5).
             log("warn", "scraping_enabled", engine=cfg.id, type=cfg.type)
+        elif cfg.type == "searxng":
+            assert cfg.base_url is not None  # required by the configuration
+            engine = SearxngEngine(cfg.id, http, cfg.base_url, credential.secret)
+        elif cfg.type == "stackexchange":
+            engine = StackExchangeEngine(
+                cfg.id, http, site=cfg.site, api_key=credential.secret, base_url=cfg.base_url
+            )
+        elif cfg.type == "arxiv":
+            engine = ArxivEngine(cfg.id, http, base_url=cfg.base_url)
+        elif cfg.type == "hackernews":
+            engine = HackerNewsEngine(cfg.id, http, base_url=cfg.base_url)
+        elif cfg.type == "crossref":
+            engine = CrossrefEngine(
+                cfg.id, http, contact=config.service.user_agent_contact, base_url=cfg.base_url
+            )
         else:
             engine = WikipediaEngine(cfg.id, http, cfg.base_url)
         entries.append(

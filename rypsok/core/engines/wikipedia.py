@@ -35,7 +35,13 @@ from rypsok.core.engines.base import (
     EngineQuery,
     RawResult,
 )
-from rypsok.core.engines.http import EngineHttp, EngineOrigin, origin_text, url_text
+from rypsok.core.engines.http import (
+    EngineHttp,
+    EngineOrigin,
+    origin_text,
+    parse_base_url,
+    url_text,
+)
 from rypsok.core.model import Reason
 from rypsok.shared.drivers import DRIVER_TYPES
 
@@ -180,16 +186,7 @@ class WikipediaEngine:
 
 
 def _mirror(base_url: str) -> tuple[EngineOrigin, str]:
-    import httpx  # here only: a server without a base_url starts without httpx
-
-    try:
-        url = httpx.URL(base_url)
-    except httpx.InvalidURL:
-        raise ValueError("engines base_url is not an absolute URL") from None
-    if not url.is_absolute_url or url.userinfo or url.query or url.fragment:
-        raise ValueError("engines base_url is an absolute URL without credentials or query")
-    origin = EngineOrigin(scheme=url.scheme, host=url.host, port=url.port)
-    path = url.path.rstrip("/")
+    origin, path = parse_base_url(base_url)
     if path.endswith("/api.php") or path == "api.php":
         path = path[: -len("api.php")].rstrip("/")
     return origin, path

@@ -43,6 +43,7 @@ class EngineOutcome:
     retry_after_s: float | None = None
     from_cache: bool = False  # the results are a cached answer; no request was made
     derived: Derived | None = None  # what was derived from that cached answer, kept with it
+    unresponsive: int = 0  # a meta-search engine's own sources that did not answer it
 
     @property
     def answered(self) -> bool:
@@ -177,7 +178,13 @@ class _Child:
             slot.latency.record(now - started)
         if failure is None and results is not None:
             slot.circuit.succeeded(self.ticket, now)
-            self.outcome = EngineOutcome(slot=slot, results=results)
+            assert isinstance(answer, EngineAnswer)  # _well_formed checked it
+            unresponsive = answer.unresponsive
+            if isinstance(unresponsive, bool) or not isinstance(unresponsive, int):
+                unresponsive = 0
+            self.outcome = EngineOutcome(
+                slot=slot, results=results, unresponsive=max(unresponsive, 0)
+            )
             return
         assert failure is not None
         self._fail(now, failure, retry_after)

@@ -356,6 +356,13 @@ async def _respond(
         Notice(code=NoticeCode.ENGINE_UNAVAILABLE, engine=o.slot.id, reason=o.failure)
         for o in failed
     ]
+    # A meta-search engine that answered without some of its own sources (SearXNG's
+    # unresponsive_engines): that engine is partly unavailable; the count says how much.
+    short = [o for o in outcomes if o.unresponsive > 0]
+    notices += [
+        Notice(code=NoticeCode.ENGINE_UNAVAILABLE, engine=o.slot.id, count=o.unresponsive)
+        for o in short
+    ]
     notices += [
         Notice(code=NoticeCode.FROM_CACHE, engine=o.slot.id) for o in outcomes if o.from_cache
     ]
@@ -371,7 +378,7 @@ async def _respond(
 
     if not results:
         outcome = Outcome.EMPTY
-    elif failed:
+    elif failed or short:
         outcome = Outcome.PARTIAL
     else:
         outcome = Outcome.OK
