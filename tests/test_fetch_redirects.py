@@ -76,27 +76,29 @@ async def test_req_fetch_006_a_cross_host_target_that_passes_is_redirected() -> 
 
 
 @pytest.mark.parametrize(
-    "location",
+    ("location", "reason"),
     [
-        "http://10.0.0.1/admin",
-        "http://127.0.0.1:8080/",
-        "http://[::ffff:169.254.169.254]/",
-        "http://localhost/",
-        "https://elsewhere.org:8443/",
-        "ftp://elsewhere.org/file",
-        "http://user:pw@elsewhere.org/",
-        "https://elsewhere.org/" + "a" * 2048,
+        ("http://10.0.0.1/admin", DetailReason.EGRESS),
+        ("http://127.0.0.1:8080/", DetailReason.EGRESS),
+        ("http://[::ffff:169.254.169.254]/", DetailReason.EGRESS),
+        ("http://localhost/", DetailReason.EGRESS),
+        ("https://elsewhere.org:8443/", DetailReason.EGRESS),
+        # The book: a redirect target that is not https nor an allowed http URL is scheme.
+        ("ftp://elsewhere.org/file", DetailReason.SCHEME),
+        ("javascript:alert(1)", DetailReason.SCHEME),
+        ("http://user:pw@elsewhere.org/", DetailReason.EGRESS),
+        ("https://elsewhere.org/" + "a" * 2048, DetailReason.EGRESS),
     ],
 )
 async def test_req_fetch_006_req_sec_008_a_refused_target_is_denied_and_undisclosed(
-    location: str,
+    location: str, reason: DetailReason
 ) -> None:
     async with serve_site({"/robots.txt": OPEN, "/go": Page.redirect(location)}) as site:
         rypsok, connector, _ = fetching_rypsok(config(), {"start.org": site})
         async with rypsok:
             error = await fetch(rypsok, "http://start.org/go")
     assert isinstance(error, ToolError)
-    assert (error.kind, error.detail.reason) == (ErrorKind.DENIED, DetailReason.EGRESS)
+    assert (error.kind, error.detail.reason) == (ErrorKind.DENIED, reason)
     assert error.detail.location is None
     assert location not in str(error.to_json())
     assert {str(address) for address, _ in connector.attempts} == {site.address}
