@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fetch_helpers import fetch_config, fetching_rypsok
+from fetch_helpers import Authority, fetch_config, fetching_rypsok
 from fetch_sites import Page, serve_site
 
 from rypsok.core.model import DetailReason, ErrorKind, FetchRequest, ToolError
@@ -102,6 +102,21 @@ async def test_req_fetch_006_req_sec_008_a_refused_target_is_denied_and_undisclo
     assert error.detail.location is None
     assert location not in str(error.to_json())
     assert {str(address) for address, _ in connector.attempts} == {site.address}
+
+
+async def test_req_fetch_006_req_sec_008_https_to_plain_http_without_allow_http_is_scheme() -> None:
+    # The book: denied, scheme when "a redirect target is not https and not an http URL
+    # that the operator allows"; the same host, so that nothing but the scheme is refused.
+    authority = Authority()
+    routes = {"/robots.txt": OPEN, "/go": Page.redirect("http://secure.org/plain", 302)}
+    async with serve_site(routes, tls=authority.server_context("secure.org")) as site:
+        rypsok, _, _ = fetching_rypsok(fetch_config(), {"secure.org": site}, authority=authority)
+        async with rypsok:
+            error = await fetch(rypsok, "https://secure.org/go")
+    assert isinstance(error, ToolError)
+    assert (error.kind, error.detail.reason) == (ErrorKind.DENIED, DetailReason.SCHEME)
+    assert "scheme is not allowed" in error.message
+    assert site.paths() == ["/robots.txt", "/go"]
 
 
 async def test_req_fetch_006_a_same_host_redirect_to_a_refused_port_is_denied() -> None:

@@ -1,0 +1,230 @@
+"""No input a site or a caller controls reaches -32603 (issue 23.1): property tests through the
+real pipeline (the stdio transport in process, the dispatcher, the service, the policy, the
+fetch client) against loopback sites.
+
+Every answer must be a tool result the book describes: an ok page, or an error object whose
+kind and reason are the book's (the errors table of Tools and responses) and that matches
+web_fetch's output schema; never a protocol error, never an error-level log line.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import trio
+import trio.testing
+from fetch_helpers import fetch_config, fetching_rypsok
+from fetch_sites import Page, serve_site
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mcp_helpers import modern
+from search_fakes import capture_logs
+
+from rypsok.mcp.stdio import serve_stdio
+
+OPEN = Page.text("User-agent: *\nAllow: /\n")
+ARTICLE = Page.html(
+    "<html><head><title>Target</title></head><body><article><p>The page a redirect leads "
+    "to, with enough words to be the main block of the page.</p></article></body></html>"
+)
+
+# The book's errors table: each kind and the reasons it may carry (None: no reason key).
+BOOK_ERRORS: dict[str, set[str | None]] = {
+    "invalid_request": {None},
+    "denied": {
+        "egress",
+        "robots_txt",
+        "scheme",
+        "strict_mode",
+        "credential_in_url",
+        "secret_in_url",
+    },
+    "unavailable": {"network", "deadline", "http_status", "busy", "rate_limited"},
+    "redirected": {None},
+    "unsupported_content": {"media_type", "extraction_failed"},
+    "too_large": {None},
+}
+
+
+async def exchange(
+    config: Any, rypsok: Any, messages: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The answers to `messages` in order, and web_fetch's output schema from tools/list."""
+    in_send, in_recv = trio.testing.memory_stream_one_way_pair()
+    out_send, out_recv = trio.testing.memory_stream_one_way_pair()
+    answers: list[dict[str, Any]] = []
+    async with rypsok, trio.open_nursery() as nursery:
+        nursery.start_soon(lambda: serve_stdio(rypsok, config, stdin=in_recv, stdout=out_send))
+        buffer = b""
+        for message in [modern("tools/list", request_id="list"), *messages]:
+            await in_send.send_all(json.dumps(message).encode() + b"\n")
+            while b"\n" not in buffer:
+                buffer += await out_recv.receive_some(65536)
+            line, buffer = buffer.split(b"\n", 1)
+            answers.append(json.loads(line))
+        await in_send.aclose()
+    tools = {tool["name"]: tool for tool in answers[0]["result"]["tools"]}
+    return answers[1:], tools["web_fetch"]["outputSchema"]
+
+
+def assert_book_answer(answer: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    assert "error" not in answer, answer  # -32603 or another protocol error
+    body: dict[str, Any] = answer["result"]["structuredContent"]
+    jsonschema.Draft202012Validator(schema).validate(body)
+    if answer["result"]["isError"]:
+        error = body["error"]
+        assert error["detail"].get("reason") in BOOK_ERRORS[error["kind"]], error
+        if error["kind"] == "invalid_request":
+            assert "parameter" in error["detail"] or "allowed" in error["detail"], error
+    else:
+        assert body["outcome"] == "ok"
+    return body
+
+
+def assert_no_error_logged(text: str) -> None:
+    levels = [json.loads(line)["level"] for line in text.splitlines() if line.strip()]
+    assert "error" not in levels, text
+
+
+# -- arbitrary Location values, on a page and on robots.txt ---------------------------------
+
+_PREFIXES = [
+    "", "/", "//", "///", "\\\\", "http:", "https:", "http://", "https://", "http:///",
+    "javascript:", "data:", "mailto:", "about:", "tel:", "blob:", "ftp://", "file://",
+    "http://page.org", "http://page.org:", "http://robots.org/", "http://[", "http://0",
+    "https://user@", "?", "#", "%",
+]  # fmt: skip
+_TEXT = st.text(
+    alphabet=st.characters(
+        # No CR or LF: they end the header line (a bare CR makes the response no HTTP at all).
+        blacklist_characters="\r\n",
+        blacklist_categories=("Cs",),
+    ),
+    max_size=40,
+)
+LOCATIONS = st.one_of(
+    _TEXT,
+    st.builds(lambda prefix, rest: prefix + rest, st.sampled_from(_PREFIXES), _TEXT),
+)
+
+
+def _raw(location: str) -> str:
+    # The site writes header bytes as given; a text beyond Latin-1 goes out as its UTF-8.
+    return location.encode("utf-8").decode("latin-1")
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(locations=st.lists(LOCATIONS, min_size=1, max_size=4))
+def test_req_sec_008_req_sec_014_any_location_a_site_sends_gets_a_book_answer(
+    locations: list[str],
+) -> None:
+    async def main() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        page_routes = {"/robots.txt": OPEN, "/target": ARTICLE}
+        for index, location in enumerate(locations):
+            page_routes[f"/r{index}"] = Page.redirect(_raw(location), 302)
+        robots_routes = {"/robots.txt": Page.redirect(_raw(locations[0]), 301), "/p": ARTICLE}
+        async with (
+            serve_site(page_routes) as page_site,
+            serve_site(robots_routes, address="127.0.0.2") as robots_site,
+        ):
+            config = fetch_config("[egress]\nallow_http = true\n")
+            rypsok, _, _ = fetching_rypsok(
+                config, {"page.org": page_site, "robots.org": robots_site}
+            )
+            calls = [
+                modern(
+                    "tools/call",
+                    request_id=index,
+                    name="web_fetch",
+                    arguments={"url": f"http://page.org/r{index}"},
+                )
+                for index in range(len(locations))
+            ]
+            calls.append(
+                modern(
+                    "tools/call",
+                    request_id="robots",
+                    name="web_fetch",
+                    arguments={"url": "http://robots.org/p"},
+                )
+            )
+            return await exchange(config, rypsok, calls)
+
+    with capture_logs() as logs:
+        answers, schema = trio.run(main)
+    for answer in answers:
+        assert_book_answer(answer, schema)
+    assert_no_error_logged(logs.stream.getvalue())
+
+
+# -- arbitrary argument values ----------------------------------------------------------------
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**600), max_value=10**600)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=30),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+_URLS = st.one_of(
+    st.sampled_from(["SITE", "SITE?q=1", "SITE#f", "http://page.org", ""]),
+    st.builds(lambda rest: "http://page.org/" + rest, st.text(max_size=30)),
+    st.text(max_size=60),
+)
+_INTEGERS = st.one_of(
+    st.integers(min_value=-(10**40), max_value=10**40),
+    st.integers(min_value=-5, max_value=30000),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+ARGUMENTS = st.fixed_dictionaries(
+    {},
+    optional={
+        "url": st.one_of(_URLS, _JSON),
+        "max_chars": st.one_of(_INTEGERS, _JSON),
+        "start_char": st.one_of(_INTEGERS, _JSON),
+    },
+).flatmap(
+    lambda known: st.dictionaries(st.text(max_size=12), _JSON, max_size=2).map(
+        lambda extra: {**extra, **known}
+    )
+)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(arguments=st.lists(ARGUMENTS, min_size=1, max_size=4))
+def test_req_mcp_004_req_sec_014_any_argument_values_get_a_book_answer(
+    arguments: list[dict[str, Any]],
+) -> None:
+    async def main() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        async with serve_site({"/robots.txt": OPEN, "/p": ARTICLE}) as site:
+            config = fetch_config("[egress]\nallow_http = true\n")
+            rypsok, _, _ = fetching_rypsok(config, {"page.org": site})
+            calls = []
+            for index, given_arguments in enumerate(arguments):
+                filled = dict(given_arguments)
+                if isinstance(filled.get("url"), str):
+                    filled["url"] = filled["url"].replace("SITE", "http://page.org/p")
+                calls.append(
+                    modern("tools/call", request_id=index, name="web_fetch", arguments=filled)
+                )
+            return await exchange(config, rypsok, calls)
+
+    with capture_logs() as logs:
+        answers, schema = trio.run(main)
+    for answer in answers:
+        assert_book_answer(answer, schema)
+    assert_no_error_logged(logs.stream.getvalue())
