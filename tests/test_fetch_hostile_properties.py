@@ -228,3 +228,75 @@ def test_req_mcp_004_req_sec_014_any_argument_values_get_a_book_answer(
     for answer in answers:
         assert_book_answer(answer, schema)
     assert_no_error_logged(logs.stream.getvalue())
+
+
+# -- arbitrary answers: status, headers, body -----------------------------------------------
+
+_HEADER_TEXT = st.one_of(
+    _TEXT,
+    st.sampled_from(
+        [
+            "text/html; charset=utf-7", "text/html; charset=x-unknown", "text/html; charset=",
+            "text/html; charset=utf-16", "application/xhtml+xml", "text/markdown", "text/plain",
+            "image/png", "gzip", "deflate", "br", "gzip, gzip", "identity", "999999999999",
+            "-1", "Wed, 21 Oct 2015 07:28:00 GMT", "",
+        ]
+    ),
+)  # fmt: skip
+_BODIES = st.one_of(
+    st.binary(max_size=300),
+    st.sampled_from(
+        [
+            b"<html><body><p>" + b"words " * 40 + b"</p></body></html>",
+            b"\xff\xfe<\x00h\x00t\x00m\x00l\x00>\x00",
+            b"\x1f\x8b\x08\x00garbage",
+            b"<?xml version='1.0' encoding='latin-1'?><html><body><h1>\xe9</h1></body></html>",
+        ]
+    ),
+)
+ANSWERS = st.tuples(
+    st.integers(min_value=100, max_value=999),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["Content-Type", "Content-Encoding", "Retry-After", "Location"]),
+            _HEADER_TEXT,
+        ),
+        max_size=3,
+    ),
+    _BODIES,
+)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(answers=st.lists(ANSWERS, min_size=1, max_size=4))
+def test_req_sec_014_any_status_headers_and_body_a_site_sends_get_a_book_answer(
+    answers: list[tuple[int, list[tuple[str, str]], bytes]],
+) -> None:
+    async def main() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        routes = {"/robots.txt": OPEN}
+        for index, (status, headers, body) in enumerate(answers):
+            raw = tuple((name, _raw(value)) for name, value in headers)
+            routes[f"/a{index}"] = Page(status=status, headers=raw, body=body)
+        async with serve_site(routes) as site:
+            config = fetch_config("[egress]\nallow_http = true\n")
+            rypsok, _, _ = fetching_rypsok(config, {"page.org": site})
+            calls = [
+                modern(
+                    "tools/call",
+                    request_id=index,
+                    name="web_fetch",
+                    arguments={"url": f"http://page.org/a{index}"},
+                )
+                for index in range(len(answers))
+            ]
+            return await exchange(config, rypsok, calls)
+
+    with capture_logs() as logs:
+        results, schema = trio.run(main)
+    for result in results:
+        assert_book_answer(result, schema)
+    assert_no_error_logged(logs.stream.getvalue())
