@@ -309,3 +309,48 @@ def test_req_perf_003_lim_m5_the_memory_warning_names_the_settings_that_raise_it
     (pages,) = _check(tmp_path, "[fetch]\nmax_bytes = 10485760\n")
     assert "lower fetch.max_bytes or limits.parsing_in_flight, or raise MemoryMax" in pages
     assert "service.http.max_sessions" not in pages
+
+
+# -- Also seen: pages losing their <h1> are not a fetch-path matter -------------------------
+
+
+async def test_req_fetch_002_xhtml_latin1_and_gzip_pages_read_as_their_utf8_twin(
+    tmp_path: Path,
+) -> None:
+    import gzip
+
+    paragraphs = "".join(
+        f"<p>Paragraph {n} of the caf\u00e9 article, long enough to be part of the main "
+        "block of this page.</p>"
+        for n in range(3)
+    )
+    body = f"<body><article><h1>Caf\u00e9 heading</h1>{paragraphs}</article></body>"
+    html = f"<html><head><title>Caf\u00e9</title></head>{body}</html>"
+    xhtml = (
+        '<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 '
+        'Strict//EN" "http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd">\n<html xmlns="http:'
+        f'//www.w3.org/1999/xhtml"><head><title>Caf\u00e9</title></head>{body}</html>'
+    )
+    routes = {
+        "/robots.txt": OPEN,
+        "/utf8": Page.html(html),
+        "/xhtml": Page(headers=(("Content-Type", "application/xhtml+xml"),), body=xhtml.encode()),
+        "/latin1": Page(
+            headers=(("Content-Type", "text/html; charset=iso-8859-1"),),
+            body=html.encode("latin-1"),
+        ),
+        "/gzip": Page(
+            headers=(
+                ("Content-Type", "text/html; charset=utf-8"),
+                ("Content-Encoding", "gzip"),
+            ),
+            body=gzip.compress(html.encode()),
+        ),
+    }
+    paths = ["/utf8", "/xhtml", "/latin1", "/gzip"]
+    async with serve_site(routes) as site:
+        answers, logs = await run_calls(tmp_path, site, [{"url": url(site, p)} for p in paths])
+    assert_no_internal_error(answers, logs)
+    contents = [answers[i]["result"]["structuredContent"]["content"] for i in range(1, 5)]
+    assert contents[0].startswith("# Caf\u00e9 heading\n\nParagraph 0")
+    assert contents[1:] == [contents[0]] * 3
