@@ -9,20 +9,22 @@ web_fetch's output schema; never a protocol error, never an error-level log line
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 import trio
-import trio.testing
 from fetch_helpers import fetch_config, fetching_rypsok
-from fetch_sites import Page, serve_site
+from fetch_sites import Page, Site, serve_site
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp_helpers import modern
 from search_fakes import capture_logs
+from test_fetch_mcp import exchange
 
-from rypsok.mcp.stdio import serve_stdio
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+Answers = tuple[list[dict[str, Any]], dict[str, Any]]
 
 OPEN = Page.text("User-agent: *\nAllow: /\n")
 ARTICLE = Page.html(
@@ -48,25 +50,30 @@ BOOK_ERRORS: dict[str, set[str | None]] = {
 }
 
 
-async def exchange(
-    config: Any, rypsok: Any, messages: list[dict[str, Any]]
+async def answers_of(
+    sites: dict[str, Site], arguments: list[dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The answers to `messages` in order, and web_fetch's output schema from tools/list."""
-    in_send, in_recv = trio.testing.memory_stream_one_way_pair()
-    out_send, out_recv = trio.testing.memory_stream_one_way_pair()
-    answers: list[dict[str, Any]] = []
-    async with rypsok, trio.open_nursery() as nursery:
-        nursery.start_soon(lambda: serve_stdio(rypsok, config, stdin=in_recv, stdout=out_send))
-        buffer = b""
-        for message in [modern("tools/list", request_id="list"), *messages]:
-            await in_send.send_all(json.dumps(message).encode() + b"\n")
-            while b"\n" not in buffer:
-                buffer += await out_recv.receive_some(65536)
-            line, buffer = buffer.split(b"\n", 1)
-            answers.append(json.loads(line))
-        await in_send.aclose()
+    """The answers to one web_fetch call per arguments object, in order, and web_fetch's
+    output schema from tools/list (the same process's)."""
+    config = fetch_config("[egress]\nallow_http = true\n")
+    rypsok, _, _ = fetching_rypsok(config, sites)
+    calls = [
+        modern("tools/call", request_id=index, name="web_fetch", arguments=given_arguments)
+        for index, given_arguments in enumerate(arguments)
+    ]
+    answers = await exchange(rypsok, config, [modern("tools/list", request_id="list"), *calls])
     tools = {tool["name"]: tool for tool in answers[0]["result"]["tools"]}
     return answers[1:], tools["web_fetch"]["outputSchema"]
+
+
+def assert_book_answers(main: Callable[[], Awaitable[Answers]]) -> None:
+    """Runs `main` with the log captured: every answer is the book's, no error is logged."""
+    with capture_logs() as logs:
+        answers, schema = trio.run(main)
+    for answer in answers:
+        assert_book_answer(answer, schema)
+    levels = [event["level"] for event in logs.events()]
+    assert "error" not in levels, logs.text
 
 
 def assert_book_answer(answer: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
@@ -83,9 +90,8 @@ def assert_book_answer(answer: dict[str, Any], schema: dict[str, Any]) -> dict[s
     return body
 
 
-def assert_no_error_logged(text: str) -> None:
-    levels = [json.loads(line)["level"] for line in text.splitlines() if line.strip()]
-    assert "error" not in levels, text
+# A site started per example: real sockets, so the real clock; a few calls per example.
+PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 # -- arbitrary Location values, on a page and on robots.txt ---------------------------------
@@ -115,16 +121,12 @@ def _raw(location: str) -> str:
     return location.encode("utf-8").decode("latin-1")
 
 
-@settings(
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+@PROPERTY
 @given(locations=st.lists(LOCATIONS, min_size=1, max_size=4))
 def test_req_sec_008_req_sec_014_any_location_a_site_sends_gets_a_book_answer(
     locations: list[str],
 ) -> None:
-    async def main() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    async def main() -> Answers:
         page_routes = {"/robots.txt": OPEN, "/target": ARTICLE}
         for index, location in enumerate(locations):
             page_routes[f"/r{index}"] = Page.redirect(_raw(location), 302)
@@ -133,34 +135,13 @@ def test_req_sec_008_req_sec_014_any_location_a_site_sends_gets_a_book_answer(
             serve_site(page_routes) as page_site,
             serve_site(robots_routes, address="127.0.0.2") as robots_site,
         ):
-            config = fetch_config("[egress]\nallow_http = true\n")
-            rypsok, _, _ = fetching_rypsok(
-                config, {"page.org": page_site, "robots.org": robots_site}
+            urls = [f"http://page.org/r{index}" for index in range(len(locations))]
+            return await answers_of(
+                {"page.org": page_site, "robots.org": robots_site},
+                [{"url": url} for url in [*urls, "http://robots.org/p"]],
             )
-            calls = [
-                modern(
-                    "tools/call",
-                    request_id=index,
-                    name="web_fetch",
-                    arguments={"url": f"http://page.org/r{index}"},
-                )
-                for index in range(len(locations))
-            ]
-            calls.append(
-                modern(
-                    "tools/call",
-                    request_id="robots",
-                    name="web_fetch",
-                    arguments={"url": "http://robots.org/p"},
-                )
-            )
-            return await exchange(config, rypsok, calls)
 
-    with capture_logs() as logs:
-        answers, schema = trio.run(main)
-    for answer in answers:
-        assert_book_answer(answer, schema)
-    assert_no_error_logged(logs.stream.getvalue())
+    assert_book_answers(main)
 
 
 # -- arbitrary argument values ----------------------------------------------------------------
@@ -200,34 +181,22 @@ ARGUMENTS = st.fixed_dictionaries(
 )
 
 
-@settings(
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+@PROPERTY
 @given(arguments=st.lists(ARGUMENTS, min_size=1, max_size=4))
 def test_req_mcp_004_req_sec_014_any_argument_values_get_a_book_answer(
     arguments: list[dict[str, Any]],
 ) -> None:
-    async def main() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    async def main() -> Answers:
+        filled = []
+        for given_arguments in arguments:
+            one = dict(given_arguments)
+            if isinstance(one.get("url"), str):
+                one["url"] = one["url"].replace("SITE", "http://page.org/p")
+            filled.append(one)
         async with serve_site({"/robots.txt": OPEN, "/p": ARTICLE}) as site:
-            config = fetch_config("[egress]\nallow_http = true\n")
-            rypsok, _, _ = fetching_rypsok(config, {"page.org": site})
-            calls = []
-            for index, given_arguments in enumerate(arguments):
-                filled = dict(given_arguments)
-                if isinstance(filled.get("url"), str):
-                    filled["url"] = filled["url"].replace("SITE", "http://page.org/p")
-                calls.append(
-                    modern("tools/call", request_id=index, name="web_fetch", arguments=filled)
-                )
-            return await exchange(config, rypsok, calls)
+            return await answers_of({"page.org": site}, filled)
 
-    with capture_logs() as logs:
-        answers, schema = trio.run(main)
-    for answer in answers:
-        assert_book_answer(answer, schema)
-    assert_no_error_logged(logs.stream.getvalue())
+    assert_book_answers(main)
 
 
 # -- arbitrary answers: status, headers, body -----------------------------------------------
@@ -267,36 +236,18 @@ ANSWERS = st.tuples(
 )
 
 
-@settings(
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+@PROPERTY
 @given(answers=st.lists(ANSWERS, min_size=1, max_size=4))
 def test_req_sec_014_any_status_headers_and_body_a_site_sends_get_a_book_answer(
     answers: list[tuple[int, list[tuple[str, str]], bytes]],
 ) -> None:
-    async def main() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    async def main() -> Answers:
         routes = {"/robots.txt": OPEN}
         for index, (status, headers, body) in enumerate(answers):
             raw = tuple((name, _raw(value)) for name, value in headers)
             routes[f"/a{index}"] = Page(status=status, headers=raw, body=body)
         async with serve_site(routes) as site:
-            config = fetch_config("[egress]\nallow_http = true\n")
-            rypsok, _, _ = fetching_rypsok(config, {"page.org": site})
-            calls = [
-                modern(
-                    "tools/call",
-                    request_id=index,
-                    name="web_fetch",
-                    arguments={"url": f"http://page.org/a{index}"},
-                )
-                for index in range(len(answers))
-            ]
-            return await exchange(config, rypsok, calls)
+            urls = [f"http://page.org/a{index}" for index in range(len(answers))]
+            return await answers_of({"page.org": site}, [{"url": url} for url in urls])
 
-    with capture_logs() as logs:
-        results, schema = trio.run(main)
-    for result in results:
-        assert_book_answer(result, schema)
-    assert_no_error_logged(logs.stream.getvalue())
+    assert_book_answers(main)
