@@ -51,11 +51,11 @@ BOOK_ERRORS: dict[str, set[str | None]] = {
 
 
 async def answers_of(
-    sites: dict[str, Site], arguments: list[dict[str, Any]]
+    sites: dict[str, Site], arguments: list[dict[str, Any]], toml: str = ""
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The answers to one web_fetch call per arguments object, in order, and web_fetch's
-    output schema from tools/list (the same process's)."""
-    config = fetch_config("[egress]\nallow_http = true\n")
+    output schema from tools/list (the same process's); `toml` adds tables."""
+    config = fetch_config("[egress]\nallow_http = true\n" + toml)
     rypsok, _, _ = fetching_rypsok(config, sites)
     calls = [
         modern("tools/call", request_id=index, name="web_fetch", arguments=given_arguments)
@@ -122,9 +122,9 @@ def _raw(location: str) -> str:
 
 
 @PROPERTY
-@given(locations=st.lists(LOCATIONS, min_size=1, max_size=4))
+@given(locations=st.lists(LOCATIONS, min_size=1, max_size=4), follow=st.booleans())
 def test_req_sec_008_req_sec_014_any_location_a_site_sends_gets_a_book_answer(
-    locations: list[str],
+    locations: list[str], follow: bool
 ) -> None:
     async def main() -> Answers:
         page_routes = {"/robots.txt": OPEN, "/target": ARTICLE}
@@ -139,6 +139,7 @@ def test_req_sec_008_req_sec_014_any_location_a_site_sends_gets_a_book_answer(
             return await answers_of(
                 {"page.org": page_site, "robots.org": robots_site},
                 [{"url": url} for url in [*urls, "http://robots.org/p"]],
+                f"[fetch]\nfollow_cross_host_redirects = {str(follow).lower()}\n",
             )
 
     assert_book_answers(main)
@@ -182,9 +183,13 @@ ARGUMENTS = st.fixed_dictionaries(
 
 
 @PROPERTY
-@given(arguments=st.lists(ARGUMENTS, min_size=1, max_size=4))
+@given(
+    arguments=st.lists(ARGUMENTS, min_size=1, max_size=4),
+    secrets=st.sampled_from(["refuse", "mask", "warn", "off"]),
+    strict=st.booleans(),
+)
 def test_req_mcp_004_req_sec_014_any_argument_values_get_a_book_answer(
-    arguments: list[dict[str, Any]],
+    arguments: list[dict[str, Any]], secrets: str, strict: bool
 ) -> None:
     async def main() -> Answers:
         filled = []
@@ -194,7 +199,11 @@ def test_req_mcp_004_req_sec_014_any_argument_values_get_a_book_answer(
                 one["url"] = one["url"].replace("SITE", "http://page.org/p")
             filled.append(one)
         async with serve_site({"/robots.txt": OPEN, "/p": ARTICLE}) as site:
-            return await answers_of({"page.org": site}, filled)
+            toml = (
+                f'[privacy]\nsecret_detection = "{secrets}"\n'
+                f"[fetch]\nstrict_mode = {str(strict).lower()}\n"
+            )
+            return await answers_of({"page.org": site}, filled, toml)
 
     assert_book_answers(main)
 
