@@ -485,6 +485,12 @@ SEARCH_PARAMETERS = ["query", "category", "max_results", "time_range"]
             {"allowed": SEARCH_PARAMETERS},
         ),
         (
+            # A name with the shape of a credential is never repeated in an error.
+            {"query": "x", "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8": 1},
+            "the call has 1 unknown parameter; use only those of the tool (detail.allowed)",
+            {"allowed": SEARCH_PARAMETERS},
+        ),
+        (
             {"query": "x", "a\nb": 1, "b": 2},
             "the call has 2 unknown parameters; use only those of the tool (detail.allowed)",
             {"parameter": "b", "allowed": SEARCH_PARAMETERS},

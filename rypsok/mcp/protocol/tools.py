@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from rypsok.core import errors
+from rypsok.core import errors, privacy
 from rypsok.core.model import (
     MAX_MESSAGE_CHARS,
     DisabledReason,
@@ -216,7 +216,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 # An unknown name goes back to the caller that wrote it, in detail.parameter, when it can
-# be shown as it is: printable, without a surrogate, and short (a parameter name, not text).
+# be shown as it is: printable, without a surrogate, short (a parameter name, not text), and
+# without the shape of a credential (an error never carries one, REQ-ERR-004).
 _SHOWN_NAME_MAX_CHARS = 64
 
 
@@ -225,6 +226,7 @@ def _showable(name: str) -> bool:
         0 < len(name) <= _SHOWN_NAME_MAX_CHARS
         and name.isprintable()
         and _SURROGATE.search(name) is None
+        and privacy.find_secret(name) is None
     )
 
 
