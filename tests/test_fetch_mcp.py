@@ -89,5 +89,7 @@ async def test_req_mcp_004_web_fetch_arguments_are_checked_before_any_request() 
     parameters = [
         a["result"]["structuredContent"]["error"]["detail"].get("parameter") for a in answers[1:]
     ]
-    assert parameters == ["url", "url", "max_chars", None, "start_char"]
+    assert parameters == ["url", "url", "max_chars", "x", "start_char"]
+    unknown = answers[4]["result"]["structuredContent"]["error"]["detail"]
+    assert unknown["allowed"] == ["url", "max_chars", "start_char"]
     assert connector.attempts == []

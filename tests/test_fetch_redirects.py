@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fetch_helpers import fetch_config, fetching_rypsok
+from fetch_helpers import Authority, fetch_config, fetching_rypsok
 from fetch_sites import Page, serve_site
 
 from rypsok.core.model import DetailReason, ErrorKind, FetchRequest, ToolError
@@ -76,30 +76,47 @@ async def test_req_fetch_006_a_cross_host_target_that_passes_is_redirected() -> 
 
 
 @pytest.mark.parametrize(
-    "location",
+    ("location", "reason"),
     [
-        "http://10.0.0.1/admin",
-        "http://127.0.0.1:8080/",
-        "http://[::ffff:169.254.169.254]/",
-        "http://localhost/",
-        "https://elsewhere.org:8443/",
-        "ftp://elsewhere.org/file",
-        "http://user:pw@elsewhere.org/",
-        "https://elsewhere.org/" + "a" * 2048,
+        ("http://10.0.0.1/admin", DetailReason.EGRESS),
+        ("http://127.0.0.1:8080/", DetailReason.EGRESS),
+        ("http://[::ffff:169.254.169.254]/", DetailReason.EGRESS),
+        ("http://localhost/", DetailReason.EGRESS),
+        ("https://elsewhere.org:8443/", DetailReason.EGRESS),
+        # The book: a redirect target that is not https nor an allowed http URL is scheme.
+        ("ftp://elsewhere.org/file", DetailReason.SCHEME),
+        ("javascript:alert(1)", DetailReason.SCHEME),
+        ("http://user:pw@elsewhere.org/", DetailReason.EGRESS),
+        ("https://elsewhere.org/" + "a" * 2048, DetailReason.EGRESS),
     ],
 )
 async def test_req_fetch_006_req_sec_008_a_refused_target_is_denied_and_undisclosed(
-    location: str,
+    location: str, reason: DetailReason
 ) -> None:
     async with serve_site({"/robots.txt": OPEN, "/go": Page.redirect(location)}) as site:
         rypsok, connector, _ = fetching_rypsok(config(), {"start.org": site})
         async with rypsok:
             error = await fetch(rypsok, "http://start.org/go")
     assert isinstance(error, ToolError)
-    assert (error.kind, error.detail.reason) == (ErrorKind.DENIED, DetailReason.EGRESS)
+    assert (error.kind, error.detail.reason) == (ErrorKind.DENIED, reason)
     assert error.detail.location is None
     assert location not in str(error.to_json())
     assert {str(address) for address, _ in connector.attempts} == {site.address}
+
+
+async def test_req_fetch_006_req_sec_008_https_to_plain_http_without_allow_http_is_scheme() -> None:
+    # The book: denied, scheme when "a redirect target is not https and not an http URL
+    # that the operator allows"; the same host, so that nothing but the scheme is refused.
+    authority = Authority()
+    routes = {"/robots.txt": OPEN, "/go": Page.redirect("http://secure.org/plain", 302)}
+    async with serve_site(routes, tls=authority.server_context("secure.org")) as site:
+        rypsok, _, _ = fetching_rypsok(fetch_config(), {"secure.org": site}, authority=authority)
+        async with rypsok:
+            error = await fetch(rypsok, "https://secure.org/go")
+    assert isinstance(error, ToolError)
+    assert (error.kind, error.detail.reason) == (ErrorKind.DENIED, DetailReason.SCHEME)
+    assert "scheme is not allowed" in error.message
+    assert site.paths() == ["/robots.txt", "/go"]
 
 
 async def test_req_fetch_006_a_same_host_redirect_to_a_refused_port_is_denied() -> None:

@@ -582,7 +582,7 @@ def _every_error() -> list[dict[str, Any]]:
         errors.invalid_allowed("category", ["general", "news"]),
         errors.invalid_type("max_results", "an integer", 1, 20),
         errors.required("query"),
-        errors.unknown_parameter(2),
+        errors.unknown_parameter(2, "x", ("url", "max_chars")),
         errors.denied_secret(DetailReason.SECRET_IN_QUERY, SecretKind.GITHUB_TOKEN, 4),
         errors.no_engine(),
         errors.no_engine_skipped(1500),

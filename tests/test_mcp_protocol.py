@@ -444,6 +444,9 @@ def test_req_mcp_004_tools_call_builds_the_service_request() -> None:
     assert status.request == StatusCall()
 
 
+SEARCH_PARAMETERS = ["query", "category", "max_results", "time_range"]
+
+
 @pytest.mark.parametrize(
     ("arguments", "message", "detail"),
     [
@@ -467,13 +470,30 @@ def test_req_mcp_004_tools_call_builds_the_service_request() -> None:
         ({"query": "x", "category": None}, "category must be a string", {"parameter": "category"}),
         (
             {"query": "x", "language": "en"},
-            "the call has 1 unknown parameter; use only those of the tool",
-            {},
+            "the call has 1 unknown parameter; use only those of the tool (detail.allowed)",
+            {"parameter": "language", "allowed": SEARCH_PARAMETERS},
         ),
         (
             {"query": "x", "page": 2, "Query": "y"},
-            "the call has 2 unknown parameters; use only those of the tool",
-            {},
+            "the call has 2 unknown parameters; use only those of the tool (detail.allowed)",
+            {"parameter": "page", "allowed": SEARCH_PARAMETERS},
+        ),
+        (
+            # A name that cannot be shown as it is (too long) is counted, not named.
+            {"query": "x", "p" * 65: 1},
+            "the call has 1 unknown parameter; use only those of the tool (detail.allowed)",
+            {"allowed": SEARCH_PARAMETERS},
+        ),
+        (
+            # A name with the shape of a credential is never repeated in an error.
+            {"query": "x", "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8": 1},
+            "the call has 1 unknown parameter; use only those of the tool (detail.allowed)",
+            {"allowed": SEARCH_PARAMETERS},
+        ),
+        (
+            {"query": "x", "a\nb": 1, "b": 2},
+            "the call has 2 unknown parameters; use only those of the tool (detail.allowed)",
+            {"parameter": "b", "allowed": SEARCH_PARAMETERS},
         ),
     ],
 )

@@ -219,16 +219,18 @@ def warnings(config: Config, env: Mapping[str, str]) -> list[str]:
     The memory row compares the estimate with the documented unit's MemoryMax only on the
     build the constants were measured for.
     """
-    from rypsok.config.memory import MEMORY_MAX_BYTES, estimate
+    from rypsok.config.memory import MEMORY_MAX_BYTES, estimate, settings_to_lower
 
     out: list[str] = []
     figure = estimate(config)
     if figure.measured and figure.total_bytes > MEMORY_MAX_BYTES:
+        # The settings of the shares that actually raise this estimate, not a fixed list.
+        lower = settings_to_lower(figure, MEMORY_MAX_BYTES)
+        named = lower[0] if len(lower) == 1 else ", ".join(lower[:-1]) + " or " + lower[-1]
         out.append(
             f"memory: the worst case of these settings, about {figure.total_mib:.0f} MiB for "
             f"{figure.build}, is above the {MEMORY_MAX_BYTES // (1024 * 1024)} MiB of the "
-            "documented unit's MemoryMax; lower fetch.max_bytes, limits.fetches_in_flight or "
-            "limits.parsing_in_flight, or raise MemoryMax"
+            f"documented unit's MemoryMax; lower {named}, or raise MemoryMax"
         )
     for index, text in enumerate(config.egress.allow):
         network = parse_egress_rule(text).network

@@ -26,7 +26,14 @@ import attrs
 if TYPE_CHECKING:
     from rypsok.config.schema import Config
 
-__all__ = ["MEMORY_MAX_BYTES", "Estimate", "estimate", "measured_build"]
+__all__ = [
+    "MEMORY_MAX_BYTES",
+    "Estimate",
+    "Share",
+    "estimate",
+    "measured_build",
+    "settings_to_lower",
+]
 
 MIB: Final = 1024 * 1024
 KIB: Final = 1024
@@ -43,10 +50,21 @@ SESSION_BYTES: Final = 60 * KIB  # LIM-M4; a session's state is the same in kind
 
 
 @attrs.frozen(kw_only=True)
+class Share:
+    """One term of the estimate above the process at rest, and the settings that raise it
+    (the memory warning names them)."""
+
+    name: str
+    bytes: int
+    settings: tuple[str, ...]
+
+
+@attrs.frozen(kw_only=True)
 class Estimate:
     total_bytes: int
     build: str
     measured: bool  # False on a build the constants were not measured for
+    shares: tuple[Share, ...] = ()
 
     @property
     def total_mib(self) -> float:
@@ -66,13 +84,55 @@ def measured_build() -> tuple[str, bool]:
 
 def estimate(config: Config) -> Estimate:
     fetch, limits, http = config.fetch, config.limits, config.service.http
-    total = AT_REST_BYTES + limits.fetches_in_flight * fetch.max_bytes
-    total += limits.parsing_in_flight * (
-        PARSE_TENTHS_PER_BYTE * fetch.max_bytes // 10 + PARSE_FIXED_BYTES
-    )
+    shares = [
+        Share(
+            name="bodies",
+            bytes=limits.fetches_in_flight * fetch.max_bytes,
+            settings=("fetch.max_bytes", "limits.fetches_in_flight"),
+        ),
+        Share(
+            name="parses",
+            bytes=limits.parsing_in_flight
+            * (PARSE_TENTHS_PER_BYTE * fetch.max_bytes // 10 + PARSE_FIXED_BYTES),
+            settings=("fetch.max_bytes", "limits.parsing_in_flight"),
+        ),
+    ]
     if http.legacy_revisions:
-        total += http.max_sessions * SESSION_BYTES
+        shares.append(
+            Share(
+                name="sessions",
+                bytes=http.max_sessions * SESSION_BYTES,
+                settings=("service.http.max_sessions",),
+            )
+        )
     if config.cache.enabled:
-        total += config.cache.max_entries * config.cache.max_entry_bytes
+        shares.append(
+            Share(
+                name="cache",
+                bytes=config.cache.max_entries * config.cache.max_entry_bytes,
+                settings=("cache.max_entries", "cache.max_entry_bytes"),
+            )
+        )
+    total = AT_REST_BYTES + sum(share.bytes for share in shares)
     build, measured = measured_build()
-    return Estimate(total_bytes=total, build=build, measured=measured)
+    return Estimate(total_bytes=total, build=build, measured=measured, shares=tuple(shares))
+
+
+def settings_to_lower(figure: Estimate, limit: int) -> tuple[str, ...]:
+    """The settings whose shares bring the estimate past `limit`, largest share first: each
+    share that could bring it back under alone; when none can, the largest shares until
+    together they could."""
+    excess = figure.total_bytes - limit
+    ordered = sorted(figure.shares, key=lambda share: share.bytes, reverse=True)
+    chosen = [share for share in ordered if share.bytes >= excess]
+    if not chosen:
+        covered = 0
+        for share in ordered:
+            chosen.append(share)
+            covered += share.bytes
+            if covered >= excess:
+                break
+    names: list[str] = []
+    for share in chosen:
+        names += [name for name in share.settings if name not in names]
+    return tuple(names)

@@ -29,6 +29,7 @@ __all__ = [
     "extraction_failed",
     "fetch_busy",
     "http_status",
+    "integer_too_long",
     "invalid_allowed",
     "invalid_length",
     "invalid_range",
@@ -36,6 +37,7 @@ __all__ = [
     "network",
     "no_engine",
     "no_engine_skipped",
+    "no_page",
     "rate_limited",
     "redirected",
     "required",
@@ -98,12 +100,26 @@ def required(parameter: str) -> ToolError:
     )
 
 
-def unknown_parameter(parameter_count: int) -> ToolError:
-    # The unknown name is the caller's text: it is not repeated.
+def unknown_parameter(parameter_count: int, first: str | None, allowed: Sequence[str]) -> ToolError:
+    """`first` is the first unknown name, already bounded by the caller of this function
+    (None when none can be shown); it goes to the caller's detail, never to the message."""
     noun = "parameter" if parameter_count == 1 else "parameters"
     return ToolError(
         kind=ErrorKind.INVALID_REQUEST,
-        message=f"the call has {parameter_count} unknown {noun}; use only those of the tool",
+        message=(
+            f"the call has {parameter_count} unknown {noun}; "
+            "use only those of the tool (detail.allowed)"
+        ),
+        detail=ErrorDetail(parameter=first, allowed=tuple(allowed)),
+    )
+
+
+def integer_too_long(parameter: str, minimum: int, digits: int) -> ToolError:
+    # An integer too long to convert; the schema gives this parameter no maximum.
+    return ToolError(
+        kind=ErrorKind.INVALID_REQUEST,
+        message=f"{parameter} must be an integer of {minimum} or more, at most {digits} digits",
+        detail=ErrorDetail(parameter=parameter, min=minimum),
     )
 
 
@@ -358,6 +374,16 @@ def fetch_busy() -> ToolError:
         kind=ErrorKind.UNAVAILABLE,
         message="rypsok is reading as many pages as it may at once; retry later",
         detail=ErrorDetail(reason=DetailReason.BUSY),
+    )
+
+
+def no_page() -> ToolError:
+    # Reason network, as too_many_redirects: the book's vocabulary has no other reason for a
+    # site that answered without anything to read, and http_status is for 4xx and 5xx.
+    return ToolError(
+        kind=ErrorKind.UNAVAILABLE,
+        message="the site answered without a page or a redirect target; choose another page",
+        detail=ErrorDetail(reason=DetailReason.NETWORK),
     )
 
 

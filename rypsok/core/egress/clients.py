@@ -301,10 +301,20 @@ class FetchClient:
             headers["Accept"] = accept
         if accept_encoding is not None:
             headers["Accept-Encoding"] = accept_encoding
-        request = self.http.build_request(
-            "GET", target.url, headers=headers, timeout=timeouts or self.timeout
-        )
-        response = await self.http.send(request, stream=True, follow_redirects=False)
+        try:
+            request = self.http.build_request(
+                "GET", target.url, headers=headers, timeout=timeouts or self.timeout
+            )
+        except httpx.InvalidURL:
+            # The policy's reading admitted a URL that httpx's cannot build: it is not sent,
+            # and is answered as the refusal it is, never as an internal error.
+            raise EgressRefused(Refusal.MALFORMED_URL) from None
+        # The transport itself, not `http.send`: send() builds the next request of any
+        # redirect even when it does not follow it, and raises on a Location it cannot read
+        # (javascript:, a tab in the host, ...) before the caller sees the response. The
+        # pipeline reads every Location with the policy's own reading instead (REQ-SEC-008).
+        response = await self.transport.handle_async_request(request)
+        response.request = request
         try:
             yield response
         finally:

@@ -144,6 +144,9 @@ class FetchPipeline:
     def _validate(self, request: FetchRequest) -> tuple[int, int]:
         if len(request.url) > URL_MAX_CHARS:
             raise errors.url_too_long(URL_MAX_CHARS)
+        if not request.url:
+            # No URL at all is a parameter to fix, as a blank one is, not a refused scheme.
+            raise errors.url_invalid()
         ceiling = self._fetch.max_chars_ceiling
         max_chars = self._fetch.max_chars if request.max_chars is None else request.max_chars
         if not MAX_CHARS_MIN <= max_chars <= ceiling:
@@ -249,19 +252,23 @@ class FetchPipeline:
                 status = response.status_code
                 if status in _REDIRECTS and "location" in response.headers:
                     target = self._redirect_target(hop, response.headers["location"])
+                    cross_host = target.target.host != host
+                    if cross_host and not self._fetch.follow_cross_host_redirects:
+                        # Returned, not followed: no hop was made, so none is counted (LIM-F7).
+                        raise errors.redirected(target.location)
                     redirects += 1
                     if redirects > self._fetch.max_redirects:
                         raise errors.too_many_redirects(self._fetch.max_redirects)
-                    if target.target.host != host:
-                        if not self._fetch.follow_cross_host_redirects:
-                            raise errors.redirected(target.location)
+                    if cross_host:
                         return target, redirects
                     hop = target
                     continue
                 if 400 <= status <= 599:
                     raise errors.http_status(status, _retry_after_ms(response.headers))
                 if not 200 <= status <= 299:
-                    raise errors.network()
+                    # The site was reached and answered, with no page and no target to follow
+                    # (a redirect without Location, 304, 1xx): not a network failure.
+                    raise errors.no_page()
                 body = await self._read_body(response)
                 # The host only after the policy admitted it, never the path (REQ-PRIV-004).
                 telemetry.info("fetched", host=host, status=status, bytes=len(body))
@@ -274,11 +281,17 @@ class FetchPipeline:
 
     def _redirect_target(self, hop: _Hop, location: str) -> _Hop:
         """The next hop, judged by the egress policy (REQ-SEC-008) relative to the URL that
-        answered; a target the policy refuses (a plain http one too, unless plain HTTP is
-        allowed) ends the call with denied, egress, and is never disclosed."""
+        answered; a target the policy refuses ends the call with denied and is never
+        disclosed: reason scheme for a scheme that is not allowed (plain http too, unless
+        the operator allows it), egress for everything else (a credential or a malformed
+        URL included: the caller cannot remove what the site wrote)."""
         judged = self._policy.judge_redirect(hop.target, location)
         if isinstance(judged, Denial):
             telemetry.info("refused", tool="web_fetch", refusal=str(judged.refusal), hop="redirect")
+            if judged.reason is DetailReason.SCHEME:
+                # Not https, nor an http URL the operator allows (ftp:, javascript:, plain
+                # http with allow_http off): the book's denied, scheme for a redirect target.
+                raise errors.denied_scheme()
             raise errors.denied_egress()
         if len(judged.url) > URL_MAX_CHARS:
             # Not a URL web_fetch would take from a caller either (LIM-F9).
@@ -400,9 +413,20 @@ class FetchPipeline:
             )
         if partial:
             notices.append(Notice(code=NoticeCode.EXTRACTION_PARTIAL))
-        if title.instruction_like or looks_like_instruction(body):
-            notices.append(Notice(code=NoticeCode.INSTRUCTION_LIKE_CONTENT))
+        flagged = int(title.instruction_like) + _instruction_like_passages(body)
+        if flagged:
+            notices.append(Notice(code=NoticeCode.INSTRUCTION_LIKE_CONTENT, count=flagged))
         return _Read(title=title.text, content=body, notices=tuple(notices))
+
+
+def _instruction_like_passages(content: str) -> int:
+    """How many paragraphs of the content read like an instruction; 1 when the content does
+    only as a whole (a pattern's parts in different paragraphs), 0 when it does not."""
+    if not looks_like_instruction(content):
+        return 0
+    # Only a page that is flagged pays for the second, per-paragraph look.
+    passages = sum(1 for part in content.split("\n\n") if looks_like_instruction(part))
+    return max(passages, 1)
 
 
 def _log_connect_refusal(exc: BaseException) -> None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from rypsok.core import errors
+from rypsok.core import errors, privacy
 from rypsok.core.model import (
     MAX_MESSAGE_CHARS,
     DisabledReason,
@@ -31,7 +31,7 @@ from rypsok.core.model import (
     Reason,
     SearchRequest,
 )
-from rypsok.mcp.protocol.jsonrpc import HugeInteger
+from rypsok.mcp.protocol.jsonrpc import MAX_INT_DIGITS, HugeInteger
 
 # The parts LIM-I1 counts are built below the configuration, which checks their size.
 from rypsok.shared.tooldefs import (
@@ -215,6 +215,21 @@ _EXPECTED = {"string": "a string", "integer": "an integer"}
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+# An unknown name goes back to the caller that wrote it, in detail.parameter, when it can
+# be shown as it is: printable, without a surrogate, short (a parameter name, not text), and
+# without the shape of a credential (an error never carries one, REQ-ERR-004).
+_SHOWN_NAME_MAX_CHARS = 64
+
+
+def _showable(name: str) -> bool:
+    return (
+        0 < len(name) <= _SHOWN_NAME_MAX_CHARS
+        and name.isprintable()
+        and _SURROGATE.search(name) is None
+        and privacy.find_secret(name) is None
+    )
+
+
 def _check_type(name: str, value: Any, schema: Mapping[str, Any]) -> Any:
     """The value with its JSON type checked; a whole-number float counts as an integer, as
     JSON Schema says. Never echoes the value (it is the caller's text)."""
@@ -228,8 +243,11 @@ def _check_type(name: str, value: Any, schema: Mapping[str, Any]) -> Any:
     elif isinstance(value, float) and value.is_integer():
         return int(value)
     elif isinstance(value, HugeInteger):
-        # An integer too long to convert is beyond every bound of the schema.
-        raise errors.invalid_range(name, schema["minimum"], schema["maximum"])
+        # An integer too long to convert is beyond every bound of the schema; start_char
+        # has no maximum in the schema (the content's length bounds it).
+        if "maximum" in schema:
+            raise errors.invalid_range(name, schema["minimum"], schema["maximum"])
+        raise errors.integer_too_long(name, schema["minimum"], MAX_INT_DIGITS)
     raise errors.invalid_type(name, _EXPECTED[schema["type"]])
 
 
@@ -260,7 +278,8 @@ class Tool:
         properties: dict[str, Any] = self.input_schema["properties"]
         unknown = [key for key in arguments if key not in properties]
         if unknown:
-            raise errors.unknown_parameter(len(unknown))
+            shown = next((key for key in unknown if _showable(key)), None)
+            raise errors.unknown_parameter(len(unknown), shown, tuple(properties))
         checked: dict[str, Any] = {}
         for name, schema in properties.items():
             if name not in arguments:
