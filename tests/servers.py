@@ -34,12 +34,15 @@ import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 import attrs
 import httpx
 import trio
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ["LocalHttpServer", "RecordedRequest", "Reply", "RoutingTransport", "serve_http"]
 
@@ -106,7 +109,7 @@ class LocalHttpServer:
         return handler(request) if callable(handler) else handler
 
 
-async def _read_request(stream: trio.SocketStream) -> RecordedRequest | None:
+async def read_request(stream: trio.abc.Stream) -> RecordedRequest | None:
     buffer = b""
     while b"\r\n\r\n" not in buffer:
         data = await stream.receive_some(65536)
@@ -140,35 +143,15 @@ async def _read_request(stream: trio.SocketStream) -> RecordedRequest | None:
     )
 
 
-async def _answer(server: LocalHttpServer, stream: trio.SocketStream) -> None:
+async def _answer(server: LocalHttpServer, stream: trio.abc.Stream) -> None:
     server.active += 1
     server.max_active = max(server.max_active, server.active)
     try:
-        request = await _read_request(stream)
+        request = await read_request(stream)
         if request is None:
             return
         server.requests.append(request)
-        reply = server.reply_for(request)
-        if reply.delay_s:
-            await trio.sleep(reply.delay_s)
-        try:
-            phrase = HTTPStatus(reply.status).phrase
-        except ValueError:
-            phrase = "Status"
-        head = [f"HTTP/1.1 {reply.status} {phrase}"]
-        head += [f"{k}: {v}" for k, v in reply.headers]
-        if reply.content_length and not any(
-            k.lower() == "content-length" for k, _ in reply.headers
-        ):
-            head.append(f"Content-Length: {len(reply.body)}")
-        head.append("Connection: close")
-        await stream.send_all(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
-        if reply.body:
-            size = max(1, -(-len(reply.body) // max(1, reply.chunks)))
-            for start in range(0, len(reply.body), size):
-                if start and reply.chunk_delay_s:
-                    await trio.sleep(reply.chunk_delay_s)
-                await stream.send_all(reply.body[start : start + size])
+        await write_reply(stream, server.reply_for(request))
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         pass  # the client went away first: normal when it stops reading at a bound
     finally:
@@ -176,18 +159,55 @@ async def _answer(server: LocalHttpServer, stream: trio.SocketStream) -> None:
         await stream.aclose()
 
 
+async def write_reply(stream: trio.abc.Stream, reply: Reply) -> None:
+    """`reply` on `stream` as this module's servers write it (then the caller closes)."""
+    if reply.delay_s:
+        await trio.sleep(reply.delay_s)
+    try:
+        phrase = HTTPStatus(reply.status).phrase
+    except ValueError:
+        phrase = "Status"
+    head = [f"HTTP/1.1 {reply.status} {phrase}"]
+    head += [f"{k}: {v}" for k, v in reply.headers]
+    if reply.content_length and not any(k.lower() == "content-length" for k, _ in reply.headers):
+        head.append(f"Content-Length: {len(reply.body)}")
+    head.append("Connection: close")
+    await stream.send_all(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+    if reply.body:
+        size = max(1, -(-len(reply.body) // max(1, reply.chunks)))
+        for start in range(0, len(reply.body), size):
+            if start and reply.chunk_delay_s:
+                await trio.sleep(reply.chunk_delay_s)
+            await stream.send_all(reply.body[start : start + size])
+
+
 @asynccontextmanager
 async def serve_http(
-    routes: Mapping[str, Handler] | None = None, *, default: Handler | None = None
+    routes: Mapping[str, Handler] | None = None,
+    *,
+    default: Handler | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> AsyncIterator[LocalHttpServer]:
-    """Run a server for the length of the `async with` block."""
+    """Run a server for the length of the `async with` block; over TLS with `tls` (a server
+    context, such as `provider_network.AUTHORITY.server_context(name)`)."""
     async with trio.open_nursery() as nursery:
         listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
         port = listeners[0].socket.getsockname()[1]
         server = LocalHttpServer(port, routes or {}, default or Reply(status=404))
+        if tls is not None:
+            server.url = f"https://127.0.0.1:{port}"
 
         async def handler(stream: trio.SocketStream) -> None:
-            await _answer(server, stream)
+            if tls is None:
+                await _answer(server, stream)
+                return
+            secured = trio.SSLStream(stream, tls, server_side=True, https_compatible=True)
+            try:
+                await secured.do_handshake()
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                await stream.aclose()
+                return
+            await _answer(server, secured)
 
         nursery.start_soon(trio.serve_listeners, handler, listeners)
         try:

@@ -11,6 +11,8 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from provider_network import ProviderNetwork, tls_for
+from servers import Reply, serve_http
 
 from rypsok.core.engines.answers import (
     calendar_date,
@@ -145,10 +147,14 @@ _BODIES = st.one_of(
 
 
 async def _drive(driver: str, status: int, body: bytes) -> object:
-    def answer(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(status, content=body, headers={"retry-after": "abc"})
+    host = "en.wikipedia.org" if driver == "wikipedia" else "api.search.brave.com"
+    reply = Reply(status=status, body=body, headers=(("Retry-After", "abc"),))
+    async with serve_http(default=reply, tls=tls_for(host)) as server:
+        return await _drive_through(driver, ProviderNetwork({host: server}))
 
-    async with EngineHttp(transport=httpx.MockTransport(answer)) as http:
+
+async def _drive_through(driver: str, network: ProviderNetwork) -> object:
+    async with EngineHttp(**network.http_options()) as http:
         engine: WikipediaEngine | BraveEngine
         if driver == "wikipedia":
             engine = WikipediaEngine("wikipedia", http, None)

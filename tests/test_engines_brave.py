@@ -1,4 +1,4 @@
-"""The Brave driver against a local server reached through the injected transport.
+"""The Brave driver against a local server, through the engines' production stack (TLS).
 
 tests/fixtures/brave-web-search.json is trimmed from a real web-search capture and
 brave-news-search.json is Brave's documented news example (see tests/fixtures/engines.md).
@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 import trio
+from provider_network import ProviderNetwork, tls_for
 from search_fakes import make_config
-from servers import LocalHttpServer, Reply, RoutingTransport, serve_http
+from servers import LocalHttpServer, Reply, serve_http
 
 from rypsok.config.schema import EngineConfig
 from rypsok.core.engines.base import EngineFailure, EngineQuery
@@ -61,14 +62,17 @@ def _query(
     )
 
 
+BRAVE = "api.search.brave.com"
+
+
 @asynccontextmanager
 async def _brave(
     reply: Reply, endpoint: str = "web", **http_options: int
 ) -> AsyncIterator[tuple[BraveEngine, LocalHttpServer]]:
     path = f"/res/v1/{endpoint}/search"
-    async with serve_http({path: reply}) as server:
-        transport = RoutingTransport({"https://api.search.brave.com": server.url})
-        async with EngineHttp(transport=transport, **http_options) as http:
+    async with serve_http({path: reply}, tls=tls_for(BRAVE)) as server:
+        network = ProviderNetwork({BRAVE: server})
+        async with EngineHttp(**network.http_options(), **http_options) as http:
             yield BraveEngine("brave", http, KEY, endpoint), server
 
 
@@ -188,13 +192,14 @@ async def test_req_eng_006_brave_classifies_each_failure(
 async def test_req_test_002_brave_timeout() -> None:
     # LIM-S5 is the aggregator's scope around the driver: through the facade, the slow
     # provider ends as a timeout at engine_timeout_ms, long before the fan-out's own cut.
-    async with serve_http({"/res/v1/web/search": Reply(body=b"{}", delay_s=5)}) as server:
+    reply = Reply(body=b"{}", delay_s=5)
+    async with serve_http({"/res/v1/web/search": reply}, tls=tls_for(BRAVE)) as server:
         config = make_config(
             EngineConfig(id="brave", type="brave", categories=(Category.GENERAL,), api_key_env="K"),
             search={"engine_timeout_ms": 100},
         )
-        transport = RoutingTransport({"https://api.search.brave.com": server.url})
-        async with Rypsok(config, env={"K": KEY}, engine_transport=transport) as r:
+        network = ProviderNetwork({BRAVE: server})
+        async with Rypsok(config, env={"K": KEY}, engine_network=network.engine_network) as r:
             start = trio.current_time()
             with pytest.raises(ToolError) as caught:
                 await r.search(SearchRequest(query="rust"))
@@ -206,25 +211,25 @@ async def test_req_test_002_brave_timeout() -> None:
 async def test_req_test_015_the_token_never_reaches_another_origin() -> None:
     async with serve_http(default=Reply(body=b"{}")) as other:
         redirect = Reply(status=307, headers=(("Location", f"{other.url}/steal"),))
-        async with serve_http({"/res/v1/web/search": redirect}) as brave:
-            transport = RoutingTransport(
-                {"https://api.search.brave.com": brave.url, "http://127.0.0.1": other.url}
-            )
-            async with EngineHttp(transport=transport) as http:
+        async with serve_http({"/res/v1/web/search": redirect}, tls=tls_for(BRAVE)) as brave:
+            network = ProviderNetwork({BRAVE: brave})
+            async with EngineHttp(**network.http_options()) as http:
                 with pytest.raises(EngineFailure) as caught:
                     await BraveEngine("brave", http, KEY).search(_query())
     assert caught.value.failure_class is Reason.REQUEST_FAILURE
     assert other.requests == []
-    assert transport.seen_origins == ["https://api.search.brave.com"]
+    assert network.hosts_dialled == [BRAVE]
     assert brave.requests[0].header("x-subscription-token") == KEY
 
 
 async def test_req_test_015_brave_requests_use_https() -> None:
-    async with serve_http({"/res/v1/web/search": Reply(body=b"{}")}) as server:
-        transport = RoutingTransport({"https://api.search.brave.com": server.url})
-        async with EngineHttp(transport=transport) as http:
+    # The server speaks TLS alone: a request in clear would never be read as one.
+    async with serve_http({"/res/v1/web/search": Reply(body=b"{}")}, tls=tls_for(BRAVE)) as server:
+        network = ProviderNetwork({BRAVE: server})
+        async with EngineHttp(**network.http_options()) as http:
             await BraveEngine("brave", http, KEY, "web").search(_query())
-    assert transport.seen_origins == ["https://api.search.brave.com"]
+    assert network.hosts_dialled == [BRAVE]
+    assert [r.header("host") for r in server.requests] == [BRAVE]
 
 
 async def test_req_eng_010_brave_query_limits_are_checked_before_the_request() -> None:

@@ -1,4 +1,4 @@
-"""The DuckDuckGo HTML driver against a local server reached through the injected transport.
+"""The DuckDuckGo HTML driver against a local server, through the engines' production stack.
 
 The fixtures are hand-written in the results page's shape (tests/fixtures/engines.md), plus
 the real, abridged capture of /work/shared/data/search-api-samples/ (REQ-TEST-018).
@@ -15,7 +15,8 @@ import trio
 import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from servers import LocalHttpServer, Reply, RoutingTransport, serve_http
+from provider_network import ProviderNetwork, tls_for
+from servers import LocalHttpServer, Reply, serve_http
 
 from rypsok.config.load import load_config
 from rypsok.core.engines.base import EngineFailure, EngineQuery
@@ -75,9 +76,9 @@ def _query(
 async def _ddg(
     reply: Reply, permits: trio.CapacityLimiter | None = None
 ) -> AsyncIterator[tuple[DuckDuckGoEngine, LocalHttpServer]]:
-    async with serve_http({"/html/": reply}) as server:
-        transport = RoutingTransport({"https://html.duckduckgo.com": server.url})
-        async with EngineHttp(transport=transport, contact="ops@example.org") as http:
+    async with serve_http({"/html/": reply}, tls=tls_for("html.duckduckgo.com")) as server:
+        network = ProviderNetwork({"html.duckduckgo.com": server})
+        async with EngineHttp(**network.http_options(), contact="ops@example.org") as http:
             limiter = permits if permits is not None else trio.CapacityLimiter(2)
             yield DuckDuckGoEngine("ddg", http, limiter), server
 
@@ -414,14 +415,14 @@ async def _tutorial_5(
 ) -> AsyncIterator[tuple[Rypsok, LocalHttpServer, LocalHttpServer]]:
     wiki_body = (FIXTURES / "wikipedia-search-rust.json").read_bytes()
     async with (
-        serve_http({"/html/": ddg_reply}) as ddg,
-        serve_http({"/w/api.php": Reply(body=wiki_body, headers=JSON)}) as wiki,
+        serve_http({"/html/": ddg_reply}, tls=tls_for("html.duckduckgo.com")) as ddg,
+        serve_http(
+            {"/w/api.php": Reply(body=wiki_body, headers=JSON)}, tls=tls_for("en.wikipedia.org")
+        ) as wiki,
     ):
-        transport = RoutingTransport(
-            {"https://html.duckduckgo.com": ddg.url, "https://en.wikipedia.org": wiki.url}
-        )
+        network = ProviderNetwork({"html.duckduckgo.com": ddg, "en.wikipedia.org": wiki})
         config = load_config(str(TUTORIAL_5), {})
-        async with Rypsok(config, env={}, engine_transport=transport) as rypsok:
+        async with Rypsok(config, env={}, engine_network=network.engine_network) as rypsok:
             yield rypsok, ddg, wiki
 
 

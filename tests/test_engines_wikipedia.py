@@ -15,8 +15,9 @@ import pytest
 import trio
 from hypothesis import given
 from hypothesis import strategies as st
+from provider_network import ProviderNetwork, tls_for
 from search_fakes import engine_config, make_config
-from servers import LocalHttpServer, RecordedRequest, Reply, RoutingTransport, serve_http
+from servers import LocalHttpServer, RecordedRequest, Reply, serve_http
 
 from rypsok.core.engines.base import EngineFailure, EngineQuery
 from rypsok.core.engines.http import EngineHttp
@@ -58,9 +59,9 @@ def _query(text: str = "rust", *, language: str = "en", count: int = 10) -> Engi
 async def _wikipedia(
     reply: Reply, *, host: str = "en.wikipedia.org"
 ) -> AsyncIterator[tuple[WikipediaEngine, LocalHttpServer]]:
-    async with serve_http({"/w/api.php": reply}) as server:
-        transport = RoutingTransport({f"https://{host}": server.url})
-        async with EngineHttp(transport=transport, contact="ops@example.org") as http:
+    async with serve_http({"/w/api.php": reply}, tls=tls_for(host)) as server:
+        network = ProviderNetwork({host: server})
+        async with EngineHttp(**network.http_options(), contact="ops@example.org") as http:
             yield WikipediaEngine("wikipedia", http, None), server
 
 
@@ -163,11 +164,12 @@ async def test_req_eng_006_no_provider_text_leaves_the_driver() -> None:
 
 
 async def test_req_test_002_wikipedia_timeout() -> None:
-    async with serve_http({"/w/api.php": Reply(body=b"{}", delay_s=5)}) as server:
-        transport = RoutingTransport({"https://en.wikipedia.org": server.url})
+    reply = Reply(body=b"{}", delay_s=5)
+    async with serve_http({"/w/api.php": reply}, tls=tls_for("en.wikipedia.org")) as server:
+        network = ProviderNetwork({"en.wikipedia.org": server})
         # LIM-S5 is the aggregator's scope around the driver (the facade's search).
         config = make_config(engine_config("wikipedia"), search={"engine_timeout_ms": 100})
-        async with Rypsok(config, env={}, engine_transport=transport) as rypsok:
+        async with Rypsok(config, env={}, engine_network=network.engine_network) as rypsok:
             start = trio.current_time()
             with pytest.raises(ToolError) as caught:
                 await rypsok.search(SearchRequest(query="rust"))
@@ -238,9 +240,9 @@ async def test_req_eng_002_one_driver_serves_concurrent_searches() -> None:
         title = request.param("srsearch") or ""
         return Reply.json({"query": {"search": [{"title": title, "snippet": ""}]}})
 
-    async with serve_http({"/w/api.php": echo}) as server:
-        transport = RoutingTransport({"https://en.wikipedia.org": server.url})
-        async with EngineHttp(transport=transport) as http:
+    async with serve_http({"/w/api.php": echo}, tls=tls_for("en.wikipedia.org")) as server:
+        network = ProviderNetwork({"en.wikipedia.org": server})
+        async with EngineHttp(**network.http_options()) as http:
             engine = WikipediaEngine("wikipedia", http)
             answers: dict[str, str] = {}
 

@@ -8,17 +8,18 @@ import json
 import re
 import weakref
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import attrs
-import httpx
 import pytest
 import trio
 import trio.lowlevel
 import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from provider_network import MemoryProviders
 from search_fakes import FakeEngine, capture_logs, engine_config, make_config, results
-from servers import Reply, RoutingTransport, serve_http
+from servers import RecordedRequest, Reply, serve_http
 
 from rypsok.config.schema import Config, EngineConfig
 from rypsok.core.engines.base import AdmissionRecord, EngineAnswer, EngineQuery, RawResult
@@ -36,7 +37,7 @@ from rypsok.core.model import (
     SearchResponse,
     ToolError,
 )
-from rypsok.core.services import ReturnedUrls, Rypsok
+from rypsok.core.services import EngineNetwork, ReturnedUrls, Rypsok
 from rypsok.core.telemetry import COUNTERS, run_counters_reporter
 
 if TYPE_CHECKING:
@@ -250,11 +251,11 @@ async def test_req_status_002_status_carries_no_endpoint_credential_or_provider_
     )
     failing = FakeEngine("wiki", error=RuntimeError("upstream said <html>oops</html>"))
     also_failing = FakeEngine("brave", failure=Reason.AUTH_FAILURE)
-    # Both drivers are replaced, and the transport refuses every origin: nothing leaves.
+    # Both drivers are replaced, and no provider stands in for any address: nothing leaves.
     async with Rypsok(
         config,
         env={"BRAVE_API_KEY": key},
-        engine_transport=RoutingTransport({}),
+        engine_network=MemoryProviders({}).engine_network,
         engines=[failing, also_failing],
     ) as rypsok:
         with pytest.raises(ToolError):
@@ -367,27 +368,29 @@ def _real_engines_config(*, mirror: bool = False, **search: Any) -> Config:
 
 
 class _Recorder:
-    """An in-memory engine transport: answers by origin and records every request."""
+    """The engines' production stack over in-memory providers (MockClock-safe): answers by
+    origin, records every request with its origin."""
 
-    def __init__(self, answers: dict[str, Callable[[httpx.Request], httpx.Response]]) -> None:
-        self._answers = answers
-        self.requests: list[httpx.Request] = []
-        self.transport = httpx.MockTransport(self._handle)
+    def __init__(self, answers: dict[str, Callable[[RecordedRequest], Any]]) -> None:
+        self.providers = MemoryProviders(
+            {urlsplit(origin).hostname or origin: answer for origin, answer in answers.items()}
+        )
 
-    def _handle(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        origin = f"{request.url.scheme}://{request.url.host}"
-        answer = self._answers.get(origin)
-        if answer is None:
-            raise httpx.ConnectError("no such origin in this test", request=request)
-        return answer(request)
+    @property
+    def network(self) -> EngineNetwork:
+        return self.providers.engine_network
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        return [request for _, request in self.providers.log]
 
     def origins(self) -> list[str]:
-        return [f"{r.url.scheme}://{r.url.host}" for r in self.requests]
+        # Each provider is reached over TLS alone: an origin is https by construction.
+        return [f"https://{host}" for host, _ in self.providers.log]
 
 
-def _mirror_ok(request: httpx.Request) -> httpx.Response:
-    return httpx.Response(200, json=MEDIAWIKI_ANSWER)
+def _mirror_ok(request: RecordedRequest) -> Reply:
+    return Reply.json(MEDIAWIKI_ANSWER)
 
 
 ANTI_BOT_PAGE = (
@@ -407,13 +410,13 @@ async def test_req_eng_009_anti_bot_pages_are_classified_and_never_forwarded(
 ) -> None:
     recorder = _Recorder(
         {
-            WIKIPEDIA_ORIGIN: lambda r: httpx.Response(
-                403, content=ANTI_BOT_PAGE, headers={"content-type": "text/html"}
+            WIKIPEDIA_ORIGIN: lambda r: Reply(
+                status=403, body=ANTI_BOT_PAGE, headers=(("content-type", "text/html"),)
             ),
             # A JSON API answering an HTML challenge with 200: for Brave, whose table has
             # no challenge, a body that does not parse (chapter 19).
-            BRAVE_ORIGIN: lambda r: httpx.Response(
-                200, content=CHALLENGE_PAGE, headers={"content-type": "text/html"}
+            BRAVE_ORIGIN: lambda r: Reply(
+                body=CHALLENGE_PAGE, headers=(("content-type", "text/html"),)
             ),
             MIRROR_ORIGIN: _mirror_ok,
         }
@@ -422,7 +425,7 @@ async def test_req_eng_009_anti_bot_pages_are_classified_and_never_forwarded(
         async with Rypsok(
             _real_engines_config(mirror=True),
             env={"BRAVE_API_KEY": BRAVE_KEY},
-            engine_transport=recorder.transport,
+            engine_network=recorder.network,
         ) as rypsok:
             response = await rypsok.search(SearchRequest(query="rust"))
             status = await rypsok.status()
@@ -444,13 +447,13 @@ async def test_req_eng_009_anti_bot_pages_are_classified_and_never_forwarded(
 async def test_req_eng_009_a_page_of_every_engine_blocked_is_an_error_without_the_page(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    page = lambda r: httpx.Response(403, content=ANTI_BOT_PAGE)  # noqa: E731
+    page = Reply(status=403, body=ANTI_BOT_PAGE)
     recorder = _Recorder({WIKIPEDIA_ORIGIN: page})
     config = make_config(
         EngineConfig(id="wikipedia", type="wikipedia", categories=(Category.GENERAL,))
     )
     with capture_logs("debug") as logs:
-        async with Rypsok(config, env={}, engine_transport=recorder.transport) as rypsok:
+        async with Rypsok(config, env={}, engine_network=recorder.network) as rypsok:
             with pytest.raises(ToolError) as caught:
                 await rypsok.search(SearchRequest(query="rust"))
     error = caught.value.to_json()
@@ -477,7 +480,7 @@ async def test_req_eng_012_drivers_deliver_raw_text_and_the_pipeline_cleans_and_
             ]
         }
     }
-    recorder = _Recorder({MIRROR_ORIGIN: lambda r: httpx.Response(200, json=answer)})
+    recorder = _Recorder({MIRROR_ORIGIN: lambda r: Reply.json(answer, status=200)})
     config = make_config(
         EngineConfig(
             id="mirror",
@@ -488,7 +491,7 @@ async def test_req_eng_012_drivers_deliver_raw_text_and_the_pipeline_cleans_and_
         search={"snippet_max_chars": 40},
     )
     delivered: list[EngineAnswer] = []
-    async with Rypsok(config, env={}, engine_transport=recorder.transport) as rypsok:
+    async with Rypsok(config, env={}, engine_network=recorder.network) as rypsok:
         driver = rypsok.registry.entries[0].engine
         assert driver is not None
 
@@ -502,7 +505,7 @@ async def test_req_eng_012_drivers_deliver_raw_text_and_the_pipeline_cleans_and_
                 return delivered[-1]
 
         async with Rypsok(
-            config, env={}, engine_transport=recorder.transport, engines=[_Tap()]
+            config, env={}, engine_network=recorder.network, engines=[_Tap()]
         ) as tapped:
             response = await tapped.search(SearchRequest(query="rust"))
     (raw,) = delivered[0].results
@@ -527,19 +530,19 @@ async def test_req_sec_016_provider_errors_map_to_fixed_vocabularies_only(
     brave_error = {"type": "ErrorResponse", "error": {"code": "zqcodexw", "detail": provider_text}}
     recorder = _Recorder(
         {
-            WIKIPEDIA_ORIGIN: lambda r: httpx.Response(
-                status, json=wiki_error, headers={"retry-after": "zqretryxw"}
+            WIKIPEDIA_ORIGIN: lambda r: Reply.json(
+                wiki_error, status=status, headers=(("retry-after", "zqretryxw"),)
             ),
-            BRAVE_ORIGIN: lambda r: httpx.Response(status, json=brave_error),
+            BRAVE_ORIGIN: lambda r: Reply.json(brave_error, status=status),
             # The API's own error object on a 200 answer.
-            MIRROR_ORIGIN: lambda r: httpx.Response(200, json=wiki_error),
+            MIRROR_ORIGIN: lambda r: Reply.json(wiki_error, status=200),
         }
     )
     with capture_logs("debug") as logs:
         async with Rypsok(
             _real_engines_config(mirror=True),
             env={"BRAVE_API_KEY": BRAVE_KEY},
-            engine_transport=recorder.transport,
+            engine_network=recorder.network,
         ) as rypsok:
             with pytest.raises(ToolError) as caught:
                 await rypsok.search(SearchRequest(query="rust"))
@@ -572,7 +575,7 @@ async def test_req_sec_004_content_selects_no_engine_changes_no_limit_and_asks_n
             ]
         }
     }
-    recorder = _Recorder({MIRROR_ORIGIN: lambda r: httpx.Response(200, json=many)})
+    recorder = _Recorder({MIRROR_ORIGIN: lambda r: Reply.json(many, status=200)})
     config = make_config(
         EngineConfig(
             id="mirror",
@@ -586,7 +589,7 @@ async def test_req_sec_004_content_selects_no_engine_changes_no_limit_and_asks_n
     )
     before = attrs.asdict(config)
     async with Rypsok(
-        config, env={"BRAVE_API_KEY": BRAVE_KEY}, engine_transport=recorder.transport
+        config, env={"BRAVE_API_KEY": BRAVE_KEY}, engine_network=recorder.network
     ) as rypsok:
         first = await rypsok.search(SearchRequest(query="rust", max_results=3))
         second = await rypsok.search(SearchRequest(query="rust", max_results=3))
@@ -594,8 +597,8 @@ async def test_req_sec_004_content_selects_no_engine_changes_no_limit_and_asks_n
     # One request per call, to the engine the category selected, with the configured count.
     assert recorder.origins() == [MIRROR_ORIGIN, MIRROR_ORIGIN]
     per_engine = str(config.search.results_per_engine)
-    assert [r.url.params["srlimit"] for r in recorder.requests] == [per_engine, per_engine]
-    assert [r.url.params["srsearch"] for r in recorder.requests] == ["rust", "rust"]
+    assert [r.param("srlimit") for r in recorder.requests] == [per_engine, per_engine]
+    assert [r.param("srsearch") for r in recorder.requests] == ["rust", "rust"]
     assert len(first.results) == len(second.results) == 3
     assert first.to_json() == second.to_json()
 
@@ -603,25 +606,26 @@ async def test_req_sec_004_content_selects_no_engine_changes_no_limit_and_asks_n
 async def test_req_sec_005_every_engine_request_passes_the_one_egress_component(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    def redirect(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(302, headers={"location": "https://elsewhere.example/steal"})
+    def redirect(request: RecordedRequest) -> Reply:
+        return Reply(status=302, headers=(("location", "https://elsewhere.example/steal"),))
 
     recorder = _Recorder({WIKIPEDIA_ORIGIN: redirect, BRAVE_ORIGIN: redirect})
     with capture_logs() as logs:
         async with Rypsok(
             _real_engines_config(),
             env={"BRAVE_API_KEY": BRAVE_KEY},
-            engine_transport=recorder.transport,
+            engine_network=recorder.network,
         ) as rypsok:
             with pytest.raises(ToolError):
                 await rypsok.search(SearchRequest(query="rust"))
     # Both drivers' requests went through the one client, under the same engine profile:
     # the engine's own https origin, rypsok's User-Agent, and a redirect never followed.
     assert sorted(recorder.origins()) == [BRAVE_ORIGIN, WIKIPEDIA_ORIGIN]
-    agents = {r.headers["user-agent"] for r in recorder.requests}
+    agents = {r.header("user-agent") for r in recorder.requests}
     assert len(agents) == 1
     assert agents.pop().startswith("rypsok/")
-    assert all(r.url.scheme == "https" for r in recorder.requests)
+    # Every provider here speaks TLS alone: a request in clear would never arrive as one.
+    assert recorder.providers.errors == []
     assert {e["class"] for e in logs.named("engine_failed")} == {"request_failure"}
 
 
@@ -647,7 +651,7 @@ async def test_req_life_001_validation_and_privacy_come_before_any_request(
             base_url=f"{MIRROR_ORIGIN}/w",
         )
     )
-    async with Rypsok(config, env={}, engine_transport=recorder.transport) as rypsok:
+    async with Rypsok(config, env={}, engine_network=recorder.network) as rypsok:
         with pytest.raises(ToolError):
             await rypsok.search(SearchRequest(**{"query": "rust", **bad}))
         assert recorder.requests == []
@@ -669,11 +673,11 @@ async def test_req_life_001_a_masked_secret_never_leaves_in_the_request(
         ),
         privacy="mask",
     )
-    async with Rypsok(config, env={}, engine_transport=recorder.transport) as rypsok:
+    async with Rypsok(config, env={}, engine_network=recorder.network) as rypsok:
         await rypsok.search(SearchRequest(query=f"rust {token}"))
     (request,) = recorder.requests
-    assert token not in str(request.url)
-    assert request.url.params["srsearch"].startswith("rust")
+    assert token not in request.target
+    assert (request.param("srsearch") or "").startswith("rust")
 
 
 class _WatchedEngine:
@@ -823,8 +827,8 @@ def test_req_sec_014_a_search_over_malformed_answers_ends_with_an_outcome_or_an_
 ) -> None:
     recorder = _Recorder(
         {
-            WIKIPEDIA_ORIGIN: lambda r: httpx.Response(status, content=wiki),
-            BRAVE_ORIGIN: lambda r: httpx.Response(status, content=brave),
+            WIKIPEDIA_ORIGIN: lambda r: Reply(status=status, body=wiki),
+            BRAVE_ORIGIN: lambda r: Reply(status=status, body=brave),
         }
     )
 
@@ -832,7 +836,7 @@ def test_req_sec_014_a_search_over_malformed_answers_ends_with_an_outcome_or_an_
         async with Rypsok(
             _real_engines_config(),
             env={"BRAVE_API_KEY": BRAVE_KEY},
-            engine_transport=recorder.transport,
+            engine_network=recorder.network,
         ) as rypsok:
             try:
                 return await rypsok.search(SearchRequest(query="rust"))
@@ -885,7 +889,7 @@ async def test_req_test_016_engine_requests_never_exceed_the_record_rate_and_con
     in_flight = 0
     most = 0
 
-    async def answer(request: httpx.Request) -> httpx.Response:
+    async def answer(request: RecordedRequest) -> Reply:
         nonlocal in_flight, most
         sent.append(trio.current_time())
         in_flight += 1
@@ -894,7 +898,7 @@ async def test_req_test_016_engine_requests_never_exceed_the_record_rate_and_con
             await trio.sleep(0.05)
         finally:
             in_flight -= 1
-        return httpx.Response(200, json=MEDIAWIKI_ANSWER)
+        return Reply.json(MEDIAWIKI_ANSWER)
 
     config = make_config(
         EngineConfig(id="wikipedia", type="wikipedia", categories=(Category.GENERAL,)),
@@ -902,7 +906,8 @@ async def test_req_test_016_engine_requests_never_exceed_the_record_rate_and_con
         limits={"web_search_per_minute": 6000},
     )
     outcomes: list[str] = []
-    async with Rypsok(config, env={}, engine_transport=httpx.MockTransport(answer)) as rypsok:
+    providers = MemoryProviders({"en.wikipedia.org": answer})
+    async with Rypsok(config, env={}, engine_network=providers.engine_network) as rypsok:
 
         async def one() -> None:
             try:

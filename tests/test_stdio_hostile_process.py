@@ -263,7 +263,7 @@ async def test_req_sec_015_surrogates_from_each_json_driver_are_removed_and_coun
 ) -> None:
     # The facade with both JSON drivers behind their real origins (routed to local servers):
     # Wikipedia builds a URL from the title, Brave returns its own URLs.
-    from servers import RoutingTransport
+    from provider_network import ProviderNetwork, tls_for
 
     from rypsok import Rypsok, SearchRequest
     from rypsok.config.load import load_config
@@ -288,14 +288,18 @@ async def test_req_sec_015_surrogates_from_each_json_driver_are_removed_and_coun
     )
     env = {"BRAVE_API_KEY": "BSA-test-key-0123456789"}
     async with (
-        serve_http({"/w/api.php": Reply(body=wiki_body, headers=json_type)}) as wiki,
-        serve_http({"/res/v1/web/search": Reply(body=brave_body, headers=json_type)}) as brave,
+        serve_http(
+            {"/w/api.php": Reply(body=wiki_body, headers=json_type)},
+            tls=tls_for("en.wikipedia.org"),
+        ) as wiki,
+        serve_http(
+            {"/res/v1/web/search": Reply(body=brave_body, headers=json_type)},
+            tls=tls_for("api.search.brave.com"),
+        ) as brave,
     ):
-        transport = RoutingTransport(
-            {"https://en.wikipedia.org": wiki.url, "https://api.search.brave.com": brave.url}
-        )
+        network = ProviderNetwork({"en.wikipedia.org": wiki, "api.search.brave.com": brave})
         config = load_config(str(config_path), env)
-        async with Rypsok(config, env=env, engine_transport=transport) as rypsok:
+        async with Rypsok(config, env=env, engine_network=network.engine_network) as rypsok:
             response = (await rypsok.search(SearchRequest(query="rust"))).to_json()
     assert len(wiki.requests) == len(brave.requests) == 1
     assert response["outcome"] == "ok"

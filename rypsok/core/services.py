@@ -21,7 +21,7 @@ from rypsok.core.coordination.limits import SharedEngineLimiter, SharedToolLimit
 from rypsok.core.coordination.store import Store
 from rypsok.core.engines.base import Engine
 from rypsok.core.engines.circuit import Circuit
-from rypsok.core.engines.http import EngineHttp
+from rypsok.core.engines.http import EngineHttp, EngineNetwork
 from rypsok.core.engines.latency import LatencyWindow
 from rypsok.core.engines.limiter import EngineLimiter
 from rypsok.core.engines.registry import (
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 # `Engine` is the facade's seam for substituted engines (tests, the conformance harness):
 # the protocol layer names it through the facade and never imports a driver's module.
-__all__ = ["Engine", "FetchNetwork", "ReturnedUrls", "Rypsok"]
+__all__ = ["Engine", "EngineNetwork", "FetchNetwork", "ReturnedUrls", "Rypsok"]
 
 ToolLimit = ToolRateLimiter | SharedToolLimiter
 
@@ -185,8 +185,9 @@ class Rypsok:
     """The rypsok core: search and status (fetch joins in M3), usable from any Trio program.
 
     `env` is where engine keys are read (the process environment when None);
-    `engine_transport` routes every engine request through an httpx transport (tests, the
-    conformance harness); `engines` replaces the drivers the registry would build, while
+    `engine_network` replaces what lies below the engines' production stack (the lookup,
+    the connect, the TLS trust: tests), and `engine_transport` replaces the stack itself with
+    an httpx transport (the conformance harness); `engines` replaces the drivers the registry would build, while
     the registry's rules, circuits and limiters still apply; `cache` replaces the in-memory
     result cache when `[cache] enabled` is true (tests).
     """
@@ -200,9 +201,12 @@ class Rypsok:
         engines: Sequence[Engine] | None = None,
         cache: AnswerCache | None = None,
         fetch_network: FetchNetwork | None = None,
+        engine_network: EngineNetwork | None = None,
     ) -> None:
         self._config = config
-        self._http = EngineHttp.from_config(config, transport=engine_transport)
+        self._http = EngineHttp.from_config(
+            config, transport=engine_transport, network=engine_network
+        )
         env_map = os.environ if env is None else env
         # One parse limiter for everything CPU-bound off the event loop (LIM-C5): page
         # parsing and extraction, the engines' JSON decoding, the scraping driver's pages.

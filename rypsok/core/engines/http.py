@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PROJECT_URL",
     "EngineHttp",
+    "EngineNetwork",
     "EngineOrigin",
     "EngineResponse",
     "is_loopback_host",
@@ -134,6 +135,17 @@ def url_text(origin: EngineOrigin, path: str) -> str:
 def origin_text(origin: EngineOrigin) -> str:
     """The origin as the start of a URL, without a trailing slash."""
     return url_text(origin, "/").rstrip("/")
+
+
+@attrs.frozen(kw_only=True)
+class EngineNetwork:
+    """What lies below the engines' egress stack, replaced by a test or the conformance
+    harness: the name lookup, the TCP connect and the TLS trust. The stack above them, the
+    policy's judgment included, stays the production one."""
+
+    resolver: Resolver | None = None
+    connector: Connector | None = None
+    ssl_context: ssl.SSLContext | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -256,7 +268,11 @@ class EngineHttp:
 
     @classmethod
     def from_config(
-        cls, config: Config, *, transport: httpx.AsyncBaseTransport | None = None
+        cls,
+        config: Config,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        network: EngineNetwork | None = None,
     ) -> EngineHttp:
         from urllib.parse import urlsplit
 
@@ -268,6 +284,9 @@ class EngineHttp:
             proxy=config.egress.proxy,
             transport=transport,
             operator_hosts=[host for host in written if host],
+            resolver=network.resolver if network is not None else None,
+            connector=network.connector if network is not None else None,
+            ssl_context=network.ssl_context if network is not None else None,
         )
 
     async def off_loop(self, decode: Callable[[bytes], _T], body: bytes) -> _T:
