@@ -187,7 +187,8 @@ class Rypsok:
     `env` is where engine keys are read (the process environment when None);
     `engine_network` replaces what lies below the engines' production stack (the lookup,
     the connect, the TLS trust: tests), and `engine_transport` replaces the stack itself with
-    an httpx transport (the conformance harness); `engines` replaces the drivers the registry would build, while
+    an httpx transport (the conformance harness); `engines` replaces the drivers the
+    registry would build, while
     the registry's rules, circuits and limiters still apply; `cache` replaces the in-memory
     result cache when `[cache] enabled` is true (tests).
     """

@@ -38,13 +38,13 @@ from rypsok.shared.identity import PROJECT_URL, user_agent
 # and answers discovery without it, and it loads with the first engine request.
 # EngineResponse's field type is a name only: attrs never evaluates it.
 if TYPE_CHECKING:
-    import ssl
+    import ssl  # noqa: TC004 (EngineNetwork's field types are names only for attrs)
     from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 
     import httpx  # noqa: TC004 (imported where used: see above)
 
     from rypsok.config.schema import Config
-    from rypsok.core.egress.backend import Connector, Resolver
+    from rypsok.core.egress.backend import Connector, Resolver  # noqa: TC004
 
 __all__ = [
     "PROJECT_URL",
