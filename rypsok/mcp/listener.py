@@ -130,6 +130,7 @@ _STATUS_TEXT: Final = {
     505: b"HTTP Version Not Supported",
 }
 _CONTINUE_LINE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
+_PEEK: Final = stdlib_socket.MSG_PEEK | stdlib_socket.MSG_DONTWAIT
 _LINGER_S: Final = 0.5
 _LINGER_BYTES: Final = 65536
 
@@ -217,6 +218,9 @@ class _Replay(trio.abc.HalfCloseableStream):
         passed = gate.feed(data)
         connection.head_started(gate.head_started)
         if passed:
+            # A complete head (or a body's bytes) on its way to the app: not a connection
+            # waiting for a request, for the eviction at the cap.
+            connection.ready = True
             return passed
         if gate.refused is None:
             return None
@@ -303,20 +307,24 @@ class _Connection:
         "closed_by_peer",
         "evicted",
         "family",
+        "fd",
         "gate",
         "h2",
         "head_since",
         "holder",
         "in_flight",
         "quiet_since",
+        "ready",
         "replay",
         "scope",
         "scopes",
         "wake",
     )
 
-    def __init__(self, family: str) -> None:
+    def __init__(self, family: str, fd: int) -> None:
         self.family = family
+        self.fd = fd
+        self.ready = False  # a complete head passed to hypercorn, its app not yet started
         self.in_flight = 0
         # Since when it has waited without a request running: its accept, or the end of its
         # last request. The oldest such connection makes room at the cap.
@@ -351,6 +359,25 @@ class _Connection:
     def request_ended(self) -> None:
         # The watchdog is not woken: it finds the new time when its own deadline comes.
         self.quiet_since = trio.current_time()
+        self.ready = False
+
+    def has_request(self) -> bool:
+        """A request running, or one complete and not yet started: its head passed through
+        the gate, or (not read yet, the connection's task not having run since its accept)
+        a whole HTTP/1 head already in the socket's buffer. Under a flood a new connection
+        can wait many scheduling rounds before its first read; it is not one that waits."""
+        if self.in_flight or self.ready:
+            return True
+        if self.gate is not None or self.h2 is not None:
+            return False
+        probe = stdlib_socket.socket(fileno=self.fd)
+        try:
+            peeked = probe.recv(HEADER_BLOCK_BYTES, _PEEK)
+        except OSError:
+            return False
+        finally:
+            probe.detach()  # the descriptor stays the connection's
+        return b"\r\n\r\n" in peeked and not peeked.startswith(H2_PREFACE[:3])
 
 
 class _ConnectionApp:
@@ -366,6 +393,7 @@ class _ConnectionApp:
             return
         connection = self._connection
         connection.in_flight += 1
+        connection.ready = False
         self._listener.request_started()
         scope[CONNECTION_CLAIM] = partial(self._listener.claim, connection)
         try:
@@ -388,12 +416,18 @@ class _ConnectionApp:
             self._listener.request_ended()
 
 
+def _quiet_since(connection: _Connection) -> float:
+    return connection.quiet_since
+
+
 class Listener:
     """The accept loop, the connection bounds and the hand-over to hypercorn."""
 
     def __init__(self, app: McpHttpApp, config: Config) -> None:
         http = config.service.http
         self.app = app
+        # The app's own, so that the gate's refusals and the listener's share their lines.
+        self.refusals = app.refusals if isinstance(app, McpHttpApp) else RefusalLog()
         self._hconfig = _hypercorn_config(config)
         self._context = WorkerContext(None)
         self._max_connections = http.max_connections
@@ -432,7 +466,7 @@ class Listener:
         connection: a flood would write a line each)."""
         connection.evicted = True
         self._forget(connection)
-        self.app.refusals.refuse("connection_evicted", connection.family)
+        self.refusals.refuse("connection_evicted", connection.family)
         connection.scope.cancel()
 
     def _forget(self, connection: _Connection) -> None:
@@ -443,17 +477,21 @@ class Listener:
                 self._held[connection.holder] -= 1
 
     def _longest_waiting(self, holder: str | None = None, *, but: Any = None) -> Any:
-        """The connection that has waited longest without a request running (of `holder`
-        when given), or None: one with a request in flight is never chosen."""
-        found: _Connection | None = None
-        for connection in self._all:
-            if connection.in_flight or connection is but:
-                continue
-            if holder is not None and connection.holder != holder:
-                continue
-            if found is None or connection.quiet_since < found.quiet_since:
-                found = connection
-        return found
+        """The connection that has waited longest without a request (of `holder` when
+        given), or None: one with a request running, or complete and about to run, is
+        never chosen."""
+        candidates = [
+            connection
+            for connection in self._all
+            if not connection.in_flight
+            and connection is not but
+            and (holder is None or connection.holder == holder)
+        ]
+        candidates.sort(key=_quiet_since)
+        for connection in candidates:
+            if not connection.has_request():
+                return connection
+        return None
 
     def claim(self, connection: _Connection, caller: str) -> bool:
         """The gate's call once a request's token names its caller: the connection is then
@@ -494,11 +532,11 @@ class Listener:
                 # has a request running is the new one closed unanswered.
                 victim = self._longest_waiting()
                 if victim is None:
-                    self.app.refusals.refuse("too_many_connections", family)
+                    self.refusals.refuse("too_many_connections", family)
                     client.close()
                     continue
                 self._evict(victim)
-            connection = _Connection(family)
+            connection = _Connection(family, client.fileno())
             self._all.add(connection)
             self.connections += 1
             nursery.start_soon(self._serve_connection, client, connection)
@@ -512,14 +550,17 @@ class Listener:
                 if first is None:
                     return
                 if first == b"":
-                    self.app.refusals.refuse("idle_connection", family)
+                    self.refusals.refuse("idle_connection", family)
                     return
                 if first.startswith(H2_PREFACE):
                     connection.h2 = H2Scanner(HEADER_BLOCK_BYTES)
+                    connection.ready = len(first) > len(H2_PREFACE)
                 else:
                     connection.gate = Http1Gate(HEADER_BLOCK_BYTES)
+                    # Read, not yet through the gate: hypercorn reads it some rounds later.
+                    connection.ready = b"\r\n\r\n" in first
                 app = ASGIWrapper(cast("Any", _ConnectionApp(self, connection)))
-                replay = _Replay(stream, first, connection, self.app.refusals)
+                replay = _Replay(stream, first, connection, self.refusals)
                 connection.replay = replay
                 # cleartext: hypercorn's no-TLS path
                 server = TCPServer(
@@ -591,7 +632,7 @@ class Listener:
             head_since = connection.head_since
             if head_since is not None and now - head_since >= self._head_s:
                 # HTTP/2 included: no other frame may come between a header block's parts.
-                self.app.refusals.refuse("head_timeout", connection.family)
+                self.refusals.refuse("head_timeout", connection.family)
                 scope.cancel()
                 return
             if connection.in_flight:
