@@ -1,6 +1,9 @@
 """The HTTP figures: engine_status over HTTP/1.1 keep-alive, against rypsok, a minimal server of
 the official MCP Python SDK and a bare hypercorn Trio app, in one run; then the memory of idle
-connections and a flood of trickling connections. Loopback only, every loop bounded.
+connections and the floods: at the connection cap (idle, trickling and slow-body connections,
+renewed as they close: the time to a legitimate caller's first answer), HTTP/2 header blocks in
+CONTINUATION frames (the memory during and after), and what a connection without a token can
+make the process hold. Loopback only, every loop bounded.
 
     tools/bench-http [--duration 5] [--rounds 3] [--connections 16] [--skip-memory] [--skip-flood]
     tools/bench-http --only-floods [--flood 300]    (the flood and header-block figures alone)
@@ -563,9 +566,10 @@ async def _continuation_flooder(port: int) -> None:
         await stream.aclose()
 
 
-def continuation_memory(count: int, max_connections: int) -> dict[str, float]:
-    """RSS before, at the peak of and 2 s after `count` connections each sending a header
-    block of 64 frames of 16 KiB."""
+def continuation_memory(count: int, max_connections: int, rounds: int = 2) -> dict[str, float]:
+    """RSS before, at the peak of and 2 s after each of `rounds` floods, one after the other
+    on the same process, of `count` connections each sending a header block of 64 frames of
+    16 KiB: what a flood leaves is reused by the next, not added to."""
     server = _Server("rypsok", str(max_connections), "60")
     peak = [0]
 
@@ -584,16 +588,19 @@ def continuation_memory(count: int, max_connections: int) -> dict[str, float]:
             await trio.sleep(0.5)
             stop.set()
 
+    figures: dict[str, float] = {}
     try:
-        before = server.rss_kib()
-        trio.run(run)
-        time.sleep(2)
-        after = server.rss_kib()
-        alive = server.process.poll() is None
+        figures["before_mib"] = server.rss_kib() / 1024
+        for round_ in range(1, rounds + 1):
+            peak[0] = 0
+            trio.run(run)
+            time.sleep(2)
+            figures[f"peak{round_}_mib"] = peak[0] / 1024
+            figures[f"after{round_}_mib"] = server.rss_kib() / 1024
+        figures["process_alive"] = float(server.process.poll() is None)
     finally:
         server.stop()
-    return {"before_mib": before / 1024, "peak_mib": peak[0] / 1024, "after_mib": after / 1024,
-            "process_alive": float(alive)}  # fmt: skip
+    return figures
 
 
 def held_memory(kind: str, count: int) -> dict[str, float]:
@@ -636,10 +643,11 @@ def floods(count: int, *, memory: bool = True) -> None:
     if not memory:
         return
     for connections, cap in ((64, 64), (256, 256)):
-        mem = continuation_memory(connections, cap)
+        mem = continuation_memory(connections, cap, rounds=5)
+        after = ", ".join(f"{mem[f'after{r}_mib']:.1f}" for r in range(1, 6))
         _say(f"continuation flood: {connections} h2 connections x 64 frames of 16 KiB "
-             f"(max_connections {cap}): RSS {mem['before_mib']:.1f} -> peak "
-             f"{mem['peak_mib']:.1f} -> {mem['after_mib']:.1f} MiB 2 s after, alive "
+             f"(max_connections {cap}), five floods in turn: RSS {mem['before_mib']:.1f} "
+             f"MiB before, 2 s after each: {after} MiB; alive "
              f"{bool(mem['process_alive'])}")  # fmt: skip
     for kind in ("h2", "http1"):
         held = held_memory(kind, 1000)

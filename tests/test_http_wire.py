@@ -10,6 +10,7 @@ real loopback sockets, small limits.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
 import h2.config
 import h2.connection
@@ -33,6 +34,9 @@ from http_helpers import (
 )
 
 from rypsok.core import telemetry
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 @pytest.fixture(autouse=True)
@@ -215,15 +219,27 @@ def _h2_headers(port: int, body: bytes, tool: str) -> list[tuple[str, str]]:
     return headers + [(k.lower(), v) for k, v in modern_headers("tools/call", tool).items()]
 
 
-async def _h2_until(
-    stream: trio.SocketStream,
-    conn: h2.connection.H2Connection,
-    done: object,
-    timeout_s: float,
+def _open_stream(
+    conn: h2.connection.H2Connection, stream_id: int, port: int, body: bytes, tool: str
+) -> None:
+    conn.send_headers(stream_id, _h2_headers(port, body, tool))
+    conn.send_data(stream_id, body, end_stream=True)
+
+
+async def _in_flight(server: Any, done: Callable[[int], bool]) -> None:
+    with trio.fail_after(5):
+        while not done(server.listener.in_flight):  # noqa: ASYNC110 # a counter, no event
+            await trio.sleep(0.02)
+
+
+async def _send_until(
+    stream: trio.SocketStream, conn: h2.connection.H2Connection, kind: type[h2.events.Event]
 ) -> list[h2.events.Event]:
+    """Send what `conn` has to send, then its events until one of `kind` (5 s at most)."""
+    await stream.send_all(conn.data_to_send())
     events: list[h2.events.Event] = []
-    with trio.move_on_after(timeout_s):
-        while not done(events):  # type: ignore[operator]
+    with trio.move_on_after(5):
+        while not any(isinstance(e, kind) for e in events):
             data = await stream.receive_some(65536)
             if not data:
                 break
@@ -241,40 +257,21 @@ async def test_req_sec_022_an_http2_stream_beyond_max_streams_is_refused_alone()
         conn.initiate_connection()
         slow = json.dumps(call_body("web_search", {"query": "rust"})).encode()
         for stream_id in (1, 3):
-            conn.send_headers(stream_id, _h2_headers(server.port, slow, "web_search"))
-            conn.send_data(stream_id, slow, end_stream=True)
+            _open_stream(conn, stream_id, server.port, slow, "web_search")
         await stream.send_all(conn.data_to_send())
-        with trio.fail_after(5):
-            while server.listener.in_flight < 2:  # noqa: ASYNC110 # a counter, no event
-                await trio.sleep(0.02)
+        await _in_flight(server, lambda count: count == 2)
         # A third stream, opened by a client that ignores SETTINGS_MAX_CONCURRENT_STREAMS.
-        conn.send_headers(5, _h2_headers(server.port, _BODY, "engine_status"))
-        conn.send_data(5, _BODY, end_stream=True)
-        await stream.send_all(conn.data_to_send())
-        events = await _h2_until(
-            stream,
-            conn,
-            lambda evs: any(isinstance(e, h2.events.StreamReset) for e in evs),
-            5,
-        )
+        _open_stream(conn, 5, server.port, _BODY, "engine_status")
+        events = await _send_until(stream, conn, h2.events.StreamReset)
         # The two in flight still run on the open connection ...
         assert server.listener.in_flight == 2
         assert not engine.cancelled.is_set()
         # ... and once the client stops counting past the bound, it is served again.
         conn.reset_stream(1)
         await stream.send_all(conn.data_to_send())
-        with trio.fail_after(5):
-            while server.listener.in_flight > 1:  # noqa: ASYNC110 # a counter, no event
-                await trio.sleep(0.02)
-        conn.send_headers(7, _h2_headers(server.port, _BODY, "engine_status"))
-        conn.send_data(7, _BODY, end_stream=True)
-        await stream.send_all(conn.data_to_send())
-        later = await _h2_until(
-            stream,
-            conn,
-            lambda evs: any(isinstance(e, h2.events.StreamEnded) for e in evs),
-            5,
-        )
+        await _in_flight(server, lambda count: count == 1)
+        _open_stream(conn, 7, server.port, _BODY, "engine_status")
+        later = await _send_until(stream, conn, h2.events.StreamEnded)
         await stream.aclose()
     refused = [e for e in events if isinstance(e, h2.events.StreamReset)]
     assert [(e.stream_id, e.error_code) for e in refused] == [

@@ -112,20 +112,14 @@ class Http1Gate:
         while view:
             if self._state == _HEAD:
                 view = self._head(view, out)
-            elif self._state == _LENGTH:
+            elif self._state in (_LENGTH, _CHUNK_DATA):
+                # Body bytes pass as they come; only their count is followed.
                 taken = min(self._remaining, len(view))
                 out += view[:taken]
                 view = view[taken:]
                 self._remaining -= taken
                 if not self._remaining:
-                    self._state = _HEAD
-            elif self._state == _CHUNK_DATA:
-                taken = min(self._remaining, len(view))
-                out += view[:taken]
-                view = view[taken:]
-                self._remaining -= taken
-                if not self._remaining:
-                    self._state = _CHUNK_END
+                    self._state = _HEAD if self._state == _LENGTH else _CHUNK_END
             else:
                 view = self._chunk_line(view, out)
 
