@@ -45,9 +45,9 @@ def _fresh_counters() -> None:
     telemetry.COUNTERS.reset()
 
 
-def _request_bytes(keep_alive: bool = True) -> bytes:
+def _request_bytes(keep_alive: bool = True, token: str | None = None) -> bytes:
     body = json.dumps(call_body("engine_status")).encode()
-    headers = modern_headers("tools/call", "engine_status")
+    headers = modern_headers("tools/call", "engine_status", token)
     lines = [b"POST /mcp HTTP/1.1", b"Host: 127.0.0.1"]
     lines += [f"{k}: {v}".encode() for k, v in headers.items()]
     lines.append(b"Content-Length: %d" % len(body))
@@ -56,9 +56,9 @@ def _request_bytes(keep_alive: bool = True) -> bytes:
     return b"\r\n".join(lines) + b"\r\n\r\n" + body
 
 
-async def _answered(stream: trio.SocketStream) -> bytes:
+async def _answered(stream: trio.SocketStream, token: str | None = None) -> bytes:
     """Send one request and read its whole answer (the connection stays open)."""
-    await stream.send_all(_request_bytes())
+    await stream.send_all(_request_bytes(token=token))
     data = b""
     with trio.fail_after(5):
         while b"\r\n\r\n" not in data:
@@ -252,6 +252,24 @@ async def test_req_sec_022_a_request_head_has_a_bound_shorter_than_the_idle_time
         await silent.aclose()
     assert 0.9 <= closed[0] < 2.5
     assert http_counts() == {"head_timeout": 1}
+
+
+async def test_req_sec_019_a_caller_past_its_share_gives_up_its_own_idle_connection() -> None:
+    """Two callers, four connections: the first caller's third keep-alive connection closes
+    its own oldest idle one, not another caller's."""
+    config = make_config(CALLERS + "[service.http]\nmax_connections = 4\n", CALLERS_ENV)
+    async with serving(config, CALLERS_ENV) as server:
+        other = await trio.open_tcp_stream("127.0.0.1", server.port)
+        assert (await _answered(other, TOKEN_B)).startswith(b"HTTP/1.1 200")
+        own = [await trio.open_tcp_stream("127.0.0.1", server.port) for _ in range(3)]
+        for stream in own:
+            assert (await _answered(stream, TOKEN_A)).startswith(b"HTTP/1.1 200")
+        assert await closed_by_server(own[0], 2) == b""
+        assert (await _answered(own[2], TOKEN_A)).startswith(b"HTTP/1.1 200")
+        assert (await _answered(other, TOKEN_B)).startswith(b"HTTP/1.1 200")
+        for stream in [other, *own]:
+            await stream.aclose()
+    assert http_counts() == {"connection_evicted": 1}
 
 
 async def test_req_sec_019_no_caller_holds_more_than_its_share_of_the_connections() -> None:
