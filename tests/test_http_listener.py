@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import errno
 import json
-from typing import TYPE_CHECKING, Any
+import socket
+from typing import Any
 
 import h2.config
 import h2.connection
@@ -34,10 +35,7 @@ from http_helpers import (
 from search_fakes import capture_logs
 
 from rypsok.core import telemetry
-from rypsok.mcp.listener import listening_socket
-
-if TYPE_CHECKING:
-    import socket
+from rypsok.mcp.listener import _Connection, listening_socket
 
 
 @pytest.fixture(autouse=True)
@@ -559,3 +557,22 @@ async def test_req_ops_002_shutdown_closes_a_connection_that_sent_no_request_at_
             assert server.listener.in_flight == 1  # the call still runs
         await silent.aclose()
     assert http_counts() == {}  # closed by the shutdown, not refused as idle
+
+
+@pytest.mark.parametrize(
+    ("sent", "has_request"),
+    [(b"", False), (b"POST /mcp HTTP/1.1\r\nHost: a\r\n", False), (_request_bytes(), True)],
+)
+async def test_req_sec_018_a_connection_whose_request_waits_unread_is_not_one_that_waits(
+    sent: bytes, has_request: bool
+) -> None:
+    """Under a flood a new connection can wait many scheduling rounds before its first read:
+    a whole head already in its socket buffer counts as a request, and keeps it from being
+    closed to make room (the peek leaves the bytes for the read)."""
+    server_side, client_side = socket.socketpair()
+    with server_side, client_side:
+        client_side.sendall(sent)
+        connection = _Connection("ipv4", server_side.fileno())
+        assert connection.has_request() is has_request
+        server_side.setblocking(False)
+        assert (server_side.recv(65536) if sent else b"") == sent

@@ -319,3 +319,22 @@ async def test_req_sec_018_an_http2_header_block_in_continuation_frames_is_cut_a
             while server.listener.connections:  # noqa: ASYNC110 # a counter, no event
                 await trio.sleep(0.02)
     assert http_counts() == {"header_too_large": 1}
+
+
+async def test_req_sec_022_an_unfinished_http2_header_block_has_the_head_bound() -> None:
+    """HEADERS without END_HEADERS, then nothing: no other frame may come on the connection
+    until the block ends, so the head's bound closes it, not the idle time."""
+    async with serving(make_config(idle_timeout_s=5, head_timeout_s=1)) as server:
+        stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        conn.initiate_connection()
+        headers = hyperframe.frame.HeadersFrame(1)
+        headers.data = b"\x82" * 100
+        await stream.send_all(conn.data_to_send() + _frame(headers))
+        start = trio.current_time()
+        received = await closed_by_server(stream, 4)
+        elapsed = trio.current_time() - start
+        await stream.aclose()
+    assert b"HTTP" not in received
+    assert 0.9 <= elapsed < 2.5
+    assert http_counts() == {"head_timeout": 1}
