@@ -3,15 +3,22 @@ connection-level bounds hypercorn does not keep by itself.
 
 hypercorn parses HTTP and calls the ASGI app (`rypsok.mcp.http`). The accept loop is ours:
 
-- LIM-H1: a connection beyond the cap is closed unanswered (`too_many_connections`).
+- LIM-H1: at the cap a new connection makes room: the connection that has waited longest
+  without a request (none running, none complete and waiting to run) is closed
+  (`connection_evicted`); only when every connection has one is the new one closed
+  unanswered (`too_many_connections`). With two callers or more a caller holds at most its
+  share of the connections (`claim`, called by the app's gate).
 - LIM-H3: the first bytes are read here, under one deadline from the accept, until they show
   HTTP/1 or the HTTP/2 preface; a connection that does not (silence, or a preface cut short)
   is closed and counted as `idle_connection`, without a log line of its own. The bytes are
   handed back to hypercorn. After that a watchdog closes a connection with no request in
-  flight once LIM-H3 has passed without a request starting (an idle keep-alive connection,
-  or a header block trickled a byte at a time).
-- LIM-H4 and LIM-H7 are hypercorn's (h2's) settings: concurrent streams, the header block
-  (431 on HTTP/1, the connection closed on HTTP/2). LIM-H2 and LIM-H5 are the app's.
+  flight once LIM-H3 has passed without a request starting (an idle keep-alive connection).
+- `head_timeout_s`: a request head (an HTTP/2 header block, the preface once begun) must
+  complete within its own, shorter bound (`head_timeout`).
+- Every byte passes `rypsok.mcp.framing` before hypercorn reads it: HTTP/1 heads are
+  checked strictly (refused and closed where a proxy could read them otherwise), HTTP/2
+  header blocks bounded by LIM-H7 as their frames arrive. LIM-H4 is h2's setting, a stream
+  beyond it refused alone (`_RefusingH2Connection`). LIM-H2 and LIM-H5 are the app's.
 - An accept error (descriptors exhausted) backs off 100 ms and is logged at most once per 10 s.
 
 `serve_http` serves until its `stop` event; then the listening socket is closed (new
