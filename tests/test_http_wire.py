@@ -338,3 +338,23 @@ async def test_req_sec_022_an_unfinished_http2_header_block_has_the_head_bound()
     assert b"HTTP" not in received
     assert 0.9 <= elapsed < 2.5
     assert http_counts() == {"head_timeout": 1}
+
+
+async def test_req_sec_022_an_http2_connection_between_requests_waits_the_idle_time() -> None:
+    """Its preface whole and no header block begun, a connection waits for a request: the
+    idle time holds, not the head's bound."""
+    async with serving(make_config(idle_timeout_s=5, head_timeout_s=1)) as server:
+        stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        conn.initiate_connection()
+        await stream.send_all(conn.data_to_send())
+        with trio.move_on_after(2):
+            while data := await stream.receive_some(65536):
+                conn.receive_data(data)
+                await stream.send_all(conn.data_to_send())
+        assert server.listener.connections == 1
+        _open_stream(conn, 1, server.port, _BODY, "engine_status")
+        events = await _send_until(stream, conn, h2.events.StreamEnded)
+        await stream.aclose()
+    assert any(isinstance(e, h2.events.ResponseReceived) for e in events)
+    assert http_counts() == {}

@@ -553,7 +553,7 @@ class Listener:
         family = connection.family
         try:
             with connection.scope:
-                first = await self._first_bytes(stream)
+                first = await self._first_bytes(stream, connection)
                 if first is None:
                     return
                 if first == b"":
@@ -562,6 +562,8 @@ class Listener:
                 if first.startswith(H2_PREFACE):
                     connection.h2 = H2Scanner(HEADER_BLOCK_BYTES)
                     connection.ready = len(first) > len(H2_PREFACE)
+                    # The preface is whole: from here only a header block has a head bound.
+                    connection.head_since = None
                 else:
                     connection.gate = Http1Gate(HEADER_BLOCK_BYTES)
                     # Read, not yet through the gate: hypercorn reads it some rounds later.
@@ -592,7 +594,9 @@ class Listener:
             with trio.CancelScope(shield=True):
                 await stream.aclose()
 
-    async def _first_bytes(self, stream: trio.SocketStream) -> bytes | None:
+    async def _first_bytes(
+        self, stream: trio.SocketStream, connection: _Connection
+    ) -> bytes | None:
         """The bytes that show the protocol; b"" when LIM-H3 passed first (or the head
         bound, once a part of the HTTP/2 preface came); None when the peer closed or broke
         the connection before, or the shutdown began."""
@@ -611,8 +615,10 @@ class Listener:
                     if not chunk:
                         return None
                     if not data:
-                        # A request has begun: its head has a bound of its own.
-                        head_deadline = trio.current_time() + self._head_s
+                        # A request has begun: its head has a bound of its own, from here
+                        # (the watchdog keeps it once the gate has read the rest).
+                        connection.head_since = trio.current_time()
+                        head_deadline = connection.head_since + self._head_s
                         scope.deadline = min(scope.deadline, head_deadline)
                     data += chunk
                     if len(data) >= len(H2_PREFACE) or not H2_PREFACE.startswith(data):
