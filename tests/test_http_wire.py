@@ -347,12 +347,16 @@ async def test_req_sec_022_an_http2_connection_between_requests_waits_the_idle_t
         stream = await trio.open_tcp_stream("127.0.0.1", server.port)
         conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
         conn.initiate_connection()
-        await stream.send_all(conn.data_to_send())
+        opening = conn.data_to_send()
+        preface = len(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        await stream.send_all(opening[:preface])  # the preface alone, then nothing for 2 s
+        received = b""
         with trio.move_on_after(2):
             while data := await stream.receive_some(65536):
-                conn.receive_data(data)
-                await stream.send_all(conn.data_to_send())
+                received += data
         assert server.listener.connections == 1
+        conn.receive_data(received)
+        await stream.send_all(opening[preface:])
         _open_stream(conn, 1, server.port, _BODY, "engine_status")
         events = await _send_until(stream, conn, h2.events.StreamEnded)
         await stream.aclose()
