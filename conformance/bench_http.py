@@ -1,8 +1,12 @@
 """The HTTP figures: engine_status over HTTP/1.1 keep-alive, against rypsok, a minimal server of
 the official MCP Python SDK and a bare hypercorn Trio app, in one run; then the memory of idle
-connections and a flood of trickling connections. Loopback only, every loop bounded.
+connections and the floods: at the connection cap (idle, trickling and slow-body connections,
+renewed as they close: the time to a legitimate caller's first answer), HTTP/2 header blocks in
+CONTINUATION frames (the memory during and after), and what a connection without a token can
+make the process hold. Loopback only, every loop bounded.
 
     tools/bench-http [--duration 5] [--rounds 3] [--connections 16] [--skip-memory] [--skip-flood]
+    tools/bench-http --only-floods [--flood 300]    (the flood and header-block figures alone)
 
 Throughput and latency come from wrk (Debian package `wrk`) with a Lua script for the POST.
 Each server runs in its own process (`python -m conformance.bench_http serve-… PORT`).
@@ -78,7 +82,20 @@ def _raise_fd_limit(wanted: int = 4096) -> None:
 # -- the three servers ------------------------------------------------------------------------
 
 
-def serve_rypsok(port: int, max_connections: int, idle: int) -> int:
+# Two callers for the floods: the flood's token, and the legitimate caller's.
+AUTH = """[[service.http.auth.callers]]
+id = "flood"
+token_env = "BENCH_TOKEN_FLOOD"
+[[service.http.auth.callers]]
+id = "caller"
+token_env = "BENCH_TOKEN_CALLER"
+"""
+FLOOD_TOKEN = "flood-token-0123456789abcdef0123456789abc"
+CALLER_TOKEN = "caller-token-0123456789abcdef0123456789ab"
+AUTH_ENV = {"BENCH_TOKEN_FLOOD": FLOOD_TOKEN, "BENCH_TOKEN_CALLER": CALLER_TOKEN}
+
+
+def serve_rypsok(port: int, max_connections: int, idle: int, auth: bool = False) -> int:
     # As the console script starts serving (rypsok._entry): the collector off while the
     # modules import, so that serving freezes what start-up made before turning it back on
     # (rypsok.mcp.process.startup_done). Without this the benchmark would measure a start the
@@ -91,15 +108,15 @@ def serve_rypsok(port: int, max_connections: int, idle: int) -> int:
     from rypsok.core import telemetry
     from rypsok.mcp.listener import run_http
 
-    config = load_config_text(
-        CONFIG.format(port=port, max_connections=max_connections, idle=idle), {}
-    )
+    env = AUTH_ENV if auth else {}
+    text = CONFIG.format(port=port, max_connections=max_connections, idle=idle)
+    config = load_config_text(text + (AUTH if auth else ""), env)
     # Bench only: engine_status's rate limit (LIM-C8, at most 6000 a minute) would turn most of
     # a run into refusals; the run measures served calls.
     limits = attrs.evolve(config.limits, engine_status_per_minute=10**9)
     config = attrs.evolve(config, limits=limits)
     telemetry.configure(config.logging.level)
-    return run_http(config, {}, engines=[InstantEngine("wikipedia")])
+    return run_http(config, env, engines=[InstantEngine("wikipedia")])
 
 
 async def _fixed_answer(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -404,6 +421,241 @@ def flood(count: int, limit_s: float) -> dict[str, float]:
     }
 
 
+# -- floods at the cap: the first legitimate answer (issue 18.2) -------------------------------
+
+FLOOD_KINDS = ("idle", "trickling", "slow-body")
+
+
+def _request_head(token: str | None, length: int) -> bytes:
+    head = [b"POST /mcp HTTP/1.1", b"Host: 127.0.0.1"]
+    head += [f"{k}: {v}".encode() for k, v in HEADERS.items()]
+    if token is not None:
+        head.append(f"Authorization: Bearer {token}".encode())
+    head.append(b"Content-Length: %d" % length)
+    return b"\r\n".join(head) + b"\r\n\r\n"
+
+
+async def _flooder(port: int, kind: str, opened: list[int]) -> None:
+    """One connection of the flood, opened again each time the server closes it."""
+    while True:
+        try:
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+        except OSError:
+            await trio.sleep(0.1)
+            continue
+        opened[0] += 1
+        try:
+            if kind == "trickling":
+                await stream.send_all(b"POST /mcp HTTP/1.1\r\n")
+            elif kind == "slow-body":
+                await stream.send_all(_request_head(FLOOD_TOKEN, len(BODY)))
+            while True:
+                with trio.move_on_after(1):
+                    if await stream.receive_some(65536) == b"":
+                        break
+                if kind == "trickling":
+                    await stream.send_all(b"X")
+                elif kind == "slow-body":
+                    await stream.send_all(b" ")
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            await stream.aclose()
+
+
+async def _first_answer(port: int, limit_s: float) -> tuple[float, int]:
+    """Seconds from the first try to the first 200, and the tries it took: a try waits up
+    to 10 s for its answer (queued behind the flood's connections in the listen backlog,
+    it is still answered), and is made again at once when its connection is closed."""
+    start = trio.current_time()
+    tries = 0
+    request = _request_head(CALLER_TOKEN, len(BODY)) + BODY.encode()
+    while trio.current_time() - start < limit_s:
+        tries += 1
+        try:
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            await stream.send_all(request)
+            with trio.move_on_after(10):
+                data = await stream.receive_some(65536)
+                if data.startswith(b"HTTP/1.1 200"):
+                    await stream.aclose()
+                    return trio.current_time() - start, tries
+            await stream.aclose()
+        except (OSError, trio.BrokenResourceError):
+            pass
+        await trio.sleep(0.1)
+    return float("nan"), tries
+
+
+def cap_flood(kind: str, count: int, limit_s: float) -> dict[str, float]:
+    """`count` connections of one kind, renewed as they close, against the default limits
+    (64 connections, 60 s idle, 10 s per head, 30 s per request) with two callers: the flood
+    holds one token; the time to the other caller's first answer."""
+    server = _Server("rypsok", "64", "60", "auth")
+    opened = [0]
+    answer: list[tuple[float, int]] = []
+
+    async def run() -> None:
+        async with trio.open_nursery() as nursery:
+            for _ in range(count):
+                nursery.start_soon(_flooder, server.port, kind, opened)
+            await trio.sleep(3)  # the flood in place, every slot taken
+            # The caller is a process of its own, as a real one is: in this one it would
+            # wait behind the flood's own tasks between its connect and its request.
+            done = await trio.run_process(
+                [sys.executable, "-m", "conformance.bench_http", "legit", str(server.port),
+                 str(limit_s)],
+                cwd=ROOT, capture_stdout=True,
+            )  # fmt: skip
+            figures = json.loads(done.stdout)
+            answer.append((figures["first_answer_s"], figures["tries"]))
+            nursery.cancel_scope.cancel()
+
+    try:
+        trio.run(run)
+        alive = server.process.poll() is None
+    finally:
+        server.stop()
+    seconds, tries = answer[0]
+    return {"first_answer_s": seconds, "tries": float(tries), "opened": float(opened[0]),
+            "process_alive": float(alive)}  # fmt: skip
+
+
+# -- memory a tokenless peer can make the process hold (issue 18.3) -----------------------------
+
+
+def _h2_opening() -> bytes:
+    import h2.config
+    import h2.connection
+
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    return bytes(conn.data_to_send())
+
+
+def _frame(kind: str, data: bytes, end: bool) -> bytes:
+    import hyperframe.frame
+
+    frame = (
+        hyperframe.frame.HeadersFrame(1)
+        if kind == "headers"
+        else hyperframe.frame.ContinuationFrame(1)
+    )
+    frame.data = data
+    if end:
+        frame.flags.add("END_HEADERS")
+    return bytes(frame.serialize())
+
+
+async def _continuation_flooder(port: int) -> None:
+    """HEADERS without END_HEADERS, then 63 CONTINUATION frames of 16 KiB (issue 18.3)."""
+    try:
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+    except OSError:
+        return
+    try:
+        await stream.send_all(_h2_opening() + _frame("headers", b"\x82" * 16384, False))
+        for _ in range(63):
+            await stream.send_all(_frame("continuation", b"\x82" * 16384, False))
+        with trio.move_on_after(5):
+            while await stream.receive_some(65536):
+                pass
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+    finally:
+        await stream.aclose()
+
+
+def continuation_memory(count: int, max_connections: int, rounds: int = 2) -> dict[str, float]:
+    """RSS before, at the peak of and 2 s after each of `rounds` floods, one after the other
+    on the same process, of `count` connections each sending a header block of 64 frames of
+    16 KiB: what a flood leaves is reused by the next, not added to."""
+    server = _Server("rypsok", str(max_connections), "60")
+    peak = [0]
+
+    async def sample(stop: trio.Event) -> None:
+        while not stop.is_set():
+            peak[0] = max(peak[0], server.rss_kib())
+            await trio.sleep(0.02)
+
+    async def run() -> None:
+        stop = trio.Event()
+        async with trio.open_nursery() as outer:
+            outer.start_soon(sample, stop)
+            async with trio.open_nursery() as nursery:
+                for _ in range(count):
+                    nursery.start_soon(_continuation_flooder, server.port)
+            await trio.sleep(0.5)
+            stop.set()
+
+    figures: dict[str, float] = {}
+    try:
+        figures["before_mib"] = server.rss_kib() / 1024
+        for round_ in range(1, rounds + 1):
+            peak[0] = 0
+            trio.run(run)
+            time.sleep(2)
+            figures[f"peak{round_}_mib"] = peak[0] / 1024
+            figures[f"after{round_}_mib"] = server.rss_kib() / 1024
+        figures["process_alive"] = float(server.process.poll() is None)
+    finally:
+        server.stop()
+    return figures
+
+
+def held_memory(kind: str, count: int) -> dict[str, float]:
+    """RSS per connection while `count` tokenless connections each hold the most the
+    listener keeps of an unfinished request: a header block just under LIM-H7, sent over
+    HTTP/2 (HEADERS without END_HEADERS) or as an HTTP/1 head without its end."""
+    server = _Server("rypsok", str(count + 16), "600")
+
+    async def run() -> int:
+        streams = []
+        for _ in range(count):
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            if kind == "h2":
+                await stream.send_all(_h2_opening() + _frame("headers", b"\x82" * 16000, False))
+            else:
+                head = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 16000
+                await stream.send_all(head)
+            streams.append(stream)
+        await trio.sleep(2)
+        rss = server.rss_kib()
+        for stream in streams:
+            await stream.aclose()
+        return rss
+
+    try:
+        before = server.rss_kib()
+        held = trio.run(run)
+    finally:
+        server.stop()
+    return {"before_mib": before / 1024, "held_mib": held / 1024,
+            "kib_per_connection": (held - before) / count}  # fmt: skip
+
+
+def floods(count: int, *, memory: bool = True) -> None:
+    for kind in FLOOD_KINDS:
+        out = cap_flood(kind, count, 30)
+        _say(f"cap flood: {count} {kind} connections (renewed as closed, {out['opened']:.0f} "
+             f"opened), 64 slots: first legitimate answer after {out['first_answer_s']:.2f} s "
+             f"({out['tries']:.0f} tries), process alive {bool(out['process_alive'])}")  # fmt: skip
+    if not memory:
+        return
+    for connections, cap in ((64, 64), (256, 256)):
+        mem = continuation_memory(connections, cap, rounds=5)
+        after = ", ".join(f"{mem[f'after{r}_mib']:.1f}" for r in range(1, 6))
+        _say(f"continuation flood: {connections} h2 connections x 64 frames of 16 KiB "
+             f"(max_connections {cap}), five floods in turn: RSS {mem['before_mib']:.1f} "
+             f"MiB before, 2 s after each: {after} MiB; alive "
+             f"{bool(mem['process_alive'])}")  # fmt: skip
+    for kind in ("h2", "http1"):
+        held = held_memory(kind, 1000)
+        _say(f"held: 1000 {kind} connections each with a 16000-byte header block unfinished: "
+             f"RSS {held['before_mib']:.1f} -> {held['held_mib']:.1f} MiB "
+             f"({held['kib_per_connection']:.1f} KiB each)")  # fmt: skip
+
+
 def _say(line: str) -> None:
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
@@ -411,11 +663,16 @@ def _say(line: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args_in = sys.argv[1:] if argv is None else argv
+    if args_in[:1] == ["legit"]:
+        seconds, tries = trio.run(_first_answer, int(args_in[1]), float(args_in[2]))
+        _say(json.dumps({"first_answer_s": seconds, "tries": tries}))
+        return 0
     if args_in and args_in[0].startswith("serve-"):
         _raise_fd_limit()
         kind, port = args_in[0], int(args_in[1])
         if kind == "serve-rypsok":
-            return serve_rypsok(port, int(args_in[2]), int(args_in[3]))
+            auth = args_in[4:5] == ["auth"]
+            return serve_rypsok(port, int(args_in[2]), int(args_in[3]), auth)
         if kind == "serve-listener":
             return serve_bare_listener(port)
         return serve_bare(port) if kind == "serve-bare" else serve_sdk(port)
@@ -427,8 +684,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--flood", type=int, default=1000)
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--skip-flood", action="store_true")
+    parser.add_argument("--only-floods", action="store_true")
+    parser.add_argument("--skip-flood-memory", action="store_true")
     args = parser.parse_args(args_in)
     _raise_fd_limit()
+    if args.only_floods:
+        floods(args.flood, memory=not args.skip_flood_memory)
+        return 0
     if shutil.which("wrk") is None:
         sys.stderr.write("wrk is needed: apt-get install -y wrk\n")
         return 1
@@ -450,6 +712,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{mem['rss_after_mib']:.1f} MiB ({mem['kib_per_connection']:.1f} KiB each)"
         )
     if not args.skip_flood:
+        floods(300)
         out = flood(args.flood, 100)
         _say(f"flood: {args.flood} tricklers, default limits: process alive "
               f"{bool(out['process_alive'])}, closed {out['closed']:.0f}, last closed after "

@@ -66,8 +66,8 @@ def test_req_ops_001_the_lines_the_book_shows_for_the_defaults(write):
     lines = lines_of(write(""))
     for expected in [
         "rypsok: service.http: bind=127.0.0.1:8737 callers=0 legacy_revisions=true "
-        "max_connections=64 max_request_bytes=65536 idle_timeout_s=60 max_streams=16 "
-        "request_timeout_s=30 max_sessions=256",
+        "max_connections=64 max_request_bytes=65536 idle_timeout_s=60 head_timeout_s=10 "
+        "max_streams=16 request_timeout_s=30 max_sessions=256",
         "rypsok: fetch: ports=80,443 max_bytes=5242880 max_chars=3000 (ceiling 20000) "
         "deadline_ms=10000 max_redirects=5 robots_txt=true follow_cross_host_redirects=false",
         "rypsok: egress: allow_rules=0 deny_rules=0 allow_http=false strict_mode=false proxy=none",
@@ -300,3 +300,42 @@ def test_req_ops_001_a_category_no_active_engine_serves_says_so_without_a_warnin
         ) in lines
     # The book promises no warning for such a file (its Warnings section).
     assert not [line for line in lines if line.startswith("rypsok: warning: ")]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            "[service.http]\nhead_timeout_s = 60\n",
+            "rypsok: service.http.head_timeout_s: must be between 1 and 59 "
+            "(service.http.idle_timeout_s 60 minus 1 s)",
+        ),
+        (
+            "[service.http]\nidle_timeout_s = 600\nhead_timeout_s = 61\n",
+            "rypsok: service.http.head_timeout_s: expected an integer from 1 to 60, "
+            "found a number above 60 (line 4, column 18)",
+        ),
+        (
+            "[service.http]\nhead_timeout_s = 0\n",
+            "rypsok: service.http.head_timeout_s: must be between 1 and 59 "
+            "(service.http.idle_timeout_s 60 minus 1 s)",
+        ),
+    ],
+)
+def test_req_sec_022_check_names_a_head_timeout_out_of_its_range(write, body, message):
+    report = run_check(write(body), {})
+    assert report.exit_code == 1
+    assert report.lines == (message,)
+
+
+@pytest.mark.parametrize(
+    ("body", "head"),
+    [
+        ("", 10),
+        ("[service.http]\nidle_timeout_s = 5\n", 4),
+        ("[service.http]\nidle_timeout_s = 600\nhead_timeout_s = 60\n", 60),
+    ],
+)
+def test_req_sec_022_the_head_timeout_stays_below_the_idle_time(write, body, head):
+    lines = lines_of(write(body))
+    assert any(f" head_timeout_s={head} " in line for line in lines)

@@ -19,13 +19,16 @@ def config(text: str) -> Any:
     return load_config_text("config_version = 1\n" + text, {})
 
 
-def expected(max_bytes: int, *, fetches: int = 4, parses: int = 2, sessions: int = 256) -> int:
+def expected(
+    max_bytes: int, *, fetches: int = 4, parses: int = 2, sessions: int = 256, connections: int = 64
+) -> int:
     per_parse = memory.PARSE_TENTHS_PER_BYTE * max_bytes // 10 + memory.PARSE_FIXED_BYTES
     return (
         memory.AT_REST_BYTES
         + fetches * max_bytes
         + parses * per_parse
         + sessions * memory.SESSION_BYTES
+        + connections * memory.CONNECTION_BYTES
     )
 
 
@@ -38,6 +41,14 @@ def test_req_perf_003_the_estimate_follows_the_settings() -> None:
     assert memory.estimate(tuned).total_bytes == expected(MIB, fetches=8, parses=3, sessions=0)
     cached = config("[cache]\nenabled = true\nmax_entries = 100\nmax_entry_bytes = 4096\n")
     assert memory.estimate(cached).total_bytes == expected(5 * MIB) + 100 * 4096
+
+
+def test_req_perf_003_the_estimate_covers_what_tokenless_connections_hold() -> None:
+    """Each connection a peer may open without a token counts (issue 18.3): at the ceiling
+    of max_connections the estimate passes the documented unit's MemoryMax."""
+    crowded = config("[service.http]\nmax_connections = 4096\n")
+    assert memory.estimate(crowded).total_bytes == expected(5 * MIB, connections=4096)
+    assert memory.estimate(crowded).total_bytes > memory.MEMORY_MAX_BYTES
 
 
 def test_req_perf_003_lim_m5_defaults_fit_and_the_ceiling_of_max_bytes_warns(

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import errno
 import json
-from typing import TYPE_CHECKING, Any
+import socket
+from typing import Any
 
 import h2.config
 import h2.connection
@@ -17,6 +18,10 @@ import pytest
 import trio
 from http_helpers import (
     ACCEPT,
+    CALLERS,
+    CALLERS_ENV,
+    TOKEN_A,
+    TOKEN_B,
     SlowEngine,
     call_body,
     call_status,
@@ -30,10 +35,7 @@ from http_helpers import (
 from search_fakes import capture_logs
 
 from rypsok.core import telemetry
-from rypsok.mcp.listener import listening_socket
-
-if TYPE_CHECKING:
-    import socket
+from rypsok.mcp.listener import _Connection, listening_socket
 
 
 @pytest.fixture(autouse=True)
@@ -41,9 +43,9 @@ def _fresh_counters() -> None:
     telemetry.COUNTERS.reset()
 
 
-def _request_bytes(keep_alive: bool = True) -> bytes:
+def _request_bytes(keep_alive: bool = True, token: str | None = None) -> bytes:
     body = json.dumps(call_body("engine_status")).encode()
-    headers = modern_headers("tools/call", "engine_status")
+    headers = modern_headers("tools/call", "engine_status", token)
     lines = [b"POST /mcp HTTP/1.1", b"Host: 127.0.0.1"]
     lines += [f"{k}: {v}".encode() for k, v in headers.items()]
     lines.append(b"Content-Length: %d" % len(body))
@@ -52,9 +54,9 @@ def _request_bytes(keep_alive: bool = True) -> bytes:
     return b"\r\n".join(lines) + b"\r\n\r\n" + body
 
 
-async def _answered(stream: trio.SocketStream) -> bytes:
+async def _answered(stream: trio.SocketStream, token: str | None = None) -> bytes:
     """Send one request and read its whole answer (the connection stays open)."""
-    await stream.send_all(_request_bytes())
+    await stream.send_all(_request_bytes(token=token))
     data = b""
     with trio.fail_after(5):
         while b"\r\n\r\n" not in data:
@@ -75,17 +77,36 @@ async def _wait_for(predicate: Any, timeout_s: float = 5) -> None:
 # -- LIM-H1 -----------------------------------------------------------------------------------
 
 
-async def test_req_sec_018_the_connection_cap_refuses_the_third_and_frees_on_close() -> None:
+def _search_bytes() -> bytes:
+    body = json.dumps(call_body("web_search", {"query": "rust"})).encode()
+    headers = modern_headers("tools/call", "web_search")
+    lines = [b"POST /mcp HTTP/1.1", b"Host: 127.0.0.1"]
+    lines += [f"{k}: {v}".encode() for k, v in headers.items()]
+    lines.append(b"Content-Length: %d" % len(body))
+    return b"\r\n".join(lines) + b"\r\n\r\n" + body
+
+
+async def _in_flight(server: Any, count: int) -> list[trio.SocketStream]:
+    """`count` connections, each with a web_search running (a SlowEngine that never ends)."""
+    streams = []
+    for _ in range(count):
+        stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await stream.send_all(_search_bytes())
+        streams.append(stream)
+    await _wait_for(lambda: server.listener.in_flight == count)
+    return streams
+
+
+async def test_req_sec_018_the_connection_cap_refuses_only_when_every_connection_is_busy() -> None:
+    engine = SlowEngine("wikipedia", None)
     config = make_config("[service.http]\nmax_connections = 2\n")
     with capture_logs() as logs:
-        async with serving(config) as server:
-            first = await trio.open_tcp_stream("127.0.0.1", server.port)
-            second = await trio.open_tcp_stream("127.0.0.1", server.port)
-            assert (await _answered(first)).startswith(b"HTTP/1.1 200")
-            assert (await _answered(second)).startswith(b"HTTP/1.1 200")
+        async with serving(config, engine=engine) as server:
+            first, second = await _in_flight(server, 2)
             third = await trio.open_tcp_stream("127.0.0.1", server.port)
-            # Closed unanswered: not a byte comes back.
+            # Closed unanswered: not a byte comes back, and both calls still run.
             assert await closed_by_server(third, 5) == b""
+            assert server.listener.in_flight == 2
             await third.aclose()
             await first.aclose()
             await _wait_for(lambda: server.listener.connections < 2)
@@ -94,8 +115,33 @@ async def test_req_sec_018_the_connection_cap_refuses_the_third_and_frees_on_clo
             await second.aclose()
             await fourth.aclose()
     refused = logs.named("http_refused")
-    assert [(e["reason"], e["family"]) for e in refused] == [("too_many_connections", "ipv4")]
+    assert [(e["reason"], e["family"], e["count"]) for e in refused] == [
+        ("too_many_connections", "ipv4", 1)
+    ]
     assert http_counts() == {"too_many_connections": 1}
+
+
+async def test_req_sec_018_at_the_cap_the_longest_waiting_connection_makes_room() -> None:
+    """Never one with a request in flight: the silent one goes first, then the one idle
+    since its answer; the call that runs on the oldest connection of all goes on."""
+    engine = SlowEngine("wikipedia", None)
+    config = make_config("[service.http]\nmax_connections = 3\n")
+    async with serving(config, engine=engine) as server:
+        (busy,) = await _in_flight(server, 1)
+        silent = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await _wait_for(lambda: server.listener.connections == 2)
+        kept_alive = await trio.open_tcp_stream("127.0.0.1", server.port)
+        assert (await _answered(kept_alive)).startswith(b"HTTP/1.1 200")
+        newcomer = await trio.open_tcp_stream("127.0.0.1", server.port)
+        assert await closed_by_server(silent, 2) == b""
+        assert (await _answered(newcomer)).startswith(b"HTTP/1.1 200")
+        latest = await trio.open_tcp_stream("127.0.0.1", server.port)
+        assert await closed_by_server(kept_alive, 2) == b""
+        assert (await _answered(latest)).startswith(b"HTTP/1.1 200")
+        assert not engine.cancelled.is_set()
+        for stream in (busy, silent, kept_alive, newcomer, latest):
+            await stream.aclose()
+    assert http_counts() == {"connection_evicted": 2}
 
 
 # -- LIM-H3 -----------------------------------------------------------------------------------
@@ -141,24 +187,120 @@ async def _one_call(port: int) -> bytes:
 
 
 async def test_req_sec_022_silent_connections_cannot_hold_every_permit() -> None:
-    config = make_config(max_connections=2, idle_timeout_s=1)
+    # The idle time is long: only making room at the cap can let the caller in.
+    config = make_config(max_connections=2, idle_timeout_s=60)
     async with serving(config) as server:
         silent = [await trio.open_tcp_stream("127.0.0.1", server.port) for _ in range(2)]
         await _wait_for(lambda: server.listener.connections == 2)
-        # While they hold both permits, a caller's connection is closed unanswered ...
-        assert await _one_call(server.port) == b""
         start = trio.current_time()
-        with trio.fail_after(5):
-            while not (answer := await _one_call(server.port)):  # noqa: ASYNC110 # retry
-                await trio.sleep(0.1)
-        # ... until the idle time has closed them.
+        answer = await _one_call(server.port)
         assert answer.startswith(b"HTTP/1.1 200")
-        assert trio.current_time() - start < 3
+        assert trio.current_time() - start < 1
         for stream in silent:
             await stream.aclose()
-    counts = http_counts()
-    assert counts["idle_connection"] == 2
-    assert counts["too_many_connections"] >= 1
+    assert http_counts() == {"connection_evicted": 1}
+
+
+async def _trickle(port: int, closed: list[float], start: float) -> None:
+    """A request head a byte every 0.2 s, until the server closes the connection."""
+    try:
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+    except OSError:
+        return
+    try:
+        await stream.send_all(b"POST /mcp HTTP/1.1\r\n")
+        while True:
+            with trio.move_on_after(0.2):
+                if await stream.receive_some(65536) == b"":
+                    break
+            await stream.send_all(b"X")
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+    finally:
+        closed.append(trio.current_time() - start)
+        await stream.aclose()
+
+
+async def test_req_sec_018_a_caller_is_served_within_2_s_during_a_trickling_flood() -> None:
+    config = make_config(max_connections=8, idle_timeout_s=60)
+    closed: list[float] = []
+    async with serving(config) as server, trio.open_nursery() as nursery:
+        start = trio.current_time()
+        for _ in range(100):
+            nursery.start_soon(_trickle, server.port, closed, start)
+        await _wait_for(lambda: server.listener.connections == 8)
+        await trio.sleep(0.5)  # the flood in place, renewing itself
+        asked = trio.current_time()
+        answer = await _one_call(server.port)
+        served_after = trio.current_time() - asked
+        nursery.cancel_scope.cancel()
+    assert answer.startswith(b"HTTP/1.1 200")
+    assert served_after < 2
+
+
+async def test_req_sec_022_a_request_head_has_a_bound_shorter_than_the_idle_time() -> None:
+    config = make_config(idle_timeout_s=5, head_timeout_s=1)
+    closed: list[float] = []
+    async with serving(config) as server:
+        silent = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await _trickle(server.port, closed, trio.current_time())
+        # The silent connection waits for a request: the idle time, not the head's, holds.
+        with trio.move_on_after(0.5):
+            assert await silent.receive_some(65536) != b""
+        await silent.aclose()
+    assert 0.9 <= closed[0] < 2.5
+    assert http_counts() == {"head_timeout": 1}
+
+
+async def test_req_sec_019_a_caller_past_its_share_gives_up_its_own_idle_connection() -> None:
+    """Two callers, four connections: the first caller's third keep-alive connection closes
+    its own oldest idle one, not another caller's."""
+    config = make_config(CALLERS + "[service.http]\nmax_connections = 4\n", CALLERS_ENV)
+    async with serving(config, CALLERS_ENV) as server:
+        other = await trio.open_tcp_stream("127.0.0.1", server.port)
+        assert (await _answered(other, TOKEN_B)).startswith(b"HTTP/1.1 200")
+        own = [await trio.open_tcp_stream("127.0.0.1", server.port) for _ in range(3)]
+        for stream in own:
+            assert (await _answered(stream, TOKEN_A)).startswith(b"HTTP/1.1 200")
+        assert await closed_by_server(own[0], 2) == b""
+        assert (await _answered(own[2], TOKEN_A)).startswith(b"HTTP/1.1 200")
+        assert (await _answered(other, TOKEN_B)).startswith(b"HTTP/1.1 200")
+        for stream in [other, *own]:
+            await stream.aclose()
+    assert http_counts() == {"connection_evicted": 1}
+
+
+async def test_req_sec_019_no_caller_holds_more_than_its_share_of_the_connections() -> None:
+    """Two callers, four connections: the first caller's third call in flight is refused
+    (503) and the second caller still finds room."""
+    engine = SlowEngine("wikipedia", None)
+    config = make_config(CALLERS + "[service.http]\nmax_connections = 4\n", CALLERS_ENV)
+    token = f"Authorization: Bearer {TOKEN_A}\r\n".encode()
+    search = _search_bytes().replace(b"\r\n", b"\r\n" + token, 1)
+    with capture_logs() as logs:
+        async with serving(config, CALLERS_ENV, engine=engine) as server:
+            held = []
+            for _ in range(2):
+                stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+                await stream.send_all(search)
+                held.append(stream)
+            await _wait_for(lambda: server.listener.in_flight == 2)
+            beyond = []
+            for _ in range(2):
+                stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+                await stream.send_all(search)
+                beyond.append((await closed_by_server(stream, 5)).partition(b"\r\n")[0])
+                await stream.aclose()
+            async with httpx.AsyncClient() as client:
+                other = await call_status(client, server, TOKEN_B)
+            await _wait_for(lambda: server.listener.in_flight == 2)
+            for stream in held:
+                await stream.aclose()
+    assert beyond == [b"HTTP/1.1 503 "] * 2
+    assert other.status_code == 200
+    assert http_counts() == {"caller_share": 2}
+    lines = logs.named("http_refused")
+    assert [(e["reason"], e["count"]) for e in lines] == [("caller_share", 1), ("caller_share", 1)]
 
 
 async def test_req_sec_022_an_idle_keep_alive_connection_is_closed_after_the_idle_time() -> None:
@@ -255,44 +397,6 @@ async def test_req_mcp_003_a_call_over_http2_cleartext_is_answered() -> None:
     changed = settings.changed_settings
     assert changed[h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS].new_value == 16
     assert changed[h2.settings.SettingCodes.MAX_HEADER_LIST_SIZE].new_value == 16384
-
-
-async def test_req_sec_022_an_http2_stream_beyond_max_streams_is_refused() -> None:
-    from http_helpers import SlowEngine
-
-    engine = SlowEngine("wikipedia", None)
-    config = make_config("[service.http]\nmax_streams = 2\n")
-    async with serving(config, engine=engine) as server:
-        stream = await trio.open_tcp_stream("127.0.0.1", server.port)
-        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
-        conn.initiate_connection()
-        body = json.dumps(call_body("web_search", {"query": "rust"})).encode()
-        headers = _h2_headers(server.port, body)
-        headers = [(k, "web_search" if k == "mcp-name" else v) for k, v in headers]
-        # Two streams take the bound; a third is opened by a client that ignores SETTINGS.
-        for stream_id in (1, 3):
-            conn.send_headers(stream_id, headers)
-            conn.send_data(stream_id, body, end_stream=True)
-        await stream.send_all(conn.data_to_send())
-        with trio.fail_after(5):
-            await _wait_for(lambda: server.listener.in_flight == 2)
-        conn.send_headers(5, headers)
-        conn.send_data(5, body, end_stream=True)
-        await stream.send_all(conn.data_to_send())
-        events = await _h2_events(stream, conn, 5)
-        await stream.aclose()
-        # Nothing of the connection outlives it: the calls it started are cancelled.
-        with trio.fail_after(2):
-            await engine.cancelled.wait()
-        await _wait_for(lambda: server.listener.connections == 0)
-    assert not any(isinstance(e, h2.events.ResponseReceived) for e in events)
-    refused = [e for e in events if isinstance(e, h2.events.StreamReset) and e.stream_id == 5]
-    ended = [e for e in events if isinstance(e, h2.events.ConnectionTerminated)]
-    # h2 refuses a stream beyond the advertised bound by ending the connection (GOAWAY,
-    # PROTOCOL_ERROR) with the last stream it accepted: the third never ran.
-    assert len(ended) == 1
-    assert ended[0].last_stream_id == 3
-    assert refused == []
 
 
 async def test_req_sec_018_the_http2_header_list_is_bounded() -> None:
@@ -453,3 +557,22 @@ async def test_req_ops_002_shutdown_closes_a_connection_that_sent_no_request_at_
             assert server.listener.in_flight == 1  # the call still runs
         await silent.aclose()
     assert http_counts() == {}  # closed by the shutdown, not refused as idle
+
+
+@pytest.mark.parametrize(
+    ("sent", "has_request"),
+    [(b"", False), (b"POST /mcp HTTP/1.1\r\nHost: a\r\n", False), (_request_bytes(), True)],
+)
+async def test_req_sec_018_a_connection_whose_request_waits_unread_is_not_one_that_waits(
+    sent: bytes, has_request: bool
+) -> None:
+    """Under a flood a new connection can wait many scheduling rounds before its first read:
+    a whole head already in its socket buffer counts as a request, and keeps it from being
+    closed to make room (the peek leaves the bytes for the read)."""
+    server_side, client_side = socket.socketpair()
+    with server_side, client_side:
+        client_side.sendall(sent)
+        connection = _Connection("ipv4", server_side.fileno())
+        assert connection.has_request() is has_request
+        server_side.setblocking(False)
+        assert (server_side.recv(65536) if sent else b"") == sent

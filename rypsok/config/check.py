@@ -120,8 +120,8 @@ def report_lines(config: Config, env: Mapping[str, str]) -> list[str]:
         f"service.http: bind={parse_bind(h.bind)} callers={len(h.auth.callers)} "
         f"legacy_revisions={_b(h.legacy_revisions)} max_connections={h.max_connections} "
         f"max_request_bytes={h.max_request_bytes} idle_timeout_s={h.idle_timeout_s} "
-        f"max_streams={h.max_streams} request_timeout_s={h.request_timeout_s} "
-        f"max_sessions={h.max_sessions}",
+        f"head_timeout_s={h.head_timeout_s} max_streams={h.max_streams} "
+        f"request_timeout_s={h.request_timeout_s} max_sessions={h.max_sessions}",
         f"fetch: ports={','.join(str(p) for p in f.ports)} max_bytes={f.max_bytes} "
         f"max_chars={f.max_chars} (ceiling {f.max_chars_ceiling}) deadline_ms={f.deadline_ms} "
         f"max_redirects={f.max_redirects} robots_txt={_b(f.robots_txt)} "

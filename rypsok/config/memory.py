@@ -5,6 +5,8 @@ estimate = at rest
          + limits.fetches_in_flight × fetch.max_bytes            (the bodies being read)
          + limits.parsing_in_flight × (slope × fetch.max_bytes + per parse)
          + service.http.max_sessions × one session   (only while legacy_revisions is on)
+         + service.http.max_connections × one connection     (what a peer without a token
+                                                              can make each one hold)
          + cache.max_entries × cache.max_entry_bytes (only when the cache is on)
 
 The constants are measured for the build rypsok runs as, because the interpreter and the
@@ -47,6 +49,11 @@ AT_REST_BYTES: Final = 46 * MIB
 PARSE_FIXED_BYTES: Final = 4 * MIB
 PARSE_TENTHS_PER_BYTE: Final = 116  # the part of a parse that grows with the page
 SESSION_BYTES: Final = 60 * KIB  # LIM-M4; a session's state is the same in kind
+# The most a connection without a token makes the process hold: a header block just under
+# LIM-H7 left unfinished measured 76.4 KiB a connection over HTTP/2 and 50.9 KiB over HTTP/1
+# (1000 connections, `tools/bench-http --only-floods`); rounded up with one decoded header
+# list besides. A longer block closes the connection as its frames arrive (issue 18.3).
+CONNECTION_BYTES: Final = 96 * KIB
 
 
 @attrs.frozen(kw_only=True)
@@ -105,6 +112,13 @@ def estimate(config: Config) -> Estimate:
                 settings=("service.http.max_sessions",),
             )
         )
+    shares.append(
+        Share(
+            name="connections",
+            bytes=http.max_connections * CONNECTION_BYTES,
+            settings=("service.http.max_connections",),
+        )
+    )
     if config.cache.enabled:
         shares.append(
             Share(

@@ -53,6 +53,7 @@ class HttpConfig:
     max_connections: int = 64  # LIM-H1
     max_request_bytes: int = 65536  # LIM-H2
     idle_timeout_s: int = 60  # LIM-H3
+    head_timeout_s: int = 10  # below idle_timeout_s (decisions: issue 18)
     max_streams: int = 16  # LIM-H4
     max_sessions: int = 256  # LIM-H6
     request_timeout_s: int = 30  # LIM-H5

@@ -292,6 +292,7 @@ class Validator(Reader):
                     "allowed_origins",
                     "legacy_revisions",
                     "request_timeout_s",
+                    "head_timeout_s",
                 }
             ),
             tables=frozenset({"auth"}),
@@ -310,6 +311,19 @@ class Validator(Reader):
             least,
             600,
             why=f"fetch.deadline_ms {fetch_deadline_ms} plus 2 s",
+        )
+        # Below the idle time (issue 18.2): a connection that has begun a request is not
+        # waiting for one. Unset, 10 s, or the idle time less 1 s when that is shorter.
+        idle = http["idle_timeout_s"]
+        head_ceiling = min(HEAD_TIMEOUT_MAX_S, idle - 1)
+        http["head_timeout_s"] = h.get_int(
+            "head_timeout_s",
+            min(HEAD_TIMEOUT_DEFAULT_S, head_ceiling),
+            1,
+            head_ceiling,
+            why=f"service.http.idle_timeout_s {idle} minus 1 s"
+            if head_ceiling < HEAD_TIMEOUT_MAX_S
+            else None,
         )
         http["bind"] = h.get_text("bind", "127.0.0.1:8737", check=parse_bind)
         http["allowed_hosts"] = h.get_texts("allowed_hosts", [], check=validate_allowed_host)
@@ -532,6 +546,8 @@ _FETCH_INTS: Final = {
     "connect_timeout_ms": (3000, 500, 10000),
     "max_redirects": (5, 0, 10),
 }
+HEAD_TIMEOUT_DEFAULT_S: Final = 10
+HEAD_TIMEOUT_MAX_S: Final = 60
 _HTTP_INTS: Final = {
     "max_connections": (64, 1, 4096),
     "max_request_bytes": (65536, 4096, 1048576),

@@ -44,12 +44,14 @@ if TYPE_CHECKING:
     _Answer = tuple[int, bytes, tuple[tuple[bytes, bytes], ...]]
 
 __all__ = [
+    "CONNECTION_CLAIM",
+    "EXPECT_CONTINUE",
     "HEADER_BLOCK_BYTES",
     "HEADER_MISMATCH",
     "MCP_PATH",
     "McpHttpApp",
+    "RefusalLog",
     "address_family",
-    "refuse",
 ]
 
 MCP_PATH: Final = "/mcp"
@@ -68,7 +70,8 @@ _INVALID_FIELD_BYTE: Final = re.compile(rb"[^\t\x20-\x7e]")
 _SSE: Final = b"text/event-stream"
 _LOOPBACK_NAMES: Final = ("localhost", "127.0.0.1", "[::1]")
 
-# Reasons counted under `http` in the counters event; the logged ones also get a line.
+# Reasons counted under `http` in the counters event; the logged ones also get lines, in
+# aggregate (`refuse`).
 LOGGED_REASONS: Final = frozenset(
     {
         "too_many_connections",
@@ -77,7 +80,28 @@ LOGGED_REASONS: Final = frozenset(
         "request_timeout",
         "session_limit",
         "sdk_forbidden",
+        "caller_share",
     }
+)
+# One `http_refused` line per reason and address family per interval (issue 18.5): the first
+# refusal at once, those after it in one line with their count when the interval ends.
+REFUSAL_LOG_INTERVAL_S: Final = 10.0
+# Set in the scope by the listener: the connection's claim by a caller (`Listener.claim`),
+# and (HTTP/1) what sends `100 Continue` once the gate has decided to read the body.
+CONNECTION_CLAIM: Final = "rypsok.connection_claim"
+EXPECT_CONTINUE: Final = "rypsok.expect_continue"
+# CORS (issue 18.5): what a browser host of a listed origin may send and read.
+_CORS_METHODS: Final = b"POST, DELETE"
+_CORS_REQUEST_HEADERS: Final = (
+    b"authorization, content-type, accept, mcp-protocol-version, mcp-method, mcp-name, "
+    b"mcp-session-id, last-event-id"
+)
+_CORS_EXPOSED: Final = b"mcp-session-id, www-authenticate, retry-after"
+_CORS_MAX_AGE_S: Final = b"600"
+_CORS_PREFLIGHT: Final = (
+    (b"access-control-allow-methods", _CORS_METHODS),
+    (b"access-control-allow-headers", _CORS_REQUEST_HEADERS),
+    (b"access-control-max-age", _CORS_MAX_AGE_S),
 )
 
 
@@ -86,12 +110,45 @@ def address_family(host: str | None) -> str:
     return "ipv6" if host is not None and ":" in host else "ipv4"
 
 
-def refuse(reason: str, family: str) -> None:
-    """Count a refusal; log it when it is one of the gate's logged reasons (never the
-    address, never a header value)."""
-    telemetry.COUNTERS.http_refused(reason)
-    if reason in LOGGED_REASONS:
-        telemetry.info("http_refused", reason=reason, family=family)
+class RefusalLog:
+    """The refusals of one listener: counted, always; the logged reasons written in
+    aggregate, so that a flood writes two lines per reason and family per interval at most,
+    whatever its rate (never the address, never a header value)."""
+
+    def __init__(self) -> None:
+        self._logged_at: dict[tuple[str, str], float] = {}
+        self._pending: dict[tuple[str, str], int] = {}
+
+    def refuse(self, reason: str, family: str) -> None:
+        telemetry.COUNTERS.http_refused(reason)
+        if reason not in LOGGED_REASONS:
+            return
+        key = (reason, family)
+        now = trio.current_time()
+        last = self._logged_at.get(key)
+        if last is None or now - last >= REFUSAL_LOG_INTERVAL_S:
+            self._logged_at[key] = now
+            count = self._pending.pop(key, 0) + 1
+            telemetry.info("http_refused", reason=reason, family=family, count=count)
+        else:
+            self._pending[key] = self._pending.get(key, 0) + 1
+
+    def flush(self, *, final: bool = False) -> None:
+        """The line of each reason whose interval has ended with refusals not yet logged
+        (`final`: all of them, at the shutdown)."""
+        now = trio.current_time()
+        for key, count in list(self._pending.items()):
+            if final or now - self._logged_at[key] >= REFUSAL_LOG_INTERVAL_S:
+                del self._pending[key]
+                self._logged_at[key] = now
+                telemetry.info("http_refused", reason=key[0], family=key[1], count=count)
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Write the aggregated lines as their intervals end (beside the listener)."""
+        task_status.started()
+        while True:
+            await trio.sleep(REFUSAL_LOG_INTERVAL_S)
+            self.flush()
 
 
 class _Refusal(Exception):
@@ -248,10 +305,23 @@ def _id_json(request_id: jsonrpc.RequestId) -> bytes:
 class _Request:
     """The parts of one HTTP request the handler reads."""
 
-    __slots__ = ("connection_cancels", "family", "head_bytes", "headers", "method", "path")
+    __slots__ = (
+        "claim",
+        "connection_cancels",
+        "cors",
+        "expect_continue",
+        "family",
+        "head_bytes",
+        "headers",
+        "method",
+        "path",
+    )
 
     def __init__(self, scope: Scope) -> None:
         self.connection_cancels: set[trio.CancelScope] | None = scope.get(CONNECTION_CANCELS)
+        self.claim: Callable[[str], bool] | None = scope.get(CONNECTION_CLAIM)
+        self.expect_continue: Callable[[], Awaitable[None]] | None = scope.get(EXPECT_CONTINUE)
+        self.cors: tuple[tuple[bytes, bytes], ...] = ()
         self.method: str = scope["method"]
         self.path: str = scope["path"]
         client = scope.get("client")
@@ -299,6 +369,7 @@ class McpHttpApp:
         self._timeout_s = float(http.request_timeout_s)
         self._hosts = self._allowed_hosts(config, bound_port)
         self._origins = tuple(o.lower() for o in http.allowed_origins)
+        self.refusals = RefusalLog()
 
     def _new_dispatcher(self) -> Dispatcher:
         return make_dispatcher(self._service, self._config)
@@ -342,6 +413,15 @@ class McpHttpApp:
         if scope["type"] != "http":
             return  # no WebSocket in the contract
         request = _Request(scope)
+        origin = request.headers.get(b"origin")
+        if origin is not None and self._origin_allowed(origin):
+            # Every answer to a listed origin, refusals included, carries what lets the
+            # browser hand it to the page (CORS); an origin not listed gets none.
+            request.cors = (
+                (b"access-control-allow-origin", origin),
+                (b"access-control-expose-headers", _CORS_EXPOSED),
+                (b"vary", b"origin"),
+            )
         started = False
 
         async def respond(
@@ -349,7 +429,7 @@ class McpHttpApp:
         ) -> None:
             nonlocal started
             started = True
-            out = [(b"content-length", b"%d" % len(body)), *headers]
+            out = [(b"content-length", b"%d" % len(body)), *headers, *request.cors]
             if body:
                 out.append((b"content-type", _JSON))
             await send({"type": "http.response.start", "status": status, "headers": out})
@@ -367,7 +447,7 @@ class McpHttpApp:
                 return
             except _Refusal as refusal:
                 if refusal.reason is not None:
-                    refuse(refusal.reason, request.family)
+                    self.refusals.refuse(refusal.reason, request.family)
                 body = b"" if refusal.body is None else jsonrpc.encode(refusal.body)
                 await respond(refusal.status, body, refusal.headers)
             finally:
@@ -381,7 +461,7 @@ class McpHttpApp:
         elif not started:
             # LIM-H5: whatever the request was doing (sending its body, waiting for its
             # call), it ends here; the connection is closed after this answer.
-            refuse("request_timeout", request.family)
+            self.refusals.refuse("request_timeout", request.family)
             await respond(408, b"", ((b"connection", b"close"),))
 
     # -- the gate and the statuses --------------------------------------------------------
@@ -396,9 +476,22 @@ class McpHttpApp:
             # h11 bounds a header block that arrives in pieces; this bounds one that came
             # whole. Before the gate, as the contract says: neither logged nor counted.
             raise _Refusal(431, headers=((b"connection", b"close"),))
+        if request.method == "OPTIONS" and b"access-control-request-method" in request.headers:
+            # A browser's CORS preflight carries no token (Fetch standard): answered before
+            # the token is asked for, for a listed origin only.
+            self._preflight(request)
+            await respond(204, b"", _CORS_PREFLIGHT)
+            return
         caller = self._callers.identify(request.headers.get(b"authorization"))
         if caller is None:
             raise _Refusal(401, reason="unauthorized", headers=((b"www-authenticate", b"Bearer"),))
+        if request.claim is not None and not request.claim(caller):
+            # The caller holds its share of the connections, each with a request running.
+            raise _Refusal(
+                503,
+                reason="caller_share",
+                headers=((b"retry-after", b"1"), (b"connection", b"close")),
+            )
         if request.path != MCP_PATH:
             raise _Refusal(404, reason="not_found")
         host = request.headers.get(b"host")
@@ -431,6 +524,15 @@ class McpHttpApp:
         status, payload, headers = await self._post(request, caller, body, receive)
         await respond(status, payload, headers)
 
+    def _preflight(self, request: _Request) -> None:
+        if request.path != MCP_PATH:
+            raise _Refusal(404, reason="not_found")
+        host = request.headers.get(b"host")
+        if host is None or host.lower() not in self._hosts:
+            raise _error(403, jsonrpc.INVALID_REQUEST, "Forbidden: Host", reason="sdk_forbidden")
+        if not request.cors:
+            raise _error(403, jsonrpc.INVALID_REQUEST, "Forbidden: Origin", reason="sdk_forbidden")
+
     async def _body(self, request: _Request, receive: Receive) -> bytes:
         declared = request.headers.get(b"content-length")
         if declared is not None:
@@ -440,6 +542,10 @@ class McpHttpApp:
                 size = -1  # h11 and h2 refuse a malformed length before the app sees it
             if size > self._max_body:
                 raise _Refusal(413, reason="body_too_large", headers=((b"connection", b"close"),))
+        if request.expect_continue is not None:
+            # Every answer but 200 is decided by now (401, 413, 415 ...): only a body that
+            # will be read is asked for (RFC 9110 §10.1.1).
+            await request.expect_continue()
         chunks: list[bytes] = []
         total = 0
         while True:

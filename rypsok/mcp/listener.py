@@ -3,15 +3,22 @@ connection-level bounds hypercorn does not keep by itself.
 
 hypercorn parses HTTP and calls the ASGI app (`rypsok.mcp.http`). The accept loop is ours:
 
-- LIM-H1: a connection beyond the cap is closed unanswered (`too_many_connections`).
+- LIM-H1: at the cap a new connection makes room: the connection that has waited longest
+  without a request (none running, none complete and waiting to run) is closed
+  (`connection_evicted`); only when every connection has one is the new one closed
+  unanswered (`too_many_connections`). With two callers or more a caller holds at most its
+  share of the connections (`claim`, called by the app's gate).
 - LIM-H3: the first bytes are read here, under one deadline from the accept, until they show
   HTTP/1 or the HTTP/2 preface; a connection that does not (silence, or a preface cut short)
   is closed and counted as `idle_connection`, without a log line of its own. The bytes are
   handed back to hypercorn. After that a watchdog closes a connection with no request in
-  flight once LIM-H3 has passed without a request starting (an idle keep-alive connection,
-  or a header block trickled a byte at a time).
-- LIM-H4 and LIM-H7 are hypercorn's (h2's) settings: concurrent streams, the header block
-  (431 on HTTP/1, the connection closed on HTTP/2). LIM-H2 and LIM-H5 are the app's.
+  flight once LIM-H3 has passed without a request starting (an idle keep-alive connection).
+- `head_timeout_s`: a request head (an HTTP/2 header block, the preface once begun) must
+  complete within its own, shorter bound (`head_timeout`).
+- Every byte passes `rypsok.mcp.framing` before hypercorn reads it: HTTP/1 heads are
+  checked strictly (refused and closed where a proxy could read them otherwise), HTTP/2
+  header blocks bounded by LIM-H7 as their frames arrive. LIM-H4 is h2's setting, a stream
+  beyond it refused alone (`_RefusingH2Connection`). LIM-H2 and LIM-H5 are the app's.
 - An accept error (descriptors exhausted) backs off 100 ms and is logged at most once per 10 s.
 
 `serve_http` serves until its `stop` event; then the listening socket is closed (new
@@ -21,12 +28,20 @@ connections are refused), idle connections close, and calls in flight get what i
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import math
 import signal
 import socket as stdlib_socket
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
+import h2.connection
+import h2.errors
+import h2.exceptions
+import h2.stream
+import hpack
+import hyperframe.frame
 import trio
 from hypercorn.app_wrappers import ASGIWrapper
 from hypercorn.config import Config as HypercornConfig
@@ -38,7 +53,15 @@ from rypsok import _early
 from rypsok.config.rules import parse_bind
 from rypsok.core import telemetry
 from rypsok.mcp.callers import Callers
-from rypsok.mcp.http import CONNECTION_CANCELS, HEADER_BLOCK_BYTES, McpHttpApp, refuse
+from rypsok.mcp.framing import H2Scanner, Http1Gate
+from rypsok.mcp.http import (
+    CONNECTION_CANCELS,
+    CONNECTION_CLAIM,
+    EXPECT_CONTINUE,
+    HEADER_BLOCK_BYTES,
+    McpHttpApp,
+    RefusalLog,
+)
 from rypsok.mcp.process import serving
 from rypsok.mcp.sessions import SESSION_TTL_S
 
@@ -81,32 +104,172 @@ def _hypercorn_config(config: Config) -> HypercornConfig:
     return hc
 
 
+class _RefusingH2Connection(h2.connection.H2Connection):
+    """h2's connection, with a stream beyond LIM-H4 refused alone (RFC 9113 §5.1.2:
+    REFUSED_STREAM) instead of the whole connection ended with PROTOCOL_ERROR, which loses
+    the streams in flight. Put in place of hypercorn's own by a class change (`_Replay`)."""
+
+    def _receive_headers_frame(self, frame: Any) -> Any:
+        try:
+            return super()._receive_headers_frame(frame)
+        except h2.exceptions.TooManyStreamsError:
+            stream_id = frame.stream_id
+            if stream_id % 2 == 0 or stream_id <= self.highest_inbound_stream_id:
+                raise  # not a new stream of the client's: h2's own verdict stands
+        try:
+            # Decoded and dropped: HPACK's table must follow every header block.
+            self.decoder.decode(frame.data, raw=True)
+        except hpack.HPACKError as exc:
+            raise h2.exceptions.ProtocolError("undecodable header block") from exc
+        self.highest_inbound_stream_id = stream_id
+        self._closed_streams[stream_id] = h2.stream.StreamClosedBy.SEND_RST_STREAM
+        reset = hyperframe.frame.RstStreamFrame(stream_id)
+        reset.error_code = h2.errors.ErrorCodes.REFUSED_STREAM
+        return [reset], []
+
+
+_STATUS_TEXT: Final = {
+    400: b"Bad Request",
+    417: b"Expectation Failed",
+    431: b"Request Header Fields Too Large",
+    501: b"Not Implemented",
+    505: b"HTTP Version Not Supported",
+}
+_CONTINUE_LINE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
+_PEEK: Final = stdlib_socket.MSG_PEEK | stdlib_socket.MSG_DONTWAIT
+_LINGER_S: Final = 0.5
+_LINGER_BYTES: Final = 65536
+
+
 class _Replay(trio.abc.HalfCloseableStream):
-    """The accepted stream with the bytes already read handed back first.
+    """The accepted stream with the bytes already read handed back first, and every byte
+    passed through the connection's gate (`rypsok.mcp.framing`) before hypercorn reads it.
 
     No `do_handshake`: hypercorn takes a stream without one for cleartext (h2c by prior
     knowledge, or HTTP/1.1).
     """
 
-    def __init__(self, stream: trio.SocketStream, first: bytes, connection: _Connection) -> None:
+    def __init__(
+        self,
+        stream: trio.SocketStream,
+        first: bytes,
+        connection: _Connection,
+        refusals: RefusalLog,
+    ) -> None:
         self._stream = stream
-        self._first = first
         self._connection = connection
+        self._refusals = refusals
         self.socket = stream.socket
+        self.server: TCPServer | None = None
+        self._h2_swapped = False
+        if connection.h2 is not None:
+            # The preface alone first: hypercorn makes its HTTP/2 protocol object from it,
+            # and `receive_some` changes that object's h2 class before the first frame.
+            self._first = first[: len(H2_PREFACE)]
+            self._pending = first[len(H2_PREFACE) :]
+        else:
+            self._first = b""
+            self._pending = first  # through the gate like every later byte
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        connection = self._connection
         if self._first:
             data, self._first = self._first, b""
             await trio.lowlevel.checkpoint()
             return data
-        try:
-            data = bytes(await self._stream.receive_some(max_bytes))
-        except trio.BrokenResourceError:
-            self._connection.peer_gone()
-            raise
-        if not data:
-            self._connection.peer_gone()
+        while True:
+            if self._pending:
+                data, self._pending = self._pending, b""
+            else:
+                try:
+                    data = bytes(await self._stream.receive_some(max_bytes))
+                except trio.BrokenResourceError:
+                    connection.peer_gone()
+                    raise
+                if not data:
+                    connection.peer_gone()
+                    return data
+            if connection.h2 is not None:
+                return await self._h2(data)
+            passed = await self._http1(data)
+            if passed is not None:
+                return passed
+
+    async def _h2(self, data: bytes) -> bytes:
+        connection = self._connection
+        scanner = connection.h2
+        assert scanner is not None
+        if not self._h2_swapped and self.server is not None:
+            protocol = getattr(self.server.protocol, "protocol", None)
+            h2_connection = getattr(protocol, "connection", None)
+            if isinstance(h2_connection, h2.connection.H2Connection):
+                h2_connection.__class__ = _RefusingH2Connection
+                # h2 dispatches frames through methods bound when it was made.
+                table = h2_connection._frame_dispatch_table
+                table[hyperframe.frame.HeadersFrame] = h2_connection._receive_headers_frame
+                self._h2_swapped = True
+        if not scanner.feed(data):
+            # LIM-H7 passed by the fragments so far: closed before h2 buffers any more.
+            self._refusals.refuse("header_too_large", connection.family)
+            connection.peer_gone()
+            return b""
+        connection.head_started(scanner.in_block)
         return data
+
+    async def _http1(self, data: bytes) -> bytes | None:
+        """What hypercorn may read of `data`: b"" to close, None when it must wait."""
+        connection = self._connection
+        gate = connection.gate
+        assert gate is not None
+        passed = gate.feed(data)
+        connection.head_started(gate.head_started)
+        if passed:
+            # A complete head (or a body's bytes) on its way to the app: not a connection
+            # waiting for a request, for the eviction at the cap.
+            connection.ready = True
+            return passed
+        if gate.refused is None:
+            return None
+        refusal = gate.refused
+        if refusal.reason is not None:
+            self._refusals.refuse(refusal.reason, connection.family)
+        if connection.in_flight == 0 and not gate.in_body:
+            await self._answer_and_linger(refusal.status)
+        connection.peer_gone()
+        return b""
+
+    async def _answer_and_linger(self, status: int) -> None:
+        """Answer a refused head and close: the write side first, then what the peer still
+        sends is read (bounded) so that the close sends no reset that would lose the answer."""
+        head = b"HTTP/1.1 %d %s\r\ncontent-length: 0\r\nconnection: close\r\n\r\n" % (
+            status,
+            _STATUS_TEXT[status],
+        )
+        assert self.server is not None
+        try:
+            async with self.server.send_lock:
+                await self._stream.send_all(head)
+            await self._stream.send_eof()
+            read = 0
+            with trio.move_on_after(_LINGER_S):
+                while read < _LINGER_BYTES:
+                    chunk = await self._stream.receive_some(_RECEIVE)
+                    if not chunk:
+                        break
+                    read += len(chunk)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+    async def send_continue(self) -> None:
+        """`100 Continue`, once the app has decided to read the body of a request that asked
+        for it (the gate held `Expect` back from h11)."""
+        gate = self._connection.gate
+        if gate is None or not gate.expects_continue or self.server is None:
+            return
+        gate.expects_continue = False
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            async with self.server.send_lock:
+                await self._stream.send_all(_CONTINUE_LINE)
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         # hypercorn hands over the empty end of every HTTP/1 message with a length: sending
@@ -143,16 +306,45 @@ _NO_IDLE_TASK: Final = _NoIdleTask()
 
 
 class _Connection:
-    """One accepted connection's requests, for the watchdog and the shutdown."""
+    """One accepted connection, from its accept: for the eviction at the cap, the watchdog
+    and the shutdown."""
 
-    __slots__ = ("closed_by_peer", "in_flight", "quiet_since", "scopes", "wake")
+    __slots__ = (
+        "closed_by_peer",
+        "evicted",
+        "family",
+        "fd",
+        "gate",
+        "h2",
+        "head_since",
+        "holder",
+        "in_flight",
+        "quiet_since",
+        "ready",
+        "replay",
+        "scope",
+        "scopes",
+        "wake",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, family: str, fd: int) -> None:
+        self.family = family
+        self.fd = fd
+        self.ready = False  # a complete head passed to hypercorn, its app not yet started
         self.in_flight = 0
+        # Since when it has waited without a request running: its accept, or the end of its
+        # last request. The oldest such connection makes room at the cap.
         self.quiet_since = trio.current_time()
+        self.head_since: float | None = None  # a request head begun, not yet complete
         self.closed_by_peer = False
+        self.evicted = False
+        self.holder: str | None = None  # the caller whose token its requests carried
         self.wake = trio.Event()
+        self.scope = trio.CancelScope()  # the whole connection
         self.scopes: set[trio.CancelScope] = set()  # HTTP/1 requests running
+        self.gate: Http1Gate | None = None
+        self.h2: H2Scanner | None = None
+        self.replay: _Replay | None = None
 
     def peer_gone(self) -> None:
         # hypercorn keeps a closed connection's task until its keep-alive timer ends; the
@@ -163,9 +355,35 @@ class _Connection:
             scope.cancel()
         self.wake.set()
 
+    def head_started(self, started: bool) -> None:
+        if started and self.head_since is None:
+            self.head_since = trio.current_time()
+            self.wake.set()  # the watchdog's deadline moves closer
+        elif not started:
+            self.head_since = None
+
     def request_ended(self) -> None:
         # The watchdog is not woken: it finds the new time when its own deadline comes.
         self.quiet_since = trio.current_time()
+        self.ready = False
+
+    def has_request(self) -> bool:
+        """A request running, or one complete and not yet started: its head passed through
+        the gate, or (not read yet, the connection's task not having run since its accept)
+        a whole HTTP/1 head already in the socket's buffer. Under a flood a new connection
+        can wait many scheduling rounds before its first read; it is not one that waits."""
+        if self.in_flight or self.ready:
+            return True
+        if self.gate is not None or self.h2 is not None:
+            return False
+        probe = stdlib_socket.socket(fileno=self.fd)
+        try:
+            peeked = probe.recv(HEADER_BLOCK_BYTES, _PEEK)
+        except OSError:
+            return False
+        finally:
+            probe.detach()  # the descriptor stays the connection's
+        return b"\r\n\r\n" in peeked and not peeked.startswith(H2_PREFACE[:3])
 
 
 class _ConnectionApp:
@@ -179,14 +397,19 @@ class _ConnectionApp:
         if scope["type"] != "http":
             await self._listener.app(scope, receive, send)
             return
-        self._connection.in_flight += 1
+        connection = self._connection
+        connection.in_flight += 1
+        connection.ready = False
         self._listener.request_started()
+        scope[CONNECTION_CLAIM] = partial(self._listener.claim, connection)
         try:
             if scope.get("http_version") in _HTTP1:
                 # One request at a time on the connection: when the peer closes it, the
                 # listener cancels the request (the app puts its scope in the set) instead
                 # of the app watching for it.
-                scope[CONNECTION_CANCELS] = self._connection.scopes
+                scope[CONNECTION_CANCELS] = connection.scopes
+                if connection.replay is not None:
+                    scope[EXPECT_CONTINUE] = connection.replay.send_continue
             await self._listener.app(scope, receive, send)
         except Exception as exc:
             # A defect, not a peer's doing: one JSON line, no traceback that could quote a
@@ -194,9 +417,13 @@ class _ConnectionApp:
             telemetry.log_exception("http_app_failed", exc)
             raise
         finally:
-            self._connection.in_flight -= 1
-            self._connection.request_ended()
+            connection.in_flight -= 1
+            connection.request_ended()
             self._listener.request_ended()
+
+
+def _quiet_since(connection: _Connection) -> float:
+    return connection.quiet_since
 
 
 class Listener:
@@ -205,11 +432,20 @@ class Listener:
     def __init__(self, app: McpHttpApp, config: Config) -> None:
         http = config.service.http
         self.app = app
+        # The app's own, so that the gate's refusals and the listener's share their lines.
+        self.refusals = app.refusals if isinstance(app, McpHttpApp) else RefusalLog()
         self._hconfig = _hypercorn_config(config)
         self._context = WorkerContext(None)
         self._max_connections = http.max_connections
         self._idle_s = float(http.idle_timeout_s)
+        self._head_s = float(http.head_timeout_s)
+        # A caller's share of the connections (issue 18.2): all of them with one caller (or
+        # none), else an equal part, so that another caller always finds room.
+        callers = len(http.auth.callers)
+        self._share = max(1, http.max_connections // callers) if callers > 1 else math.inf
+        self._held: dict[str, int] = {}
         self.connections = 0
+        self._all: set[_Connection] = set()  # every accepted connection not yet closed
         self._open: set[_Connection] = set()  # past the first bytes, for the shutdown
         self._silent: set[trio.CancelScope] = set()  # waiting for their first bytes
         self.in_flight = 0
@@ -229,6 +465,57 @@ class Listener:
         if self.in_flight == 0:
             self._calls_done.set()
 
+    # -- room at the cap ----------------------------------------------------------------------
+
+    def _evict(self, connection: _Connection) -> None:
+        """Close a connection with no request running, to make room (counted, not logged per
+        connection: a flood would write a line each)."""
+        connection.evicted = True
+        self._forget(connection)
+        self.refusals.refuse("connection_evicted", connection.family)
+        connection.scope.cancel()
+
+    def _forget(self, connection: _Connection) -> None:
+        if connection in self._all:
+            self._all.discard(connection)
+            self.connections -= 1
+            if connection.holder is not None:
+                self._held[connection.holder] -= 1
+
+    def _longest_waiting(self, holder: str | None = None, *, but: Any = None) -> Any:
+        """The connection that has waited longest without a request (of `holder` when
+        given), or None: one with a request running, or complete and about to run, is
+        never chosen."""
+        candidates = [
+            connection
+            for connection in self._all
+            if not connection.in_flight
+            and connection is not but
+            and (holder is None or connection.holder == holder)
+        ]
+        candidates.sort(key=_quiet_since)
+        for connection in candidates:
+            if not connection.has_request():
+                return connection
+        return None
+
+    def claim(self, connection: _Connection, caller: str) -> bool:
+        """The gate's call once a request's token names its caller: the connection is then
+        the caller's. False when the caller already holds its share and none of those
+        connections is waiting (the request is refused, 503)."""
+        if connection.holder == caller:
+            return True
+        if self._held.get(caller, 0) >= self._share:
+            victim = self._longest_waiting(caller, but=connection)
+            if victim is None:
+                return False
+            self._evict(victim)
+        if connection.holder is not None:
+            self._held[connection.holder] -= 1
+        connection.holder = caller
+        self._held[caller] = self._held.get(caller, 0) + 1
+        return True
+
     # -- accepting ------------------------------------------------------------------------
 
     async def accept_loop(self, sock: Any, nursery: trio.Nursery) -> None:
@@ -246,48 +533,72 @@ class Listener:
                 await trio.sleep(ACCEPT_BACKOFF_S)
                 continue
             if self.connections >= self._max_connections:
-                refuse("too_many_connections", family)
-                client.close()
-                continue
+                # At the cap room is made, not refused: the connection that has waited
+                # longest without a request goes (issue 18.2); only when every connection
+                # has a request running is the new one closed unanswered.
+                victim = self._longest_waiting()
+                if victim is None:
+                    self.refusals.refuse("too_many_connections", family)
+                    client.close()
+                    continue
+                self._evict(victim)
+            connection = _Connection(family, client.fileno())
+            self._all.add(connection)
             self.connections += 1
-            nursery.start_soon(self._serve_connection, client, family)
+            nursery.start_soon(self._serve_connection, client, connection)
 
-    async def _serve_connection(self, client: Any, family: str) -> None:
+    async def _serve_connection(self, client: Any, connection: _Connection) -> None:
         stream = trio.SocketStream(client)
+        family = connection.family
         try:
-            first = await self._first_bytes(stream)
-            if first is None:
-                return
-            if first == b"":
-                refuse("idle_connection", family)
-                return
-            connection = _Connection()
-            app = ASGIWrapper(cast("Any", _ConnectionApp(self, connection)))
-            replay = cast(
-                "Any", _Replay(stream, first, connection)
-            )  # cleartext: hypercorn's no-TLS path
-            server = TCPServer(app, self._hconfig, self._context, ConnectionState({}), replay)
-            server.idle_task = cast("Any", _NO_IDLE_TASK)
-            self._open.add(connection)
-            if self.stopping:
-                # Its first bytes came in the same round as the drain's start, which woke
-                # only the connections open then.
-                connection.wake.set()
-            try:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._watchdog, connection, nursery.cancel_scope)
-                    await server.run()
-                    nursery.cancel_scope.cancel()
-            finally:
-                self._open.discard(connection)
+            with connection.scope:
+                first = await self._first_bytes(stream, connection)
+                if first is None:
+                    return
+                if first == b"":
+                    self.refusals.refuse("idle_connection", family)
+                    return
+                if first.startswith(H2_PREFACE):
+                    connection.h2 = H2Scanner(HEADER_BLOCK_BYTES)
+                    connection.ready = len(first) > len(H2_PREFACE)
+                    # The preface is whole: from here only a header block has a head bound.
+                    connection.head_since = None
+                else:
+                    connection.gate = Http1Gate(HEADER_BLOCK_BYTES)
+                    # Read, not yet through the gate: hypercorn reads it some rounds later.
+                    connection.ready = b"\r\n\r\n" in first
+                app = ASGIWrapper(cast("Any", _ConnectionApp(self, connection)))
+                replay = _Replay(stream, first, connection, self.refusals)
+                connection.replay = replay
+                # cleartext: hypercorn's no-TLS path
+                server = TCPServer(
+                    app, self._hconfig, self._context, ConnectionState({}), cast("Any", replay)
+                )
+                replay.server = server
+                server.idle_task = cast("Any", _NO_IDLE_TASK)
+                self._open.add(connection)
+                if self.stopping:
+                    # Its first bytes came in the same round as the drain's start, which
+                    # woke only the connections open then.
+                    connection.wake.set()
+                try:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(self._watchdog, connection, nursery.cancel_scope)
+                        await server.run()
+                        nursery.cancel_scope.cancel()
+                finally:
+                    self._open.discard(connection)
         finally:
-            self.connections -= 1
+            self._forget(connection)
             with trio.CancelScope(shield=True):
                 await stream.aclose()
 
-    async def _first_bytes(self, stream: trio.SocketStream) -> bytes | None:
-        """The bytes that show the protocol; b"" when LIM-H3 passed first; None when the
-        peer closed or broke the connection before, or the shutdown began."""
+    async def _first_bytes(
+        self, stream: trio.SocketStream, connection: _Connection
+    ) -> bytes | None:
+        """The bytes that show the protocol; b"" when LIM-H3 passed first (or the head
+        bound, once a part of the HTTP/2 preface came); None when the peer closed or broke
+        the connection before, or the shutdown began."""
         data = b""
         with trio.move_on_after(self._idle_s) as scope:
             # The shutdown closes a connection that has not shown its protocol (`drain`).
@@ -302,6 +613,12 @@ class Listener:
                         return None
                     if not chunk:
                         return None
+                    if not data:
+                        # A request has begun: its head has a bound of its own, from here
+                        # (the watchdog keeps it once the gate has read the rest).
+                        connection.head_since = trio.current_time()
+                        head_deadline = connection.head_since + self._head_s
+                        scope.deadline = min(scope.deadline, head_deadline)
                     data += chunk
                     if len(data) >= len(H2_PREFACE) or not H2_PREFACE.startswith(data):
                         return data
@@ -311,21 +628,32 @@ class Listener:
         return None if self.stopping else b""
 
     async def _watchdog(self, connection: _Connection, scope: trio.CancelScope) -> None:
-        """Close the connection once the peer has closed its side and nothing runs, or once
+        """Close the connection once the peer has closed its side and nothing runs; once
         LIM-H3 has passed with no request started and none running (an idle keep-alive
-        connection, or a header block trickled a byte at a time). A running request is
+        connection); or once a request head has taken longer than its own bound
+        (`head_timeout_s`: a header block trickled a byte at a time). A running request is
         bounded by LIM-H5 instead."""
         while True:
-            with trio.move_on_at(connection.quiet_since + self._idle_s):
+            deadline = connection.quiet_since + self._idle_s
+            if connection.head_since is not None:
+                deadline = min(deadline, connection.head_since + self._head_s)
+            with trio.move_on_at(deadline):
                 await connection.wake.wait()
             connection.wake = trio.Event()
+            now = trio.current_time()
+            head_since = connection.head_since
+            if head_since is not None and now - head_since >= self._head_s:
+                # HTTP/2 included: no other frame may come between a header block's parts.
+                self.refusals.refuse("head_timeout", connection.family)
+                scope.cancel()
+                return
             if connection.in_flight:
-                connection.quiet_since = trio.current_time()
+                connection.quiet_since = now
                 continue
             if (
                 connection.closed_by_peer
                 or self.stopping
-                or trio.current_time() - connection.quiet_since >= self._idle_s
+                or now - connection.quiet_since >= self._idle_s
             ):
                 scope.cancel()
                 return
@@ -400,6 +728,7 @@ async def serve_http(
     shutdown_ms = config.service.shutdown_ms
     async with trio.open_nursery() as nursery:
         await nursery.start(telemetry.run_counters_reporter, counters_interval_s)
+        await nursery.start(app.refusals.run)
         async with trio.open_nursery() as connections:
             accepting = trio.CancelScope()
 
@@ -418,6 +747,7 @@ async def serve_http(
             await listener.drain(stopped_at + grace)
             # What still runs (idle connections, cancelled calls) ends with the nursery.
             connections.cancel_scope.cancel()
+        app.refusals.flush(final=True)
         nursery.cancel_scope.cancel()
 
 
