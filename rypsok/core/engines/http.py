@@ -7,6 +7,8 @@ that origin (redirects are never followed). Environment proxy variables are igno
 operator's `[egress] proxy` is the only proxy. The body is read as a stream of raw bytes and
 decompressed as it comes (`rypsok.core.decoding`), under the driver's bound, so that a small
 compressed answer cannot expand past the bound in memory (a gzip bomb stops one byte past it).
+
+Implements REQ-RES-007, REQ-RES-008 and LIM-S12.
 """
 
 from __future__ import annotations
