@@ -67,6 +67,30 @@ GOOD_LIMITS: Final = [
 ]
 
 
+def _good(
+    tmp_path: Path,
+    *,
+    requirements: tuple[str, ...] = (),
+    limits: tuple[str, ...] = (),
+    files: dict[str, str] | None = None,
+) -> Path:
+    """The consistent repository above, with rows added and files replaced."""
+    return _repo(
+        tmp_path,
+        requirements=[*GOOD_REQUIREMENTS, *requirements],
+        limits=[*GOOD_LIMITS, *limits],
+        files={**GOOD_FILES, **(files or {})},
+    )
+
+
+def _problems(root: Path) -> str:
+    """The tool's standard error, once it has failed as CI sees it (exit status 1)."""
+    run = _run(root)
+    assert run.returncode == 1
+    assert run.stdout.splitlines()[-1].endswith("T requirements have a test named after them")
+    return run.stderr
+
+
 def test_req_test_001_this_repositorys_tables_pass_and_the_last_line_is_the_count() -> None:
     run = _run()
     assert run.returncode == 0, run.stderr
@@ -76,8 +100,7 @@ def test_req_test_001_this_repositorys_tables_pass_and_the_last_line_is_the_coun
 
 
 def test_req_test_001_a_consistent_repository_passes(tmp_path: Path) -> None:
-    root = _repo(tmp_path, requirements=GOOD_REQUIREMENTS, limits=GOOD_LIMITS, files=GOOD_FILES)
-    run = _run(root)
+    run = _run(_good(tmp_path))
     assert run.returncode == 0, run.stderr
     assert run.stderr == ""
     # REQ-CACHE-005 is marked T and no test is named after it: the worklist, not a failure.
@@ -88,49 +111,38 @@ def test_req_test_001_a_consistent_repository_passes(tmp_path: Path) -> None:
 
 
 def test_req_test_001_a_path_that_does_not_exist_fails(tmp_path: Path) -> None:
-    rows = [*GOOD_REQUIREMENTS, "REQ-OPS-001\tCommand line\tM1\tT\trypsok/cli.py"]
-    root = _repo(tmp_path, requirements=rows, limits=GOOD_LIMITS, files=GOOD_FILES)
-    run = _run(root)
-    assert run.returncode == 1
-    assert "requirements.tsv: REQ-OPS-001: rypsok/cli.py does not exist" in run.stderr
-    assert run.stdout.splitlines()[-1].endswith("T requirements have a test named after them")
+    row = "REQ-OPS-001\tCommand line\tM1\tT\trypsok/cli.py"
+    stderr = _problems(_good(tmp_path, requirements=(row,)))
+    assert "requirements.tsv: REQ-OPS-001: rypsok/cli.py does not exist" in stderr
 
 
 def test_req_test_001_an_empty_where_fails(tmp_path: Path) -> None:
-    limits = [*GOOD_LIMITS, "LIM-H9\tAttributes per element\t1000\tfixed\t—\t"]
-    root = _repo(tmp_path, requirements=GOOD_REQUIREMENTS, limits=limits, files=GOOD_FILES)
-    run = _run(root)
-    assert run.returncode == 1
-    assert "limits.tsv: LIM-H9: where is empty" in run.stderr
+    row = "LIM-H9\tAttributes per element\t1000\tfixed\t—\t"
+    assert "limits.tsv: LIM-H9: where is empty" in _problems(_good(tmp_path, limits=(row,)))
 
 
 def test_req_test_001_a_renamed_module_fails_every_row_that_named_it(tmp_path: Path) -> None:
-    root = _repo(tmp_path, requirements=GOOD_REQUIREMENTS, limits=GOOD_LIMITS, files=GOOD_FILES)
+    root = _good(tmp_path)
     assert _run(root).returncode == 0
     (root / "rypsok/core/deadline.py").rename(root / "rypsok/core/deadlines.py")
-    run = _run(root)
-    assert run.returncode == 1
-    assert "requirements.tsv: REQ-AGG-003: rypsok/core/deadline.py does not exist" in run.stderr
-    assert "limits.tsv: LIM-S4: rypsok/core/deadline.py does not exist" in run.stderr
+    stderr = _problems(root)
+    assert "requirements.tsv: REQ-AGG-003: rypsok/core/deadline.py does not exist" in stderr
+    assert "limits.tsv: LIM-S4: rypsok/core/deadline.py does not exist" in stderr
 
 
 def test_req_test_001_a_module_that_no_longer_names_the_id_fails(tmp_path: Path) -> None:
-    files = {**GOOD_FILES, "rypsok/core/deadline.py": '"""The fan-out (LIM-S4)."""\n'}
-    root = _repo(tmp_path, requirements=GOOD_REQUIREMENTS, limits=GOOD_LIMITS, files=files)
-    run = _run(root)
-    assert run.returncode == 1
-    assert "REQ-AGG-003: not named in rypsok/core/deadline.py" in run.stderr
-    assert "LIM-S4" not in run.stderr
+    files = {"rypsok/core/deadline.py": '"""The fan-out (LIM-S4)."""\n'}
+    stderr = _problems(_good(tmp_path, files=files))
+    assert "REQ-AGG-003: not named in rypsok/core/deadline.py" in stderr
+    assert "LIM-S4" not in stderr
 
 
 def test_req_test_001_a_longer_id_is_not_the_id(tmp_path: Path) -> None:
     # LIM-S40 and REQ-AGG-0031 do not name LIM-S4 and REQ-AGG-003.
-    files = {**GOOD_FILES, "rypsok/core/deadline.py": '"""LIM-S40 and REQ-AGG-0031."""\n'}
-    root = _repo(tmp_path, requirements=GOOD_REQUIREMENTS, limits=GOOD_LIMITS, files=files)
-    run = _run(root)
-    assert run.returncode == 1
-    assert "REQ-AGG-003: not named in rypsok/core/deadline.py" in run.stderr
-    assert "LIM-S4: not named in rypsok/core/deadline.py" in run.stderr
+    files = {"rypsok/core/deadline.py": '"""LIM-S40 and REQ-AGG-0031."""\n'}
+    stderr = _problems(_good(tmp_path, files=files))
+    assert "REQ-AGG-003: not named in rypsok/core/deadline.py" in stderr
+    assert "LIM-S4: not named in rypsok/core/deadline.py" in stderr
 
 
 POLICY: Final = (
@@ -183,9 +195,7 @@ def test_req_test_001_ids_around_ranges_and_lists_are_not_named(
 
 
 def test_req_test_001_a_row_that_nothing_implements_is_listed_and_passes(tmp_path: Path) -> None:
-    rows = [*GOOD_REQUIREMENTS, "REQ-RUST-001\tRust\tAll\tI\t-"]
-    root = _repo(tmp_path, requirements=rows, limits=GOOD_LIMITS, files=GOOD_FILES)
-    run = _run(root)
+    run = _run(_good(tmp_path, requirements=("REQ-RUST-001\tRust\tAll\tI\t-",)))
     assert run.returncode == 0, run.stderr
     assert "REQ-RUST-001\twhere: -\tRust" in run.stdout.splitlines()
 
@@ -193,46 +203,53 @@ def test_req_test_001_a_row_that_nothing_implements_is_listed_and_passes(tmp_pat
 def test_req_test_001_a_path_outside_the_repository_fails(tmp_path: Path) -> None:
     outside = tmp_path / "secret.py"
     outside.write_text('"""REQ-OPS-002."""\n', encoding="utf-8")
-    rows = [
-        *GOOD_REQUIREMENTS,
+    rows = (
         "REQ-OPS-002\tSignals\tM1\tI\t../secret.py",
         f"REQ-OPS-003\tZero-configuration\tM1\tI\t{outside}",
         "REQ-OPS-004\tx\tM1\tI\ttools/gate,tests",
-    ]
-    root = _repo(tmp_path / "repo", requirements=rows, limits=GOOD_LIMITS, files=GOOD_FILES)
-    run = _run(root)
-    assert run.returncode == 1
-    assert "REQ-OPS-002: '../secret.py' is not a path in the repository" in run.stderr
-    assert f"REQ-OPS-003: '{outside}' is not a path in the repository" in run.stderr
-    assert "REQ-OPS-004: tools/gate,tests does not exist" in run.stderr
+    )
+    stderr = _problems(_good(tmp_path / "repo", requirements=rows))
+    assert "REQ-OPS-002: '../secret.py' is not a path in the repository" in stderr
+    assert f"REQ-OPS-003: '{outside}' is not a path in the repository" in stderr
+    assert "REQ-OPS-004: tools/gate,tests does not exist" in stderr
 
 
 def test_req_test_001_a_table_without_the_column_fails(tmp_path: Path) -> None:
-    root = _repo(tmp_path, requirements=GOOD_REQUIREMENTS, limits=GOOD_LIMITS, files=GOOD_FILES)
+    root = _good(tmp_path)
     limits = root / "book" / "maintainers" / "limits.tsv"
     limits.write_text("id\tparameter\tdefault\trange\tbasis\n", encoding="utf-8")
-    run = _run(root)
-    assert run.returncode == 1
-    assert "limits.tsv: no where column" in run.stderr
+    assert "limits.tsv: no where column" in _problems(root)
+
+
+def _ci_step(root: Path) -> subprocess.CompletedProcess[str]:
+    """The requirements step of `.ci/run`, as written there, run in `root`: with its own
+    copy of the tool (which checks the repository it sits in) and a `.venv/bin/python`."""
+    lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    (step,) = [line for line in lines if "tools/check-requirements" in line]
+    (root / "tools" / "check-requirements").write_bytes(TOOL.read_bytes())
+    (root / ".venv" / "bin").mkdir(parents=True)
+    (root / ".venv" / "bin" / "python").symlink_to(sys.executable)
+    return subprocess.run(
+        ["bash", "-c", f"set -euo pipefail\n{step}"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
 
 
 def test_req_test_012_the_ci_step_fails_on_a_problem_and_shows_it(tmp_path: Path) -> None:
-    """`.ci/run` pipes the tool through `tail -n 1` under `set -o pipefail`: a problem must
-    fail the step and still reach the CI log (standard error is not piped)."""
-    rows = [*GOOD_REQUIREMENTS, "REQ-OPS-001\tCommand line\tM1\tT\trypsok/cli.py"]
-    root = _repo(tmp_path, requirements=rows, limits=GOOD_LIMITS, files=GOOD_FILES)
-    step = f'set -euo pipefail; "{sys.executable}" "{TOOL}" --root "{root}" | tail -n 1'
-    run = subprocess.run(
-        ["bash", "-c", step], capture_output=True, text=True, check=False, timeout=60
-    )
+    """`.ci/run` keeps the last line of the tool's standard output (`| tail -n 1` under
+    `pipefail`): a problem must fail the step and still reach the log on standard error."""
+    root = _good(tmp_path, requirements=("REQ-OPS-001\tCommand line\tM1\tT\trypsok/cli.py",))
+    run = _ci_step(root)
     assert run.returncode == 1
     assert "REQ-OPS-001: rypsok/cli.py does not exist" in run.stderr
     assert run.stdout == "1 of 3 T requirements have a test named after them\n"
-    fixed = rows[:-1]
-    (root / "book" / "maintainers" / "requirements.tsv").write_text(
-        REQUIREMENTS_HEAD + "".join(r + "\n" for r in fixed), encoding="utf-8"
-    )
-    run = subprocess.run(
-        ["bash", "-c", step], capture_output=True, text=True, check=False, timeout=60
-    )
+
+
+def test_req_test_012_the_ci_step_passes_on_consistent_tables(tmp_path: Path) -> None:
+    run = _ci_step(_good(tmp_path))
     assert run.returncode == 0, run.stderr
+    assert run.stdout == "1 of 2 T requirements have a test named after them\n"
