@@ -15,6 +15,10 @@ measured by `tools/measure-memory` (four fetches from four hosts, two parses at 
 5 MiB and a 10 MiB page) and rounded up so that the estimate is above every measured peak
 (book/maintainers/measurements.md). Elsewhere the same figures are printed with a note that
 they were not measured there, and nothing is compared with the unit.
+
+Implements REQ-PERF-003. The three constants take the place of LIM-M6 to LIM-M8, measured
+for CPython (the book's figures are a Rust build's); LIM-M1 to LIM-M3, a musl build's, have
+no counterpart.
 """
 
 from __future__ import annotations

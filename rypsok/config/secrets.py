@@ -3,6 +3,8 @@
 A secret is read from the environment variable or the file the configuration names, trimmed,
 and held as a `Secret` so that it can never reach a log line or a message. Caller tokens are
 read by `check` exactly as `serve --transport http` reads them: one function for both.
+
+Implements REQ-CFG-004.
 """
 
 from __future__ import annotations

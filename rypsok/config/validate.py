@@ -3,6 +3,8 @@
 `Validator.config` turns the parsed file into a `Config` or raises the first ConfigError;
 dependent ranges are checked after the keys they depend on, and a default that no longer
 fits is reported on the key the author wrote.
+
+Implements REQ-MAIN-003.
 """
 
 from __future__ import annotations

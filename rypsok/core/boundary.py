@@ -10,6 +10,8 @@ whitespace collapsing, removal of invisible characters (REQ-SEC-015), NFC normal
 the bound (REQ-CTX-006, LIM-U1). The pipeline calls them on every title and snippet, so the
 common case (no invisible character, nothing to normalize) costs a few regex scans and
 nothing per character in Python.
+
+Implements REQ-CTX-010.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Each message is rypsok's own English: it says what the caller can change, is at most
 LIM-I4 characters, and never carries external text, a secret or an address.
+
+Implements REQ-ERR-002 and REQ-ERR-004.
 """
 
 from __future__ import annotations

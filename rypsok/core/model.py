@@ -3,6 +3,8 @@
 Every vocabulary a caller can observe is defined here once; schemas, validation and messages
 are derived from these enumerations. Every class is a frozen attrs class so that a value that
 crossed a boundary cannot change afterwards.
+
+Implements REQ-CTX-002, REQ-SEC-001, REQ-SEC-016, REQ-ERR-002 and REQ-RUST-003.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 `Rypsok` is the facade a host embeds (REQ-ARCH-007) and the MCP layer calls. A call ends
 with a response, with a `ToolError` (the error object to return), or with `trio.Cancelled`
 when the caller cancelled it: the caller's own Trio cancellation is the cancellation.
+
+Implements REQ-PRIV-003, REQ-LIFE-002, REQ-OBS-002 and REQ-MAIN-002.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ over stdio: this module only moves bytes between HTTP and `rypsok.mcp.protocol`.
 
 2026-07-28 requests are stateless and answered with one JSON object; a closed connection
 cancels the call. The handshake revisions get an `Mcp-Session-Id` session each.
+
+Implements REQ-MCP-003, REQ-DEP-002 and REQ-SEC-022.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ A session is the state `initialize` creates for one client: its own dispatcher (
 negotiated revision) and the caller that opened it. A session is bound to that caller: another
 caller's token does not reach it. A session with no traffic for `ttl_s` is gone; DELETE ends one
 at once. The bound counts live sessions only, so an expired one frees its slot.
+
+Implements REQ-SEC-024.
 """
 
 from __future__ import annotations

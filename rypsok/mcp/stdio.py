@@ -9,6 +9,8 @@ process to exit, see `shutdown_plan`), then are aborted without an answer.
 Standard output carries protocol messages only. While serving, file descriptor 1 points at
 standard error and messages go to a private duplicate of the original standard output, so a
 stray write from any library lands in the log instead of corrupting the stream.
+
+Implements REQ-MCP-002 and REQ-DEP-001.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ The configuration needs them before any driver is built (which types exist, whic
 credential, which scrape a human-facing page, REQ-ENG-013, whose answers may be stored);
 the core's admission records (book, chapter 19) take these three traits from here and the
 registry builds only the types shipped in this release.
+
+Implements REQ-ENG-008.
 """
 
 from __future__ import annotations

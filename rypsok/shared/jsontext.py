@@ -1,4 +1,7 @@
-"""The one text rendering of JSON: sorted keys, compact separators, UTF-8 kept."""
+"""The one text rendering of JSON: sorted keys, compact separators, UTF-8 kept.
+
+Implements REQ-SEC-002 and REQ-CTX-003.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""A value that must never be printed: tokens, API keys, proxy credentials."""
+"""A value that must never be printed: tokens, API keys, proxy credentials.
+
+Implements REQ-SEC-020's redaction.
+"""
 
 from __future__ import annotations
 

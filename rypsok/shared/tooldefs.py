@@ -6,6 +6,9 @@ protocol layer serves exactly these (rypsok.mcp.protocol.tools), and the configu
 refuses a file whose definitions would exceed the bound (REQ-MCP-008), both from the same
 functions. The descriptions and the instructions are contract strings of the book (external
 design §2 and §3); output schemas are not counted and stay with the protocol layer.
+
+Implements REQ-FETCH-005 and REQ-FETCH-009 (what the descriptions promise), LIM-I2 and
+LIM-I3.
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ target), reads no environment variable (no proxy, ever), keeps no cookie, and se
 with rypsok's own headers only. The transport refuses any other method or header and
 judges the request's URL again, so that a request built by mistake elsewhere still cannot
 leave the profile.
+
+Implements REQ-PERF-001.
 """
 
 from __future__ import annotations

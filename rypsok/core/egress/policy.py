@@ -10,6 +10,8 @@ endpoint only, https, plain http to a loopback endpoint the operator configured.
 Rules apply in the order deny, allow, built-in: a deny rule refuses even what an allow rule
 admits; an allow rule admits a destination the built-in table refuses (the operator's own
 responsibility, and the only way a test reaches its loopback server: REQ-TEST-005).
+
+Implements LIM-F8.
 """
 
 from __future__ import annotations

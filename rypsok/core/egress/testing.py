@@ -6,6 +6,8 @@ address that is not loopback, so that a test never leaves the machine even when 
 under test is wrong, and can assert on what was attempted. The policy under test stays the
 production one: a test reaches its local server only through an allow rule it adds in code
 (REQ-TEST-005).
+
+Implements REQ-MAIN-005.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Which statuses mean what, where the results sit in the document and which date format a
 provider writes stay in each driver; this module holds only the steps that are the same.
+
+Implements REQ-RES-002.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The engine abstraction (REQ-ENG-001) and the admission record as data (REQ-ENG-010)."""
+"""The engine abstraction (REQ-ENG-001) and the admission record as data (REQ-ENG-010).
+
+Implements REQ-CMP-001.
+"""
 
 from __future__ import annotations
 

@@ -4,6 +4,9 @@ The origin is fixed to https://api.search.brave.com: no configuration can point 
 elsewhere. Tests and the conformance harness route it to a local server through the
 injected transport of `EngineHttp`, which leaves the request (its Host, its token) as
 production sends it.
+
+REQ-ARCH-002, REQ-ENG-005 and REQ-MAIN-001: everything of this provider lives in this
+module.
 """
 
 from __future__ import annotations

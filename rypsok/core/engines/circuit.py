@@ -18,6 +18,8 @@ auth_failure and request_failure neither count nor reset the count: a refused ke
 provider's error status says nothing about whether the engine is overloaded or blocking us.
 Outcomes of calls admitted before the latest transition are ignored, so a slow answer from
 before an opening cannot close the circuit behind the probe's back.
+
+Implements REQ-RES-009: the circuit lives in memory and is lost at restart.
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ A challenge is reported as `blocked`, never worked around.
 The page is read by a streaming lxml target rather than a tree: the driver needs four
 classes and one form, so nothing is kept but the results, and a page nested a million deep
 costs no more than one at the bound.
+
+REQ-ARCH-002, REQ-ENG-005 and REQ-MAIN-001: everything of this provider lives in this
+module; REQ-ENG-009: a challenge is `blocked`.
 """
 
 from __future__ import annotations

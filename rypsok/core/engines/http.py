@@ -13,6 +13,8 @@ is the only proxy, and never for a loopback origin. The body is read as a stream
 and decompressed as it comes (`rypsok.core.decoding`), under the driver's bound, so that a
 small compressed answer cannot expand past the bound in memory (a gzip bomb stops one byte
 past it).
+
+Implements REQ-RES-007, REQ-RES-008 and LIM-S12.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ later, and a call may start once that time is at most (burst − 1) intervals ah
 All of it is kept as `Fraction`s of the float clock, so no rounding lets a call in early.
 A call whose turn would come after its deadline is refused at once and takes no turn: it is
 not made, and the pipeline reports the engine skipped with reason rate_limited.
+
+Implements REQ-CMP-002 and REQ-AGG-005.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ error: the process starts with the engines it can use and says which it cannot. 
 read once, at startup, by `rypsok.config.secrets.engine_credential`, the function `check`
 uses too, so that `check` and `serve` say the same of every engine. No message or log line
 carries the key; the log names the variable only when it looks like a variable name.
+
+Implements REQ-STATUS-001, REQ-STATUS-002, REQ-OBS-001, REQ-MAIN-004, LIM-S13 and LIM-G1.
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ api.php URL itself (`https://wiki.example.org/w/api.php`), the two forms Special
 shows. Result URLs are `<script path>/index.php?title=<Title>`, which every MediaWiki
 answers whatever its article path; a mirror has one language, so the call's language does
 not change the host.
+
+REQ-ARCH-002, REQ-ENG-005 and REQ-MAIN-001: everything of this provider lives in this
+module.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ REQ-PAGE-003/004 and REQ-SEC-013: the count that ends a read is the count of dec
 bytes as they are produced, never the Content-Length. The decoder is `rypsok.core.decoding`'s
 (the engines' too); it decompresses in small steps, so a gzip bomb stops one byte past the
 bound: it is never held whole, nor even one decompressed network chunk of it.
+
+Implements LIM-F3.
 """
 
 from __future__ import annotations

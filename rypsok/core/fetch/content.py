@@ -3,6 +3,8 @@
 REQ-PAGE-005: the media type is the response header's; sniffing only tells HTML from text
 when the header names no type. REQ-PAGE-007: the declared charset (header, then a meta
 declaration), else detection; undecodable bytes are replaced, never fatal.
+
+Implements REQ-FETCH-005 (the cut and `next_start_char`).
 """
 
 from __future__ import annotations

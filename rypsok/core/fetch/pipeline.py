@@ -8,6 +8,8 @@ Redirects are followed here, hop by hop, never by httpx: each hop is judged agai
 egress policy and by robots.txt (REQ-FETCH-006, REQ-CMP-005). The network part runs under
 the fetch deadline (LIM-F4); parsing and extraction run in worker threads under the parse
 limiter (LIM-C5, REQ-PAGE-008); the service holds the one scope that ends the call at LIM-F5.
+
+Implements REQ-FETCH-001, REQ-FETCH-003, LIM-F1, LIM-F2 and LIM-F7.
 """
 
 from __future__ import annotations

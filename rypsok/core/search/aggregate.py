@@ -7,6 +7,8 @@ nursery: a driver's EngineFailure, any other exception or a malformed answer end
 engine's part only (REQ-AGG-007); only trio.Cancelled passes. The nursery closes when the
 last child ends, which is early completion (REQ-AGG-009). Nothing is retried (REQ-AGG-008)
 and nothing outlives the call (REQ-AGG-006).
+
+Implements REQ-SEC-014 and REQ-PERF-002.
 """
 
 from __future__ import annotations

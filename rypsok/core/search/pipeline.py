@@ -5,6 +5,10 @@ Everything after the fan-out depends only on the engines' answers taken in selec
 order, never on their arrival order (REQ-ARCH-004). It yields to Trio between engines and
 between results, so that the call's hard stop (LIM-S7) and the caller's cancellation can
 end it there: post-processing runs under the same bound as the fan-out.
+
+Implements REQ-SEARCH-007, REQ-SEARCH-008, REQ-ENG-011, REQ-ENG-012, REQ-AGG-004,
+REQ-RANK-007, REQ-CTX-001, REQ-CTX-007, REQ-SEC-004, REQ-CMP-003, REQ-ERR-001, REQ-ERR-005,
+REQ-LIFE-001, LIM-S3 and LIM-S9.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 REQ-SEARCH-006: every parameter is validated and the privacy check has run before any
 engine is asked, so a refused call leaves no trace outside the process.
+
+Implements REQ-SEARCH-001 to -005, REQ-ENG-007, LIM-S1 and LIM-S2.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Refused calls per tool and reason (REQ-OBS-007), engine failures per engine and 
 call errors per tool and kind (REQ-OBS-003). The counts are cumulative since the process
 started, so a count that keeps rising from one `counters` line to the next is visible by
 comparing two lines.
+
+Implements REQ-OBS-008.
 """
 
 from __future__ import annotations

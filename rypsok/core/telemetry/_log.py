@@ -3,6 +3,8 @@
 Nothing here writes to stdout, which belongs to the stdio transport. A value that cannot be
 serialised is replaced by its type name, never by its text: the text of an arbitrary object
 (an exception, a response, a page) can carry external content or a secret.
+
+Implements REQ-OBS-005 and REQ-OBS-006.
 """
 
 from __future__ import annotations

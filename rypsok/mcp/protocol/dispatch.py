@@ -5,6 +5,8 @@ send a reply now, start a tool call (and render its outcome with `render_call`),
 call, or nothing. A request carrying `io.modelcontextprotocol/protocolVersion` in `_meta` is
 served statelessly as 2026-07-28; `initialize` opens the handshake era for this dispatcher
 (one stdio process, or one HTTP session). Both eras can be served by one dispatcher.
+
+Implements REQ-MCP-001, REQ-MCP-006, REQ-MCP-011, REQ-CTX-003 and REQ-ERR-003.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ languages, limits), never per connection. Output schemas are generated from the 
 vocabularies so that a new notice code or state cannot be forgotten here. Each output schema
 describes both shapes a call can return: the tool's response, and the error object of an
 error result (`isError: true`), whose detail keys come from the model's `ErrorDetail`.
+
+Implements REQ-MCP-005, REQ-MCP-009, REQ-STATUS-003 and REQ-CTX-002.
 """
 
 from __future__ import annotations
