@@ -19,7 +19,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from conformance.instant import InstantEngine
-from conformance.routing import RoutingTransport
+from conformance.provider_tls import TlsFronts
 from rypsok.config.load import load_config
 from rypsok.core import telemetry
 from rypsok.core.egress import TcpConnector
@@ -92,20 +92,22 @@ def main(argv: list[str] | None = None) -> int:
     telemetry.configure(config.logging.level, config.logging.log_queries)
     engines = [InstantEngine(engine_id) for engine_id in args.instant_engine] or None
     network = _fetch_network(args.fetch_site, args.fetch_ca)
+    # The engines reach their fixtures through the production stack, TLS included.
+    engines_network = TlsFronts(routes).engine_network if routes else None
     if args.transport == "http":
         from rypsok.mcp.listener import run_http
 
         return run_http(
             config,
             env,
-            engine_transport=RoutingTransport(routes),
+            engine_network=engines_network,
             engines=engines,
             fetch_network=network,
         )
     return run_stdio(
         config,
         env,
-        engine_transport=RoutingTransport(routes),
+        engine_network=engines_network,
         engines=engines,
         fetch_network=network,
     )

@@ -21,11 +21,9 @@ Use it from a Trio test (real clock: the server does real socket I/O); tests imp
 - `server.active` and `server.max_active` count connections being answered, now and at
   most, for tests of concurrency caps.
 
-`RoutingTransport` is an `httpx.AsyncBaseTransport` that sends requests for a mapped origin
-(say `https://api.search.brave.com`) to a local server's plain-http URL, with the request's
-headers, Host included, exactly as the client built them; a request for any other origin
-fails with `httpx.ConnectError` and never leaves the machine. Inject it where production
-code takes a `transport` (`EngineHttp(transport=...)`).
+With `tls=` (a server context from `provider_network.tls_for(host)`) the server speaks TLS
+alone: `provider_network.ProviderNetwork` then carries a provider's host to it through the
+engines' production stack.
 """
 
 from __future__ import annotations
@@ -44,7 +42,7 @@ import trio
 if TYPE_CHECKING:
     import ssl
 
-__all__ = ["LocalHttpServer", "RecordedRequest", "Reply", "RoutingTransport", "serve_http"]
+__all__ = ["LocalHttpServer", "RecordedRequest", "Reply", "read_request", "serve_http", "write_reply"]
 
 _MAX_HEAD = 65536
 
@@ -214,26 +212,3 @@ async def serve_http(
             yield server
         finally:
             nursery.cancel_scope.cancel()
-
-
-class RoutingTransport(httpx.AsyncBaseTransport):
-    """Routes mapped origins to local servers; refuses every other origin."""
-
-    def __init__(self, routes: Mapping[str, str]) -> None:
-        self._routes = {k.rstrip("/"): httpx.URL(v) for k, v in routes.items()}
-        self._inner = httpx.AsyncHTTPTransport()
-        self.seen_origins: list[str] = []
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        origin = f"{request.url.scheme}://{request.url.netloc.decode('ascii')}"
-        self.seen_origins.append(origin)
-        target = self._routes.get(origin)
-        if target is None:
-            raise httpx.ConnectError("no local route for this origin", request=request)
-        request.url = request.url.copy_with(
-            scheme=target.scheme, host=target.host, port=target.port
-        )
-        return await self._inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()

@@ -319,7 +319,7 @@ async def test_req_page_008_lim_c5_large_engine_answers_are_decoded_on_the_same_
         seen.append((len(body), threading.get_ident()))
         return len(body)
 
-    async with EngineHttp(transport=None) as http:
+    async with EngineHttp() as http:
         http.parse_limiter = limiter
         assert await http.off_loop(decode, b"{}" * 100) == 200
         assert await http.off_loop(decode, b" " * 70000) == 70000

@@ -53,8 +53,6 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from types import TracebackType
 
-    import httpx
-
     from rypsok.config.schema import Config
     from rypsok.core.egress import FetchClient
     from rypsok.core.fetch.pipeline import FetchPipeline
@@ -188,9 +186,8 @@ class Rypsok:
 
     `env` is where engine keys are read (the process environment when None);
     `engine_network` replaces what lies below the engines' production stack (the lookup,
-    the connect, the TLS trust: tests), and `engine_transport` replaces the stack itself with
-    an httpx transport (the conformance harness); `engines` replaces the drivers the
-    registry would build, while
+    the connect, the TLS trust: tests and the conformance harness); `engines` replaces the
+    drivers the registry would build, while
     the registry's rules, circuits and limiters still apply; `cache` replaces the in-memory
     result cache when `[cache] enabled` is true (tests).
     """
@@ -200,16 +197,13 @@ class Rypsok:
         config: Config,
         *,
         env: Mapping[str, str] | None = None,
-        engine_transport: httpx.AsyncBaseTransport | None = None,
         engines: Sequence[Engine] | None = None,
         cache: AnswerCache | None = None,
         fetch_network: FetchNetwork | None = None,
         engine_network: EngineNetwork | None = None,
     ) -> None:
         self._config = config
-        self._http = EngineHttp.from_config(
-            config, transport=engine_transport, network=engine_network
-        )
+        self._http = EngineHttp.from_config(config, network=engine_network)
         env_map = os.environ if env is None else env
         # One parse limiter for everything CPU-bound off the event loop (LIM-C5): page
         # parsing and extraction, the engines' JSON decoding, the scraping driver's pages.

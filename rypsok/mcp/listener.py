@@ -68,10 +68,8 @@ from rypsok.mcp.sessions import SESSION_TTL_S
 if TYPE_CHECKING:
     from collections.abc import Mapping, MutableMapping, Sequence
 
-    import httpx
-
     from rypsok.config.schema import Config
-    from rypsok.core.services import Engine, FetchNetwork
+    from rypsok.core.services import Engine, EngineNetwork, FetchNetwork
     from rypsok.mcp.calls import ToolService
 
 __all__ = ["HEADER_BLOCK_BYTES", "Listener", "listening_socket", "run_http", "serve_http"]
@@ -756,7 +754,7 @@ async def _serve_process(
     env: Mapping[str, str],
     callers: Callers,
     sock: stdlib_socket.socket,
-    engine_transport: httpx.AsyncBaseTransport | None,
+    engine_network: EngineNetwork | None,
     engines: Sequence[Engine] | None,
     fetch_network: FetchNetwork | None,
 ) -> None:
@@ -764,7 +762,7 @@ async def _serve_process(
         config,
         env,
         (signal.SIGTERM, signal.SIGINT),
-        engine_transport=engine_transport,
+        engine_network=engine_network,
         engines=engines,
         fetch_network=fetch_network,
     ) as (rypsok, stop):
@@ -775,14 +773,14 @@ def run_http(
     config: Config,
     env: Mapping[str, str],
     *,
-    engine_transport: httpx.AsyncBaseTransport | None = None,
+    engine_network: EngineNetwork | None = None,
     engines: Sequence[Engine] | None = None,
     fetch_network: FetchNetwork | None = None,
 ) -> int:
     """`rypsok serve --transport http`: serve until SIGTERM; exit code 0.
 
     The tokens are read once, here; the configuration was validated with the same reading.
-    `engine_transport`, `engines` and `fetch_network` are the test seams of `run_stdio`.
+    `engine_network`, `engines` and `fetch_network` are the test seams of `run_stdio`.
     """
     callers = Callers.from_config(config, env)
     try:
@@ -798,9 +796,7 @@ def run_http(
     previous = signal.getsignal(signal.SIGTERM)
     _early.install()
     try:
-        trio.run(
-            _serve_process, config, env, callers, sock, engine_transport, engines, fetch_network
-        )
+        trio.run(_serve_process, config, env, callers, sock, engine_network, engines, fetch_network)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

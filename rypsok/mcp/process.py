@@ -24,10 +24,8 @@ if TYPE_CHECKING:
     import signal
     from collections.abc import AsyncIterator, Mapping, Sequence
 
-    import httpx
-
     from rypsok.config.schema import Config
-    from rypsok.core.services import Engine, FetchNetwork, Rypsok
+    from rypsok.core.services import Engine, EngineNetwork, FetchNetwork, Rypsok
 
 __all__ = ["serving", "startup_done"]
 
@@ -38,7 +36,7 @@ async def serving(
     env: Mapping[str, str],
     signals: Sequence[signal.Signals],
     *,
-    engine_transport: httpx.AsyncBaseTransport | None,
+    engine_network: EngineNetwork | None,
     engines: Sequence[Engine] | None,
     fetch_network: FetchNetwork | None,
 ) -> AsyncIterator[tuple[Rypsok, trio.Event]]:
@@ -62,7 +60,7 @@ async def serving(
             async with Rypsok(
                 config,
                 env=env,
-                engine_transport=engine_transport,
+                engine_network=engine_network,
                 engines=engines,
                 fetch_network=fetch_network,
             ) as rypsok:

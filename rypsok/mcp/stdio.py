@@ -34,10 +34,8 @@ from rypsok.mcp.protocol.framing import MAX_LINE_BYTES, LineSplitter
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    import httpx
-
     from rypsok.config.schema import Config
-    from rypsok.core.services import Engine, FetchNetwork
+    from rypsok.core.services import Engine, EngineNetwork, FetchNetwork
     from rypsok.mcp.protocol.dispatch import Action
 
 __all__ = ["run_stdio", "serve_stdio"]
@@ -337,7 +335,7 @@ async def serve_stdio(
 async def _serve_process(
     config: Config,
     env: Mapping[str, str],
-    engine_transport: httpx.AsyncBaseTransport | None,
+    engine_network: EngineNetwork | None,
     engines: Sequence[Engine] | None,
     fetch_network: FetchNetwork | None = None,
 ) -> None:
@@ -350,7 +348,7 @@ async def _serve_process(
         config,
         env,
         (signal.SIGTERM,),
-        engine_transport=engine_transport,
+        engine_network=engine_network,
         engines=engines,
         fetch_network=fetch_network,
     ) as (rypsok, stop):
@@ -364,13 +362,14 @@ def run_stdio(
     config: Config,
     env: Mapping[str, str],
     *,
-    engine_transport: httpx.AsyncBaseTransport | None = None,
+    engine_network: EngineNetwork | None = None,
     engines: Sequence[Engine] | None = None,
     fetch_network: FetchNetwork | None = None,
 ) -> int:
     """`rypsok serve --transport stdio`: serve until end of input or SIGTERM; exit code 0.
 
-    `engine_transport` routes the engines' requests elsewhere and `engines` replaces their
+    `engine_network` replaces what lies below the engines' egress stack (the lookup, the
+    connect, the trust) and `engines` replaces their
     drivers (the conformance harness and the stdio bench use local fixtures);
     `fetch_network` lets web_fetch reach a local fixture site through allow rules added in
     code. The command line sets none of them.
@@ -380,7 +379,7 @@ def run_stdio(
     previous = signal.getsignal(signal.SIGTERM)
     _early.install()
     try:
-        trio.run(_serve_process, config, env, engine_transport, engines, fetch_network)
+        trio.run(_serve_process, config, env, engine_network, engines, fetch_network)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

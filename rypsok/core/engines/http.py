@@ -222,10 +222,8 @@ def _proxy_parts(proxy: str) -> tuple[str, tuple[bytes, bytes] | None]:
 class EngineHttp:
     """The outbound client of every engine driver.
 
-    Production requests go through one `EgressTransport` per origin (its pool and its
-    judgment of the dialled address), made on the origin's first request. `transport` is
-    for tests and the conformance harness only: when it is set, every request goes through
-    it instead (and the configured proxy is not used); production never sets it.
+    Every request goes through one `EgressTransport` per origin (its pool and its judgment
+    of the dialled address), made on the origin's first request; there is no other client.
     `operator_hosts` are the hosts the operator wrote in a `base_url`: an address they
     resolve to is admitted whatever its range (a SearXNG instance on the operator's own
     network), as a loopback address always is; `resolver` and `connector` replace the
@@ -242,7 +240,6 @@ class EngineHttp:
         connect_timeout_ms: int = 1000,
         outbound_in_flight: int = 32,
         proxy: str = "",
-        transport: httpx.AsyncBaseTransport | None = None,
         operator_hosts: Iterable[str] = (),
         resolver: Resolver | None = None,
         connector: Connector | None = None,
@@ -259,21 +256,18 @@ class EngineHttp:
         self._resolver = resolver
         self._connector = connector
         self._proxy = _proxy_parts(proxy) if proxy else None
-        self._injected = transport
         self._transports: dict[EngineOrigin, httpx.AsyncBaseTransport] = {}
-        if transport is None:
-            # A context of its own (the system's store, no bundled roots): a store that
-            # cannot be read stops the start (ClientBuildError).
-            from rypsok.core.egress.trust import own_trust_context
+        # A context of its own (the system's store, no bundled roots): a store that cannot be
+        # read stops the start (ClientBuildError).
+        from rypsok.core.egress.trust import own_trust_context
 
-            self._ssl_context = ssl_context if ssl_context is not None else own_trust_context()
+        self._ssl_context = ssl_context if ssl_context is not None else own_trust_context()
 
     @classmethod
     def from_config(
         cls,
         config: Config,
         *,
-        transport: httpx.AsyncBaseTransport | None = None,
         network: EngineNetwork | None = None,
     ) -> EngineHttp:
         from urllib.parse import urlsplit
@@ -284,7 +278,6 @@ class EngineHttp:
             connect_timeout_ms=config.search.connect_timeout_ms,
             outbound_in_flight=config.limits.outbound_in_flight,
             proxy=config.egress.proxy,
-            transport=transport,
             operator_hosts=[host for host in written if host],
             resolver=network.resolver if network is not None else None,
             connector=network.connector if network is not None else None,
@@ -311,8 +304,6 @@ class EngineHttp:
         transports, self._transports = self._transports, {}
         for transport in transports.values():
             await transport.aclose()
-        if self._injected is not None:
-            await self._injected.aclose()
 
     async def __aenter__(self) -> EngineHttp:
         return self
@@ -321,9 +312,7 @@ class EngineHttp:
         await self.aclose()
 
     def _transport(self, origin: EngineOrigin) -> httpx.AsyncBaseTransport:
-        """The origin's transport: the injected one, or the egress stack judged for it."""
-        if self._injected is not None:
-            return self._injected
+        """The origin's transport: the egress stack, judged for it."""
         transport = self._transports.get(origin)
         if transport is None:
             transport = self._transports[origin] = self._egress_transport(origin)
@@ -422,15 +411,6 @@ class EngineHttp:
             if not 200 <= response.status_code < 300:
                 return EngineResponse(
                     status=response.status_code, headers=response.headers, body=b""
-                )
-            if response.is_stream_consumed:
-                # An injected transport (httpx.MockTransport, the conformance harness) may
-                # hand back a response it already read and decoded: bound what it holds.
-                content = response.content
-                if len(content) > max_bytes:
-                    raise EngineFailure(failure_class=Reason.PARSE_FAILURE)
-                return EngineResponse(
-                    status=response.status_code, headers=response.headers, body=content
                 )
             declared = response.headers.get("content-length")
             coding = response.headers.get("content-encoding", "").strip().lower()
