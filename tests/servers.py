@@ -36,13 +36,19 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 import attrs
-import httpx
 import trio
 
 if TYPE_CHECKING:
     import ssl
 
-__all__ = ["LocalHttpServer", "RecordedRequest", "Reply", "read_request", "serve_http", "write_reply"]
+__all__ = [
+    "LocalHttpServer",
+    "RecordedRequest",
+    "Reply",
+    "read_request",
+    "serve_http",
+    "write_reply",
+]
 
 _MAX_HEAD = 65536
 
