@@ -6,6 +6,7 @@ from typing import Any
 
 from rypsok import __version__
 from rypsok.mcp.protocol import Dispatcher, build_toolset
+from rypsok.shared.tooldefs import ToolSettings
 
 MODERN_META: dict[str, Any] = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -30,12 +31,14 @@ def tutorial_toolset(
     status_enabled: bool = True,
 ) -> Any:
     return build_toolset(
-        served_categories=categories,
-        languages=languages,
-        status_enabled=status_enabled,
-        max_results_default=5,
-        max_results_ceiling=20,
-        query_max_chars=400,
+        ToolSettings(
+            served_categories=categories,
+            languages=languages,
+            status_enabled=status_enabled,
+            max_results_default=5,
+            max_results_ceiling=20,
+            query_max_chars=400,
+        )
     )
 
 

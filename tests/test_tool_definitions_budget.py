@@ -22,7 +22,7 @@ from rypsok.config.load import ConfigError, load_config_text
 from rypsok.config.schema import Config
 from rypsok.mcp.protocol import build_toolset, definition_budget
 from rypsok.mcp.protocol.tools import INSTRUCTIONS
-from rypsok.shared.tooldefs import LIM_I1_CHARS, definition_chars
+from rypsok.shared.tooldefs import LIM_I1_CHARS, ToolSettings, definition_chars
 
 TAGS: Final = [a + b for a, b in itertools.product(string.ascii_lowercase, repeat=2)]
 CATEGORIES: Final = ("general", "news", "science", "code")
@@ -62,15 +62,16 @@ def test_req_mcp_008_the_configuration_count_agrees_with_the_served_definitions(
     data: st.DataObject,
 ) -> None:
     default = data.draw(st.integers(1, ceiling))
-    settings_ = {
-        "languages": languages,
-        "status_enabled": status_enabled,
-        "max_results_default": default,
-        "max_results_ceiling": ceiling,
-        "query_max_chars": query_max_chars,
-    }
-    toolset = build_toolset(served_categories=categories, **settings_)  # type: ignore[arg-type]
-    counted = definition_chars(served_categories=categories, **settings_)  # type: ignore[arg-type]
+    settings_ = ToolSettings(
+        served_categories=tuple(categories),
+        languages=tuple(languages),
+        status_enabled=status_enabled,
+        max_results_default=default,
+        max_results_ceiling=ceiling,
+        query_max_chars=query_max_chars,
+    )
+    toolset = build_toolset(settings_)
+    counted = definition_chars(settings_)
     assert counted == definition_budget(toolset) == _wire_size(toolset)
 
 
@@ -85,12 +86,14 @@ def _largest_fitting() -> int:
     count = 1
     while (
         definition_chars(
-            served_categories={c for e in defaults.engines for c in e.categories},
-            languages=TAGS[: count + 1],
-            status_enabled=True,
-            max_results_default=5,
-            max_results_ceiling=20,
-            query_max_chars=400,
+            ToolSettings(
+                served_categories=tuple({str(c) for e in defaults.engines for c in e.categories}),
+                languages=tuple(TAGS[: count + 1]),
+                status_enabled=True,
+                max_results_default=5,
+                max_results_ceiling=20,
+                query_max_chars=400,
+            )
         )
         <= LIM_I1_CHARS
     ):

@@ -35,6 +35,7 @@ from rypsok.config.rules import (
 )
 from rypsok.config.schema import Config
 from rypsok.config.toml import format_path
+from rypsok.config.tooling import tool_settings
 from rypsok.shared.drivers import DRIVER_TYPES
 from rypsok.shared.tooldefs import LIM_I1_CHARS, definition_chars
 from rypsok.shared.vocabulary import Category, SafeSearch
@@ -151,14 +152,9 @@ class Validator(Reader):
         without its key serves none); of the keys the definitions depend on, only the
         languages can grow them past the bound, since the rest is bounded and small."""
         size = definition_chars(
-            served_categories={c for e in config.engines if e.enabled for c in e.categories},
-            languages=config.search.languages,
-            status_enabled=config.status.enabled,
-            max_results_default=config.search.max_results,
-            max_results_ceiling=config.search.max_results_ceiling,
-            query_max_chars=config.search.query_max_chars,
-            max_chars_default=config.fetch.max_chars,
-            max_chars_ceiling=config.fetch.max_chars_ceiling,
+            tool_settings(
+                config, {str(c) for e in config.engines if e.enabled for c in e.categories}
+            )
         )
         if size > LIM_I1_CHARS:
             raise self.fail(

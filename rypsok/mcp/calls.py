@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rypsok import __version__
+from rypsok.config.tooling import tool_settings
 from rypsok.core import telemetry
 from rypsok.core.model import (
     FetchRequest,
@@ -48,14 +49,11 @@ class ToolService(Protocol):
 def make_dispatcher(service: ToolService, config: Config) -> Dispatcher:
     """The protocol state for one process (stdio) or session."""
     toolset = build_toolset(
-        served_categories=[str(c) for c in service.served_categories],
-        languages=[str(language) for language in service.languages],
-        status_enabled=config.status.enabled,
-        max_results_default=config.search.max_results,
-        max_results_ceiling=config.search.max_results_ceiling,
-        query_max_chars=config.search.query_max_chars,
-        max_chars_default=config.fetch.max_chars,
-        max_chars_ceiling=config.fetch.max_chars_ceiling,
+        tool_settings(
+            config,
+            [str(c) for c in service.served_categories],
+            [str(language) for language in service.languages],
+        )
     )
     return Dispatcher(
         toolset,

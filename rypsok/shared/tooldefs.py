@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
+import attrs
+
 from rypsok.shared.jsontext import canonical_json
 from rypsok.shared.vocabulary import Category, TimeRange
 
@@ -30,6 +32,7 @@ __all__ = [
     "WEB_FETCH_DESCRIPTION",
     "WEB_SEARCH",
     "WEB_SEARCH_DESCRIPTION",
+    "ToolSettings",
     "counted_chars",
     "definition_chars",
     "fetch_input_schema",
@@ -146,33 +149,46 @@ def counted_chars(tools: Iterable[tuple[str, str, dict[str, Any]]]) -> int:
     return total
 
 
-def definition_chars(
-    *,
-    served_categories: Iterable[str],
-    languages: Iterable[str],
-    status_enabled: bool,
-    max_results_default: int,
-    max_results_ceiling: int,
-    query_max_chars: int,
-    max_chars_default: int = 3000,
-    max_chars_ceiling: int = 20000,
-) -> int:
+@attrs.frozen(kw_only=True)
+class ToolSettings:
+    """What the served definitions depend on: the categories and languages a process
+    offers, whether engine_status is on, and the numeric bounds the schemas carry. The
+    protocol layer builds its tools from it, the configuration check counts them from it."""
+
+    served_categories: tuple[str, ...]
+    languages: tuple[str, ...]
+    status_enabled: bool
+    max_results_default: int
+    max_results_ceiling: int
+    query_max_chars: int
+    max_chars_default: int = 3000
+    max_chars_ceiling: int = 20000
+
+    def counted_parts(self) -> tuple[tuple[str, str, dict[str, Any]], ...]:
+        """(name, description, input schema) of each tool served, in the order served."""
+        parts = [
+            (
+                WEB_SEARCH,
+                WEB_SEARCH_DESCRIPTION,
+                search_input_schema(
+                    served_order(self.served_categories),
+                    self.languages,
+                    self.max_results_default,
+                    self.max_results_ceiling,
+                    self.query_max_chars,
+                ),
+            ),
+            (
+                WEB_FETCH,
+                WEB_FETCH_DESCRIPTION,
+                fetch_input_schema(self.max_chars_default, self.max_chars_ceiling),
+            ),
+        ]
+        if self.status_enabled:
+            parts.append((ENGINE_STATUS, ENGINE_STATUS_DESCRIPTION, status_input_schema()))
+        return tuple(parts)
+
+
+def definition_chars(settings: ToolSettings) -> int:
     """The LIM-I1 count of the tools a process with these settings serves."""
-    schema = search_input_schema(
-        served_order(served_categories),
-        tuple(languages),
-        max_results_default,
-        max_results_ceiling,
-        query_max_chars,
-    )
-    tools = [
-        (WEB_SEARCH, WEB_SEARCH_DESCRIPTION, schema),
-        (
-            WEB_FETCH,
-            WEB_FETCH_DESCRIPTION,
-            fetch_input_schema(max_chars_default, max_chars_ceiling),
-        ),
-    ]
-    if status_enabled:
-        tools.append((ENGINE_STATUS, ENGINE_STATUS_DESCRIPTION, status_input_schema()))
-    return counted_chars(tools)
+    return counted_chars(settings.counted_parts())

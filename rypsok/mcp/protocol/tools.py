@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 import re
 import typing
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
@@ -44,11 +44,8 @@ from rypsok.shared.tooldefs import (
     WEB_FETCH_DESCRIPTION,
     WEB_SEARCH,
     WEB_SEARCH_DESCRIPTION,
+    ToolSettings,
     counted_chars,
-    fetch_input_schema,
-    search_input_schema,
-    served_order,
-    status_input_schema,
 )
 
 if TYPE_CHECKING:
@@ -319,52 +316,28 @@ class ToolSet:
         return StatusCall()
 
 
-def build_toolset(
-    *,
-    served_categories: Iterable[str],
-    languages: Iterable[str],
-    status_enabled: bool,
-    max_results_default: int,
-    max_results_ceiling: int,
-    query_max_chars: int,
-    max_chars_default: int = 3000,
-    max_chars_ceiling: int = 20000,
-) -> ToolSet:
-    # Enumeration order: the vocabulary's, so the list never depends on configuration order.
-    categories = served_order(served_categories)
-    tools = [
-        Tool(
-            name=WEB_SEARCH,
-            description=WEB_SEARCH_DESCRIPTION,
-            input_schema=search_input_schema(
-                categories,
-                tuple(languages),
-                max_results_default,
-                max_results_ceiling,
-                query_max_chars,
-            ),
-            output_schema=_search_output_schema(),
-            open_world=True,
-        ),
-        Tool(
-            name=WEB_FETCH,
-            description=WEB_FETCH_DESCRIPTION,
-            input_schema=fetch_input_schema(max_chars_default, max_chars_ceiling),
-            output_schema=_fetch_output_schema(),
-            open_world=True,
-        ),
-    ]
-    if status_enabled:
-        tools.append(
+# What each served tool adds to its counted parts: the output schema and the open-world hint.
+_SERVED: Final = {
+    WEB_SEARCH: (_search_output_schema, True),
+    WEB_FETCH: (_fetch_output_schema, True),
+    ENGINE_STATUS: (_status_output_schema, False),
+}
+
+
+def build_toolset(settings: ToolSettings) -> ToolSet:
+    """The tools a process serves, from the same parts the configuration counts (LIM-I1)."""
+    return ToolSet(
+        tools=tuple(
             Tool(
-                name=ENGINE_STATUS,
-                description=ENGINE_STATUS_DESCRIPTION,
-                input_schema=status_input_schema(),
-                output_schema=_status_output_schema(),
-                open_world=False,
+                name=name,
+                description=description,
+                input_schema=input_schema,
+                output_schema=_SERVED[name][0](),
+                open_world=_SERVED[name][1],
             )
+            for name, description, input_schema in settings.counted_parts()
         )
-    return ToolSet(tools=tuple(tools))
+    )
 
 
 def definition_budget(toolset: ToolSet) -> int:
