@@ -62,7 +62,7 @@ from rypsok.mcp.http import (
     McpHttpApp,
     RefusalLog,
 )
-from rypsok.mcp.process import serving
+from rypsok.mcp.process import Activity, serving
 from rypsok.mcp.sessions import SESSION_TTL_S
 
 if TYPE_CHECKING:
@@ -398,7 +398,7 @@ class _ConnectionApp:
         connection = self._connection
         connection.in_flight += 1
         connection.ready = False
-        self._listener.request_started()
+        self._listener.calls.started()
         scope[CONNECTION_CLAIM] = partial(self._listener.claim, connection)
         try:
             if scope.get("http_version") in _HTTP1:
@@ -417,7 +417,7 @@ class _ConnectionApp:
         finally:
             connection.in_flight -= 1
             connection.request_ended()
-            self._listener.request_ended()
+            self._listener.calls.ended()
 
 
 def _quiet_since(connection: _Connection) -> float:
@@ -446,22 +446,15 @@ class Listener:
         self._all: set[_Connection] = set()  # every accepted connection not yet closed
         self._open: set[_Connection] = set()  # past the first bytes, for the shutdown
         self._silent: set[trio.CancelScope] = set()  # waiting for their first bytes
-        self.in_flight = 0
-        self._calls_done = trio.Event()
-        self._calls_done.set()
+        self.calls = Activity()  # requests running; the drain waits for them
         self._connection_closed = trio.Event()
         self._last_accept_log = -math.inf
         self.stopping = False
 
-    def request_started(self) -> None:
-        if self.in_flight == 0:
-            self._calls_done = trio.Event()
-        self.in_flight += 1
-
-    def request_ended(self) -> None:
-        self.in_flight -= 1
-        if self.in_flight == 0:
-            self._calls_done.set()
+    @property
+    def in_flight(self) -> int:
+        """Requests running now (statistics, tests)."""
+        return self.calls.count
 
     # -- room at the cap ----------------------------------------------------------------------
 
@@ -670,7 +663,7 @@ class Listener:
         for connection in self._open:
             connection.wake.set()
         with trio.move_on_at(deadline):
-            await self._calls_done.wait()
+            await self.calls.idle.wait()
 
 
 def listening_socket(bind: str, port: int | None = None) -> stdlib_socket.socket:
@@ -740,7 +733,7 @@ async def serve_http(
             stopped_at = trio.current_time()
             accepting.cancel()
             sock.close()  # from here a new connection is refused by the kernel
-            telemetry.info("shutdown_started", in_flight=listener.in_flight)
+            telemetry.info("shutdown_started", in_flight=listener.calls.count)
             grace = max(shutdown_ms - _EXIT_MARGIN_MS, 0) / 1000
             await listener.drain(stopped_at + grace)
             # What still runs (idle connections, cancelled calls) ends with the nursery.

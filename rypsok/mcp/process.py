@@ -27,7 +27,27 @@ if TYPE_CHECKING:
     from rypsok.config.schema import Config
     from rypsok.core.services import Engine, EngineNetwork, FetchNetwork, Rypsok
 
-__all__ = ["serving", "startup_done"]
+__all__ = ["Activity", "serving", "startup_done"]
+
+
+class Activity:
+    """Work in flight (calls, batches, requests) and an event set whenever there is none:
+    both transports wait on it to drain at shutdown."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.idle = trio.Event()
+        self.idle.set()
+
+    def started(self) -> None:
+        if self.count == 0:
+            self.idle = trio.Event()
+        self.count += 1
+
+    def ended(self) -> None:
+        self.count -= 1
+        if self.count == 0:
+            self.idle.set()
 
 
 @contextlib.asynccontextmanager

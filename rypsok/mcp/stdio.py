@@ -27,7 +27,7 @@ from rypsok import _early
 from rypsok.core import telemetry
 from rypsok.core.turns import send_all_now, take
 from rypsok.mcp.calls import ToolService, execute, make_dispatcher
-from rypsok.mcp.process import serving
+from rypsok.mcp.process import Activity, serving
 from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Nothing, Reply, jsonrpc
 from rypsok.mcp.protocol.framing import MAX_LINE_BYTES, LineSplitter
 
@@ -81,19 +81,8 @@ class _Connection:
         self._broken = False
         self._in_flight: dict[jsonrpc.RequestId, trio.CancelScope] = {}
         self._cancelled: set[jsonrpc.RequestId] = set()
-        self._jobs = 0  # calls and batches running; shutdown waits for them, within bounds
-        self.idle = trio.Event()
-        self.idle.set()
-
-    def _job_started(self) -> None:
-        if self._jobs == 0:
-            self.idle = trio.Event()
-        self._jobs += 1
-
-    def _job_done(self) -> None:
-        self._jobs -= 1
-        if self._jobs == 0:
-            self.idle.set()
+        # Calls and batches running; shutdown waits for them, within bounds.
+        self.jobs = Activity()
 
     def stopping(self, deadline: float) -> None:
         """From now on every write ends by `deadline` (LIM-O1 is one budget, not one per write)."""
@@ -153,7 +142,7 @@ class _Connection:
             return
         message = jsonrpc.parse(line)
         if isinstance(message, jsonrpc.Batch) and self._dispatcher.batches_allowed():
-            self._job_started()
+            self.jobs.started()
             self._nursery.start_soon(self._batch, message)
             return
         action = self._act(message, batch_item=False)
@@ -166,7 +155,7 @@ class _Connection:
             if scope is None:
                 await self.write(_id_in_use(action.request_id))
                 return
-            self._job_started()
+            self.jobs.started()
             self._nursery.start_soon(self._run_call, action, scope)
 
     def _act(self, message: jsonrpc.Message, *, batch_item: bool) -> Action:
@@ -221,7 +210,7 @@ class _Connection:
                 )
         finally:
             self._unregister(call.request_id)
-            self._job_done()
+            self.jobs.ended()
 
     async def _batch(self, batch: jsonrpc.Batch) -> None:
         """A JSON-RPC batch of a revision that has them: one array of answers, in order."""
@@ -258,7 +247,7 @@ class _Connection:
             if replies:
                 await self.write(replies)
         finally:
-            self._job_done()
+            self.jobs.ended()
 
     def abort_all(self) -> None:
         for request_id, scope in list(self._in_flight.items()):
@@ -325,7 +314,7 @@ async def serve_stdio(
         calls_s, writes_s = shutdown_plan(shutdown_ms)
         connection.stopping(stopped_at + writes_s)
         with trio.move_on_at(stopped_at + calls_s):
-            await connection.idle.wait()
+            await connection.jobs.idle.wait()
         connection.abort_all()
         # What is still running (the reader, the counters, writes) ends with the nursery;
         # writes already started finish under their own bound.
