@@ -14,6 +14,13 @@ from rypsok.core.model import DetailReason, ErrorDetail, ErrorKind, SecretKind, 
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
+    from typing import Any
+
+
+def _error(kind: ErrorKind, message: str, /, **detail: Any) -> ToolError:
+    """The one shape of every error: a kind, rypsok's sentence, and the detail's keys."""
+    return ToolError(kind=kind, message=message, detail=ErrorDetail(**detail))
+
 
 __all__ = [
     "RETRYABLE_STATUSES",
@@ -55,18 +62,22 @@ __all__ = [
 
 
 def invalid_range(parameter: str, minimum: int, maximum: int) -> ToolError:
-    return ToolError(
-        kind=ErrorKind.INVALID_REQUEST,
-        message=f"{parameter} must be between {minimum} and {maximum}",
-        detail=ErrorDetail(parameter=parameter, min=minimum, max=maximum),
+    return _error(
+        ErrorKind.INVALID_REQUEST,
+        f"{parameter} must be between {minimum} and {maximum}",
+        parameter=parameter,
+        min=minimum,
+        max=maximum,
     )
 
 
 def invalid_length(parameter: str, minimum: int, maximum: int) -> ToolError:
-    return ToolError(
-        kind=ErrorKind.INVALID_REQUEST,
-        message=f"{parameter} must be {minimum} to {maximum} characters after trimming",
-        detail=ErrorDetail(parameter=parameter, min=minimum, max=maximum),
+    return _error(
+        ErrorKind.INVALID_REQUEST,
+        f"{parameter} must be {minimum} to {maximum} characters after trimming",
+        parameter=parameter,
+        min=minimum,
+        max=maximum,
     )
 
 
@@ -76,72 +87,70 @@ def invalid_allowed(parameter: str, allowed: Iterable[str]) -> ToolError:
     message = f"{parameter} must be one of: {listed}"
     if len(message) > 200:
         message = f"{parameter} must be one of the values in detail.allowed"
-    return ToolError(
-        kind=ErrorKind.INVALID_REQUEST,
-        message=message,
-        detail=ErrorDetail(parameter=parameter, allowed=values),
-    )
+    return _error(ErrorKind.INVALID_REQUEST, message, parameter=parameter, allowed=values)
 
 
 def invalid_type(
     parameter: str, expected: str, minimum: int | None = None, maximum: int | None = None
 ) -> ToolError:
     # The bounds travel in the detail too: an invalid_request carries min/max or allowed.
-    return ToolError(
-        kind=ErrorKind.INVALID_REQUEST,
-        message=f"{parameter} must be {expected}",
-        detail=ErrorDetail(parameter=parameter, min=minimum, max=maximum),
+    return _error(
+        ErrorKind.INVALID_REQUEST,
+        f"{parameter} must be {expected}",
+        parameter=parameter,
+        min=minimum,
+        max=maximum,
     )
 
 
 def required(parameter: str) -> ToolError:
-    return ToolError(
-        kind=ErrorKind.INVALID_REQUEST,
-        message=f"{parameter} is required",
-        detail=ErrorDetail(parameter=parameter),
-    )
+    return _error(ErrorKind.INVALID_REQUEST, f"{parameter} is required", parameter=parameter)
 
 
 def unknown_parameter(parameter_count: int, first: str | None, allowed: Sequence[str]) -> ToolError:
     """`first` is the first unknown name, already bounded by the caller of this function
     (None when none can be shown); it goes to the caller's detail, never to the message."""
     noun = "parameter" if parameter_count == 1 else "parameters"
-    return ToolError(
-        kind=ErrorKind.INVALID_REQUEST,
-        message=(
+    return _error(
+        ErrorKind.INVALID_REQUEST,
+        (
             f"the call has {parameter_count} unknown {noun}; "
             "use only those of the tool (detail.allowed)"
         ),
-        detail=ErrorDetail(parameter=first, allowed=tuple(allowed)),
+        parameter=first,
+        allowed=tuple(allowed),
     )
 
 
 def integer_too_long(parameter: str, minimum: int, digits: int) -> ToolError:
     # An integer too long to convert; the schema gives this parameter no maximum.
-    return ToolError(
-        kind=ErrorKind.INVALID_REQUEST,
-        message=f"{parameter} must be an integer of {minimum} or more, at most {digits} digits",
-        detail=ErrorDetail(parameter=parameter, min=minimum),
+    return _error(
+        ErrorKind.INVALID_REQUEST,
+        f"{parameter} must be an integer of {minimum} or more, at most {digits} digits",
+        parameter=parameter,
+        min=minimum,
     )
 
 
 def denied_secret(reason: DetailReason, kind: SecretKind, position: int) -> ToolError:
     what = "query" if reason is DetailReason.SECRET_IN_QUERY else "url"
-    return ToolError(
-        kind=ErrorKind.DENIED,
-        message=(
+    return _error(
+        ErrorKind.DENIED,
+        (
             f"the {what} looks like it carries a credential ({kind}) at character "
             f"{position}; remove it and call again"
         ),
-        detail=ErrorDetail(reason=reason, kind=kind, position=position),
+        reason=reason,
+        kind=kind,
+        position=position,
     )
 
 
 def no_engine() -> ToolError:
-    return ToolError(
-        kind=ErrorKind.UNAVAILABLE,
-        message="no enabled engine serves this category; choose another category",
-        detail=ErrorDetail(reason=DetailReason.NO_ENGINE),
+    return _error(
+        ErrorKind.UNAVAILABLE,
+        "no enabled engine serves this category; choose another category",
+        reason=DetailReason.NO_ENGINE,
     )
 
 
@@ -167,44 +176,45 @@ def no_engine_skipped(
             f"no engine of this category can honor {asked}; change {it} or choose another "
             "category, since retrying the same call will not help"
         )
-    return ToolError(
-        kind=ErrorKind.UNAVAILABLE,
-        message=message,
-        detail=ErrorDetail(
-            reason=DetailReason.NO_ENGINE, retry_after_ms=retry_after_ms if waiting else None
-        ),
+    return _error(
+        ErrorKind.UNAVAILABLE,
+        message,
+        reason=DetailReason.NO_ENGINE,
+        retry_after_ms=retry_after_ms if waiting else None,
     )
 
 
 def all_failed(retry_after_ms: int | None = None) -> ToolError:
-    return ToolError(
-        kind=ErrorKind.UNAVAILABLE,
-        message="every engine asked failed; retry later",
-        detail=ErrorDetail(reason=DetailReason.ALL_FAILED, retry_after_ms=retry_after_ms),
+    return _error(
+        ErrorKind.UNAVAILABLE,
+        "every engine asked failed; retry later",
+        reason=DetailReason.ALL_FAILED,
+        retry_after_ms=retry_after_ms,
     )
 
 
 def deadline_search() -> ToolError:
-    return ToolError(
-        kind=ErrorKind.UNAVAILABLE,
-        message="no engine answered before the deadline; retry later",
-        detail=ErrorDetail(reason=DetailReason.DEADLINE),
+    return _error(
+        ErrorKind.UNAVAILABLE,
+        "no engine answered before the deadline; retry later",
+        reason=DetailReason.DEADLINE,
     )
 
 
 def rate_limited(tool: str, retry_after_ms: int) -> ToolError:
-    return ToolError(
-        kind=ErrorKind.UNAVAILABLE,
-        message=f"the {tool} rate limit is reached; retry later",
-        detail=ErrorDetail(reason=DetailReason.RATE_LIMITED, retry_after_ms=retry_after_ms),
+    return _error(
+        ErrorKind.UNAVAILABLE,
+        f"the {tool} rate limit is reached; retry later",
+        reason=DetailReason.RATE_LIMITED,
+        retry_after_ms=retry_after_ms,
     )
 
 
 def busy() -> ToolError:
-    return ToolError(
-        kind=ErrorKind.UNAVAILABLE,
-        message="rypsok is at its concurrency limit; retry later",
-        detail=ErrorDetail(reason=DetailReason.BUSY),
+    return _error(
+        ErrorKind.UNAVAILABLE,
+        "rypsok is at its concurrency limit; retry later",
+        reason=DetailReason.BUSY,
     )
 
 
@@ -213,109 +223,114 @@ def busy() -> ToolError:
 
 def start_char_beyond(length: int) -> ToolError:
     # The content length is rypsok's count, not external text: the caller needs it.
-    return ToolError(
-        kind=ErrorKind.INVALID_REQUEST,
-        message=(
+    return _error(
+        ErrorKind.INVALID_REQUEST,
+        (
             f"start_char must be below the content length, {length} characters; "
             "call again with a smaller start_char"
         ),
-        detail=ErrorDetail(parameter="start_char", min=0, max=max(0, length - 1)),
+        parameter="start_char",
+        min=0,
+        max=max(0, length - 1),
     )
 
 
 def url_too_long(maximum: int) -> ToolError:
-    return ToolError(
-        kind=ErrorKind.INVALID_REQUEST,
-        message=f"url must be at most {maximum} characters",
-        detail=ErrorDetail(parameter="url", min=1, max=maximum),
+    return _error(
+        ErrorKind.INVALID_REQUEST,
+        f"url must be at most {maximum} characters",
+        parameter="url",
+        min=1,
+        max=maximum,
     )
 
 
 def url_invalid() -> ToolError:
-    return ToolError(
-        kind=ErrorKind.INVALID_REQUEST,
-        message="url must be an absolute http or https URL with a host name",
-        detail=ErrorDetail(parameter="url", allowed=("https", "http")),
+    return _error(
+        ErrorKind.INVALID_REQUEST,
+        "url must be an absolute http or https URL with a host name",
+        parameter="url",
+        allowed=("https", "http"),
     )
 
 
 def denied_egress() -> ToolError:
-    return ToolError(
-        kind=ErrorKind.DENIED,
-        message="the destination is not allowed by the egress policy",
-        detail=ErrorDetail(reason=DetailReason.EGRESS),
+    return _error(
+        ErrorKind.DENIED,
+        "the destination is not allowed by the egress policy",
+        reason=DetailReason.EGRESS,
     )
 
 
 def denied_robots() -> ToolError:
-    return ToolError(
-        kind=ErrorKind.DENIED,
-        message="the site's robots.txt does not allow rypsok to read this page; do not retry",
-        detail=ErrorDetail(reason=DetailReason.ROBOTS_TXT),
+    return _error(
+        ErrorKind.DENIED,
+        "the site's robots.txt does not allow rypsok to read this page; do not retry",
+        reason=DetailReason.ROBOTS_TXT,
     )
 
 
 def denied_scheme() -> ToolError:
     # DAT-3: a scheme that is not http at all has its own message, never "retried".
-    return ToolError(
-        kind=ErrorKind.DENIED,
-        message="the URL scheme is not allowed; use https (http only where the operator allows)",
-        detail=ErrorDetail(reason=DetailReason.SCHEME),
+    return _error(
+        ErrorKind.DENIED,
+        "the URL scheme is not allowed; use https (http only where the operator allows)",
+        reason=DetailReason.SCHEME,
     )
 
 
 def denied_scheme_upgrade() -> ToolError:
-    return ToolError(
-        kind=ErrorKind.DENIED,
-        message=(
+    return _error(
+        ErrorKind.DENIED,
+        (
             "plain http is not allowed; the URL was retried over https and that request "
             "failed; use a page served over https"
         ),
-        detail=ErrorDetail(reason=DetailReason.SCHEME),
+        reason=DetailReason.SCHEME,
     )
 
 
 def denied_strict_mode() -> ToolError:
-    return ToolError(
-        kind=ErrorKind.DENIED,
-        message=(
+    return _error(
+        ErrorKind.DENIED,
+        (
             "strict mode: only URLs a web_search returned in this process or hosts the "
             "operator allows can be fetched"
         ),
-        detail=ErrorDetail(reason=DetailReason.STRICT_MODE),
+        reason=DetailReason.STRICT_MODE,
     )
 
 
 def denied_credential_in_url() -> ToolError:
-    return ToolError(
-        kind=ErrorKind.DENIED,
-        message="the url carries a user name before the host; remove it and call again",
-        detail=ErrorDetail(reason=DetailReason.CREDENTIAL_IN_URL),
+    return _error(
+        ErrorKind.DENIED,
+        "the url carries a user name before the host; remove it and call again",
+        reason=DetailReason.CREDENTIAL_IN_URL,
     )
 
 
 def redirected(location: str) -> ToolError:
-    return ToolError(
-        kind=ErrorKind.REDIRECTED,
-        message="the page moved to another host; see detail.location",
-        detail=ErrorDetail(location=location),
+    return _error(
+        ErrorKind.REDIRECTED,
+        "the page moved to another host; see detail.location",
+        location=location,
     )
 
 
 def network() -> ToolError:
     # The same answer whatever the cause, so that it tells nothing about internal names.
-    return ToolError(
-        kind=ErrorKind.UNAVAILABLE,
-        message="the site could not be reached; retry later or choose another page",
-        detail=ErrorDetail(reason=DetailReason.NETWORK),
+    return _error(
+        ErrorKind.UNAVAILABLE,
+        "the site could not be reached; retry later or choose another page",
+        reason=DetailReason.NETWORK,
     )
 
 
 def deadline_fetch() -> ToolError:
-    return ToolError(
-        kind=ErrorKind.UNAVAILABLE,
-        message="the page was not retrieved before the deadline; retry later",
-        detail=ErrorDetail(reason=DetailReason.DEADLINE),
+    return _error(
+        ErrorKind.UNAVAILABLE,
+        "the page was not retrieved before the deadline; retry later",
+        reason=DetailReason.DEADLINE,
     )
 
 
@@ -325,81 +340,79 @@ RETRYABLE_STATUSES = frozenset({408, 425, 429})
 def http_status(status: int, retry_after_ms: int | None = None) -> ToolError:
     """A 4xx or 5xx answer (REQ-FETCH-011, DAT-4): the message says whether a retry helps."""
     if status in RETRYABLE_STATUSES or 500 <= status <= 599:
-        return ToolError(
-            kind=ErrorKind.UNAVAILABLE,
-            message=f"the site answered with status {status}; retry later",
-            detail=ErrorDetail(
-                reason=DetailReason.HTTP_STATUS, status=status, retry_after_ms=retry_after_ms
-            ),
+        return _error(
+            ErrorKind.UNAVAILABLE,
+            f"the site answered with status {status}; retry later",
+            reason=DetailReason.HTTP_STATUS,
+            status=status,
+            retry_after_ms=retry_after_ms,
         )
-    return ToolError(
-        kind=ErrorKind.UNAVAILABLE,
-        message=(
+    return _error(
+        ErrorKind.UNAVAILABLE,
+        (
             f"the site answered with status {status}: it refused the request or has no such "
             "page, and retrying the same URL will not help"
         ),
-        detail=ErrorDetail(reason=DetailReason.HTTP_STATUS, status=status),
+        reason=DetailReason.HTTP_STATUS,
+        status=status,
     )
 
 
 def unsupported_media_type(media_type: str) -> ToolError:
-    return ToolError(
-        kind=ErrorKind.UNSUPPORTED_CONTENT,
-        message=(
+    return _error(
+        ErrorKind.UNSUPPORTED_CONTENT,
+        (
             "only HTML, XHTML, plain text and Markdown are read; the type is in "
             "detail.media_type; choose another page"
         ),
-        detail=ErrorDetail(reason=DetailReason.MEDIA_TYPE, media_type=media_type),
+        reason=DetailReason.MEDIA_TYPE,
+        media_type=media_type,
     )
 
 
 def extraction_failed() -> ToolError:
-    return ToolError(
-        kind=ErrorKind.UNSUPPORTED_CONTENT,
-        message="nothing could be extracted from the page; choose another page",
-        detail=ErrorDetail(reason=DetailReason.EXTRACTION_FAILED),
+    return _error(
+        ErrorKind.UNSUPPORTED_CONTENT,
+        "nothing could be extracted from the page; choose another page",
+        reason=DetailReason.EXTRACTION_FAILED,
     )
 
 
 def too_large(limit_bytes: int) -> ToolError:
-    return ToolError(
-        kind=ErrorKind.TOO_LARGE,
-        message=(
-            f"the page is larger than {limit_bytes} bytes after decompression; choose another page"
-        ),
-        detail=ErrorDetail(limit_bytes=limit_bytes),
+    return _error(
+        ErrorKind.TOO_LARGE,
+        (f"the page is larger than {limit_bytes} bytes after decompression; choose another page"),
+        limit_bytes=limit_bytes,
     )
 
 
 def fetch_busy() -> ToolError:
-    return ToolError(
-        kind=ErrorKind.UNAVAILABLE,
-        message="rypsok is reading as many pages as it may at once; retry later",
-        detail=ErrorDetail(reason=DetailReason.BUSY),
+    return _error(
+        ErrorKind.UNAVAILABLE,
+        "rypsok is reading as many pages as it may at once; retry later",
+        reason=DetailReason.BUSY,
     )
 
 
 def no_page() -> ToolError:
     # Reason network, as too_many_redirects: the book's vocabulary has no other reason for a
     # site that answered without anything to read, and http_status is for 4xx and 5xx.
-    return ToolError(
-        kind=ErrorKind.UNAVAILABLE,
-        message="the site answered without a page or a redirect target; choose another page",
-        detail=ErrorDetail(reason=DetailReason.NETWORK),
+    return _error(
+        ErrorKind.UNAVAILABLE,
+        "the site answered without a page or a redirect target; choose another page",
+        reason=DetailReason.NETWORK,
     )
 
 
 def too_many_redirects(maximum: int) -> ToolError:
-    return ToolError(
-        kind=ErrorKind.UNAVAILABLE,
-        message=f"the page redirected more than {maximum} times; choose another page",
-        detail=ErrorDetail(reason=DetailReason.NETWORK),
+    return _error(
+        ErrorKind.UNAVAILABLE,
+        f"the page redirected more than {maximum} times; choose another page",
+        reason=DetailReason.NETWORK,
     )
 
 
 def start_char_negative() -> ToolError:
-    return ToolError(
-        kind=ErrorKind.INVALID_REQUEST,
-        message="start_char must be 0 or more",
-        detail=ErrorDetail(parameter="start_char", min=0),
+    return _error(
+        ErrorKind.INVALID_REQUEST, "start_char must be 0 or more", parameter="start_char", min=0
     )
