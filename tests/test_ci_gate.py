@@ -89,6 +89,8 @@ def _package(where: Path, core_imports: str) -> None:
         "rypsok/cli.py": "",
         "rypsok/config/__init__.py": "",
         "rypsok/core/__init__.py": "",
+        "rypsok/core/engines/__init__.py": "",
+        "rypsok/core/egress/__init__.py": "",
         "rypsok/shared/__init__.py": "",
         "rypsok/core/services.py": core_imports,
         "rypsok/mcp/__init__.py": "",
@@ -131,6 +133,11 @@ def test_req_test_012_the_layer_rule_refuses_the_core_importing_the_protocol_lay
         ("rypsok/shared/vocabulary.py", "import rypsok.config\n", False),
         ("rypsok/core/engines/http.py", "import rypsok\n", False),
         ("rypsok/config/load.py", "from rypsok import cli\n", False),
+        # The protocol layer names the engines through the facade only (issue 19)...
+        ("rypsok/mcp/stdio.py", "import rypsok.core.engines\n", False),
+        ("rypsok/mcp/stdio.py", "import rypsok.core.services\n", True),
+        # ...and the egress layer knows no provider.
+        ("rypsok/core/egress/__init__.py", "import rypsok.core.engines\n", False),
     ],
 )
 def test_req_test_012_the_layer_rules_keep_config_below_core_and_shared_below_both(
