@@ -121,9 +121,18 @@ def _value(config: Config, dotted: str) -> object:
 
 
 def test_lim_the_committed_table_is_the_books() -> None:
+    """The book's rows, byte for byte and in order; after them only the project's own rows
+    (limits the book does not have yet, decisions.md), under ids the book does not use."""
     if not SHARED.exists():
         pytest.skip("the book's limits table is not mounted here")
-    assert TABLE.read_bytes() == SHARED.read_bytes()
+    book = SHARED.read_bytes()
+    committed = TABLE.read_bytes()
+    assert committed[: len(book)] == book
+    assert book.endswith(b"\n")
+    book_ids = {line.split(b"\t", 1)[0] for line in book.splitlines()}
+    own = committed[len(book) :].splitlines()
+    assert all(line.count(b"\t") == 4 for line in own)
+    assert not {line.split(b"\t", 1)[0] for line in own} & book_ids
 
 
 def test_lim_every_mapped_row_has_a_numeric_range_and_every_such_row_is_mapped() -> None:
