@@ -49,10 +49,10 @@ FEED_SLICE: Final = 32768
 # LIM-F16: attributes of one element (start or end tag). Real markup stays far below (a few
 # dozen at most); past it a tag is an attack on memory, and the parse stops before it.
 MAX_ELEMENT_ATTRIBUTES: Final = 256
-# LIM-F17: attributes kept in the tree, in total. A kept attribute costs about 220 bytes of
-# tree (10 on each of 63,000 elements of a 5 MiB page made a parse of 196 MiB); this bounds
-# that part of a parse near what LIM-F10's nodes cost, two per node at the node bound.
-MAX_KEPT_ATTRIBUTES: Final = 200_000
+# LIM-F17: attributes kept in the tree, in total. A kept attribute costs about 280 bytes of
+# parse (10 on each of 63,000 elements of a 5 MiB page made a parse of 196 MiB; at the node
+# bound, two on each node 127 MiB, one 98, none 70): one per node at the node bound.
+MAX_KEPT_ATTRIBUTES: Final = 100_000
 
 # Elements whose whole subtree a reader never sees as text.
 SKIPPED_ELEMENTS: Final = frozenset(
