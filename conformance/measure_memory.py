@@ -23,6 +23,8 @@ The page's shape (`--shape`) decides what a parse costs per byte (issue 23):
 costliest shapes with 80 calls at once.
 
     tools/measure-memory [--page-mib 5] [--runs 3] [--shape article] [--calls 4] [--suite]
+
+MEASURE_STDERR=FILE appends the child's log to FILE.
 """
 
 from __future__ import annotations
@@ -161,6 +163,16 @@ SUITE: tuple[tuple[str, int], ...] = (
 )
 
 
+def _child_log() -> int:
+    """Where the child's log goes: MEASURE_STDERR names a file it is appended to (to read
+    the calls' own latency_ms), else nowhere."""
+    path = os.environ.get("MEASURE_STDERR")
+    if not path:
+        return subprocess.DEVNULL
+    # The child inherits the descriptor; this process's copy stays open until it exits.
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+
+
 def _status(pid: int, field: str) -> int:
     """A VmRSS/VmHWM line of /proc/<pid>/status, in bytes."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -209,7 +221,11 @@ async def _one_run(body: bytes, calls: int, config_path: Path, folder: str) -> R
         for host, address, port in zip(HOSTS, ADDRESSES, ports, strict=True):
             argv += ["--fetch-site", f"{host}={address}:{port}"]
         process = await trio.lowlevel.open_process(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(os.environ.get("MEASURE_STDERR", os.devnull), "wb"), cwd=ROOT
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=_child_log(),
+            cwd=ROOT,
         )
         assert process.stdin is not None
         assert process.stdout is not None

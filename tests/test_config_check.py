@@ -28,14 +28,24 @@ def lines_of(path: str | None, env: dict[str, str] | None = None) -> list[str]:
 
 
 def warnings_of(path: str, env: dict[str, str] | None = None) -> list[str]:
-    return [line for line in lines_of(path, env) if line.startswith("rypsok: warning: ")]
+    # The memory row depends on the build's measured costs (tests/test_fetch_memory.py): on
+    # glibc the defaults' worst case is above the unit (issue 23), elsewhere it is not judged.
+    return [
+        line
+        for line in lines_of(path, env)
+        if line.startswith("rypsok: warning: ") and not line.startswith("rypsok: warning: memory:")
+    ]
 
 
 def test_req_ops_001_check_prints_every_section_in_order(write):
     lines = lines_of(write(""))
     assert lines[0].startswith("rypsok: configuration from --config ")
     assert lines[0].endswith("rypsok.toml is valid")
-    heads = [line.split(":")[1].strip() for line in lines[1:]]
+    heads = [
+        line.split(":")[1].strip()
+        for line in lines[1:]
+        if not line.startswith("rypsok: warning: memory:")  # the build's (see warnings_of)
+    ]
     order = [
         "search",
         "tool rate limits per caller and minute",
