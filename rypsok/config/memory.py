@@ -43,11 +43,11 @@ KIB: Final = 1024
 MEMORY_MAX_BYTES: Final = 256 * MIB  # LIM-M5: MemoryMax of the documented unit
 
 # CPython 3.11 on Linux, glibc (book/maintainers/measurements.md, "Memory under load"): at
-# rest 37 to 43 MiB. Per parse, the peak less the process at rest and the four bodies, halved:
+# rest 38 to 43 MiB. Per parse, the peak less the process at rest and the four bodies, halved:
 # with 5 MiB pages, prose 69.5 MiB (80 calls) and plain text 83.6 MiB (80 calls): 16.7 bytes
-# per byte; elements at the node bound, 88 MiB bare (four calls) and 120.3 MiB as links with
-# one kept attribute each (80 calls), the document read on top. Earlier, 10 MiB prose made
-# 116.9 MiB a parse. Rounded up.
+# per byte; elements at the node bound, 88 MiB bare (four calls) and up to 125.7 MiB as links
+# with one kept attribute each (80 calls), the document read on top. Earlier, 10 MiB prose
+# made 116.9 MiB a parse. Rounded up: 129 MiB a parse of a 5 MiB page.
 AT_REST_BYTES: Final = 46 * MIB
 PARSE_FIXED_BYTES: Final = 4 * MIB
 PARSE_TENTHS_PER_BYTE: Final = 170  # the part of a parse of text that grows with the page
