@@ -83,16 +83,25 @@ def article(size: int) -> bytes:
     head = b"<!doctype html><html><head><meta charset=utf-8><title>Measured page</title>"
     head += b"</head><body><article><h1>Measured page</h1>\n"
     tail = b"</article></body></html>\n"
+
+    def paragraph(index: int) -> bytes:
+        words = " ".join(_WORDS[(index + i) % len(_WORDS)] for i in range(12))
+        return f"<p>{index} {words}.</p>\n".encode()
+
+    return _pieces(head, paragraph, tail, size)
+
+
+def _pieces(head: bytes, piece: Callable[[int], bytes], tail: bytes, size: int) -> bytes:
+    """`head`, then piece(0), piece(1)… while they fit, spaces, then `tail`: `size` bytes."""
     parts = [head]
     used = len(head) + len(tail)
     index = 0
     while True:
-        words = " ".join(_WORDS[(index + i) % len(_WORDS)] for i in range(12))
-        paragraph = f"<p>{index} {words}.</p>\n".encode()
-        if used + len(paragraph) > size:
+        part = piece(index)
+        if used + len(part) > size:
             break
-        parts.append(paragraph)
-        used += len(paragraph)
+        parts.append(part)
+        used += len(part)
         index += 1
     parts.append(b" " * (size - used))
     parts.append(tail)
@@ -132,17 +141,7 @@ def _attributes(size: int) -> bytes:
 def _one_tag(size: int) -> bytes:
     head = b"<!doctype html><html><body><article><p>Measured page, one heavy element.</p><p"
     tail = b">after</p></article></body></html>\n"
-    parts, used, index = [head], len(head) + len(tail), 0
-    while True:
-        attribute = b" a%d=v%d" % (index, index)
-        if used + len(attribute) > size:
-            break
-        parts.append(attribute)
-        used += len(attribute)
-        index += 1
-    parts.append(b" " * (size - used))
-    parts.append(tail)
-    return b"".join(parts)
+    return _pieces(head, lambda index: b" a%d=v%d" % (index, index), tail, size)
 
 
 SHAPES: dict[str, Callable[[int], bytes]] = {

@@ -71,8 +71,11 @@ def counted_page(counts: Counts, body: bytes) -> Page:
     return Page(headers=(("Content-Type", "text/html; charset=utf-8"),), body=chunks)
 
 
-def gated_extract(monkeypatch: pytest.MonkeyPatch, counts: Counts, gate: threading.Event) -> None:
-    """Every parse waits at `gate` (a thread cannot be stopped: this is a slow page)."""
+def gated_extract(monkeypatch: pytest.MonkeyPatch) -> tuple[Counts, threading.Event]:
+    """Every parse waits at the gate returned (a thread cannot be stopped: this is a slow
+    page), and is counted."""
+    counts = Counts()
+    gate = threading.Event()
     real = reading.extract
 
     def extract(document: str, kind: Any, base_url: str) -> Any:
@@ -88,6 +91,7 @@ def gated_extract(monkeypatch: pytest.MonkeyPatch, counts: Counts, gate: threadi
                 counts.parsed += 1
 
     monkeypatch.setattr(reading, "extract", extract)
+    return counts, gate
 
 
 async def fetch(rypsok: Any, url: str) -> Any:
@@ -111,9 +115,7 @@ async def settle(counts: Counts) -> None:
 async def test_req_sec_012_req_perf_003_bodies_waiting_for_a_parse_permit_stay_under_lim_c3(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    counts = Counts()
-    gate = threading.Event()
-    gated_extract(monkeypatch, counts, gate)
+    counts, gate = gated_extract(monkeypatch)
     fetches, parses, calls = 2, 1, 12
     cfg = fetch_config(
         "[egress]\nallow_http = true\n[fetch]\ndeadline_ms = 10000\n"
@@ -151,9 +153,7 @@ async def test_req_sec_012_req_perf_003_bodies_waiting_for_a_parse_permit_stay_u
 async def test_req_page_008_an_abandoned_parse_keeps_its_permit_until_it_ends(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    counts = Counts()
-    gate = threading.Event()
-    gated_extract(monkeypatch, counts, gate)
+    counts, gate = gated_extract(monkeypatch)
     cfg = fetch_config(
         "[egress]\nallow_http = true\n[fetch]\ndeadline_ms = 1000\n"
         "[limits]\nfetches_in_flight = 2\nparsing_in_flight = 1\n"
@@ -191,9 +191,7 @@ async def test_req_page_008_a_call_waiting_for_a_parse_permit_answers_deadline_a
 ) -> None:
     """On MockClock: the clock jumps once every task waits (the parse holds the permit)."""
     mock_clock.autojump_threshold = 0.2
-    counts = Counts()
-    gate = threading.Event()
-    gated_extract(monkeypatch, counts, gate)
+    counts, gate = gated_extract(monkeypatch)
     deadline_s, lim_f5_s = 10.0, 11.0  # the defaults: LIM-F4 and LIM-F5
     reserve_s = 0.5  # of LIM-F5's margin, left for ending the call and its answer
     cfg = fetch_config("[egress]\nallow_http = true\n[limits]\nparsing_in_flight = 1\n")
