@@ -102,13 +102,14 @@ async def fetch(rypsok: Any, url: str) -> Any:
 
 
 async def settle(counts: Counts) -> None:
-    """Until the bodies sent stop growing for 0.3 s (at most 3 s): every body rypsok would
-    read while the parses are held has been read."""
+    """Until a parse has begun and the bodies sent have not grown for 0.5 s (at most 10 s):
+    every body rypsok would read while the parses are held has been read."""
     last, still = -1, 0.0
-    with trio.move_on_after(3):
-        while still < 0.3:
+    with trio.move_on_after(10):
+        while still < 0.5:
             await trio.sleep(0.05)
-            still = still + 0.05 if counts.sent == last else 0.0
+            steady = counts.parsing > 0 and counts.sent == last
+            still = still + 0.05 if steady else 0.0
             last = counts.sent
 
 
