@@ -82,7 +82,13 @@ def test_req_doc_002_every_example_configuration_passes_check(capsys, tmp_path, 
     code, lines = check(capsys, path)
     assert code == 0, lines
     assert lines[0] == f"rypsok: configuration from --config {path} is valid"
-    warnings = [line for line in lines if line.startswith("rypsok: warning: ")]
+    # The memory row depends on the build's measured costs: on glibc the worst case of the
+    # default limits is above the unit (issue 23; tests/test_fetch_memory.py).
+    warnings = [
+        line
+        for line in lines
+        if line.startswith("rypsok: warning: ") and not line.startswith("rypsok: warning: memory:")
+    ]
     expected = EXPECTED_WARNINGS.get(name, [])
     assert len(warnings) == len(expected)
     for line, start in zip(warnings, expected, strict=True):
