@@ -18,7 +18,7 @@ import trio.testing
 from fetch_helpers import fetch_config, fetching_rypsok
 from fetch_sites import Page, serve_site
 
-from rypsok.core.fetch import reading
+from rypsok.core.fetch import parse, reading
 from rypsok.core.model import DetailReason, ErrorKind, FetchRequest, ToolError
 
 if TYPE_CHECKING:
@@ -224,3 +224,46 @@ async def test_req_page_008_a_call_waiting_for_a_parse_permit_answers_deadline_a
     # for its permit is answered at the fetch deadline, however many calls wait.
     assert parse_took == lim_f5_s - reserve_s
     assert wait_took == deadline_s
+
+
+async def test_req_page_008_an_abandoned_parse_stops_within_a_slice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A parse whose call ended stops at the next slice (FEED_SLICE): it holds its permit
+    and its memory only that long, not for the rest of a page that takes seconds."""
+    elements = 500_000
+    html = "<html><body>" + "<i>x</i>" * elements + "</body></html>"
+    counted = 0
+    begun = threading.Event()
+    ended = threading.Event()
+    real = parse._BoundedTarget.start
+
+    def start(target: Any, tag: object, attrib: dict[str, str]) -> None:
+        nonlocal counted
+        counted += 1
+        if counted == 1000:
+            begun.set()
+        real(target, tag, attrib)
+
+    def run() -> object:
+        try:
+            return parse.parse_html(html, max_nodes=10**7, max_depth=256)
+        finally:
+            ended.set()
+
+    monkeypatch.setattr(parse._BoundedTarget, "start", start)
+    limiter = trio.CapacityLimiter(1)
+    with trio.move_on_after(20) as call:
+        async with trio.open_nursery() as nursery:
+
+            async def abandon_once_begun() -> None:
+                await trio.to_thread.run_sync(begun.wait, 10)
+                call.cancel()
+
+            nursery.start_soon(abandon_once_begun)
+            await trio.to_thread.run_sync(run, limiter=limiter, abandon_on_cancel=True)
+    assert call.cancelled_caught
+    assert await trio.to_thread.run_sync(ended.wait, 10)
+    await trio.sleep(0.05)  # the release is delivered to the loop once the thread has ended
+    assert counted < elements // 10  # stopped within a slice or two of the cancellation
+    assert limiter.borrowed_tokens == 0

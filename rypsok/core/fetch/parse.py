@@ -31,6 +31,7 @@ import re
 from typing import Final
 
 import attrs
+import trio
 from lxml import etree
 
 __all__ = [
@@ -234,6 +235,17 @@ def _xml_safe(text: str) -> str:
     return _NOT_XML.sub("", text.replace("\x0c", " "))
 
 
+def _stop_if_abandoned() -> None:
+    """End the parse when it runs in a Trio worker thread whose call has ended (the pipeline
+    abandons it at the deadline): what it would build is thrown away, and its parse permit
+    and its memory are held until it ends (issue 23). Raises trio.Cancelled, which no
+    `except Exception` here catches."""
+    try:
+        trio.from_thread.check_cancelled()
+    except RuntimeError:
+        return  # not a Trio worker thread: no call to outlive
+
+
 class _Stop(Exception):
     """Raised inside the target to end the parse at a bound."""
 
@@ -418,7 +430,8 @@ def parse_html(
     max_depth: int,
     encoding: str | None = None,
 ) -> ParsedDocument:
-    """Parse `document` under the bounds; never raises for any input.
+    """Parse `document` under the bounds; never raises for any input (in a Trio worker
+    thread its call has abandoned, it ends with trio.Cancelled at the next slice).
 
     A str is parsed as it is; bytes are decoded by the parser with `encoding` (the pipeline
     decodes first and passes str; bytes are for callers that have a known charset).
@@ -440,6 +453,7 @@ def parse_html(
             huge_tree=False,
         )
         for offset in range(0, limit, FEED_SLICE):
+            _stop_if_abandoned()
             parser.feed(document[offset : min(offset + FEED_SLICE, limit)])
             if target.stopped:
                 break
