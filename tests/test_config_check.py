@@ -28,14 +28,24 @@ def lines_of(path: str | None, env: dict[str, str] | None = None) -> list[str]:
 
 
 def warnings_of(path: str, env: dict[str, str] | None = None) -> list[str]:
-    return [line for line in lines_of(path, env) if line.startswith("rypsok: warning: ")]
+    # The memory row depends on the build's measured costs (tests/test_fetch_memory.py): on
+    # glibc the defaults' worst case is above the unit (issue 23), elsewhere it is not judged.
+    return [
+        line
+        for line in lines_of(path, env)
+        if line.startswith("rypsok: warning: ") and not line.startswith("rypsok: warning: memory:")
+    ]
 
 
 def test_req_ops_001_check_prints_every_section_in_order(write):
     lines = lines_of(write(""))
     assert lines[0].startswith("rypsok: configuration from --config ")
     assert lines[0].endswith("rypsok.toml is valid")
-    heads = [line.split(":")[1].strip() for line in lines[1:]]
+    heads = [
+        line.split(":")[1].strip()
+        for line in lines[1:]
+        if not line.startswith("rypsok: warning: memory:")  # the build's (see warnings_of)
+    ]
     order = [
         "search",
         "tool rate limits per caller and minute",
@@ -298,8 +308,13 @@ def test_req_ops_001_a_category_no_active_engine_serves_says_so_without_a_warnin
             f"rypsok: category {category}: none (no active engine serves it; web_search "
             "does not offer it)"
         ) in lines
-    # The book promises no warning for such a file (its Warnings section).
-    assert not [line for line in lines if line.startswith("rypsok: warning: ")]
+    # The book promises no warning for such a file (its Warnings section); the memory row
+    # depends on the build's measured costs (see warnings_of).
+    assert not [
+        line
+        for line in lines
+        if line.startswith("rypsok: warning: ") and not line.startswith("rypsok: warning: memory:")
+    ]
 
 
 @pytest.mark.parametrize(

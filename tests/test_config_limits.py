@@ -122,13 +122,21 @@ def _value(config: Config, dotted: str) -> object:
 
 
 def test_lim_the_committed_table_is_the_books() -> None:
-    """The copy is the book's table plus the project's `where` column, its last."""
+    """The copy is the book's table plus the project's `where` column, its last: the book's
+    rows in order; after them only the project's own rows (limits the book does not have yet,
+    decisions.md), under ids the book does not use."""
     if not SHARED.exists():
         pytest.skip("the book's limits table is not mounted here")
     lines = TABLE.read_text(encoding="utf-8").split("\n")
     assert lines[0].endswith("\twhere")
-    book = "\n".join(line.rsplit("\t", 1)[0] if line else line for line in lines)
-    assert book == SHARED.read_text(encoding="utf-8")
+    without_where = [line.rsplit("\t", 1)[0] if line else line for line in lines]
+    book = SHARED.read_text(encoding="utf-8").split("\n")
+    assert book[-1] == ""  # the book's table ends with a newline
+    assert without_where[: len(book) - 1] == book[:-1]
+    book_ids = {line.split("\t", 1)[0] for line in book}
+    own = [line for line in without_where[len(book) - 1 :] if line]
+    assert all(line.count("\t") == 4 for line in own)
+    assert not {line.split("\t", 1)[0] for line in own} & book_ids
 
 
 def test_lim_every_mapped_row_has_a_numeric_range_and_every_such_row_is_mapped() -> None:

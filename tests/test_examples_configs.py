@@ -84,7 +84,13 @@ def test_req_doc_002_every_example_configuration_passes_check(capsys, tmp_path, 
     code, lines = check(capsys, path)
     assert code == 0, lines
     assert lines[0] == f"rypsok: configuration from --config {path} is valid"
-    warnings = [line for line in lines if line.startswith("rypsok: warning: ")]
+    # The memory row depends on the build's measured costs: on glibc the worst case of the
+    # default limits is above the unit (issue 23; tests/test_fetch_memory.py).
+    warnings = [
+        line
+        for line in lines
+        if line.startswith("rypsok: warning: ") and not line.startswith("rypsok: warning: memory:")
+    ]
     expected = EXPECTED_WARNINGS.get(name, [])
     assert len(warnings) == len(expected)
     for line, start in zip(warnings, expected, strict=True):
@@ -155,7 +161,12 @@ def test_req_eng_013_tutorial_5_without_its_scraping_table_fails_with_the_senten
 def test_req_doc_002_keyless_serves_every_category_without_a_key(capsys):
     code, lines = check(capsys, PROJECT_EXAMPLES / "keyless.toml")
     assert code == 0, lines
-    assert not [line for line in lines if line.startswith("rypsok: warning: ")]
+    # No warning but the memory row, which depends on the build (tests/test_fetch_memory.py).
+    assert not [
+        line
+        for line in lines
+        if line.startswith("rypsok: warning: ") and not line.startswith("rypsok: warning: memory:")
+    ]
     assert "rypsok: categories served: general,news,science,code" in lines
     for engine in ("wikipedia", "hackernews", "arxiv", "crossref"):
         assert engine_line(lines, engine).endswith(" no credential needed")

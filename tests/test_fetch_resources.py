@@ -288,7 +288,8 @@ async def test_req_sec_012_a_call_that_waits_past_its_deadline_for_a_slot_is_bus
         release = trio.Event()
 
         async def other_fetch(task_status: trio.TaskStatus[None]) -> None:
-            async with rypsok._fetch_slots.host("busy.org"):
+            slots = rypsok._fetch_slots
+            async with slots.body() as slot, slots.host("busy.org", slot):
                 task_status.started()
                 await release.wait()
 

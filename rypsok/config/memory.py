@@ -2,19 +2,29 @@
 MemoryMax?"), for `rypsok check`.
 
 estimate = at rest
-         + limits.fetches_in_flight × fetch.max_bytes            (the bodies being read)
-         + limits.parsing_in_flight × (slope × fetch.max_bytes + per parse)
+         + limits.fetches_in_flight × fetch.max_bytes            (the bodies read or waiting)
+         + limits.parsing_in_flight × one parse
          + service.http.max_sessions × one session   (only while legacy_revisions is on)
          + service.http.max_connections × one connection     (what a peer without a token
                                                               can make each one hold)
          + cache.max_entries × cache.max_entry_bytes (only when the cache is on)
 
+one parse = the larger of the two costliest shapes of page, plus a part that does not grow:
+         prose or plain text, which grows with the page:      slope × fetch.max_bytes
+         a page dense in elements, which reaches the node bound (LIM-F10) and the kept
+         attributes' bound (LIM-F17) within its first megabytes:  node bound + the document
+
+A body is held under its fetch slot until its parse has a permit, and a permit is held until
+its thread ends, an abandoned one too (rypsok/core/fetch/slots.py): so however many calls
+wait, the bodies and the parses alive are the ones counted here (issue 23).
+
 The constants are measured for the build rypsok runs as, because the interpreter and the
 allocator decide how much a process holds after a parse: here CPython on Linux with glibc,
-measured by `tools/measure-memory` (four fetches from four hosts, two parses at once, at a
-5 MiB and a 10 MiB page) and rounded up so that the estimate is above every measured peak
-(book/maintainers/measurements.md). Elsewhere the same figures are printed with a note that
-they were not measured there, and nothing is compared with the unit.
+measured by `tools/measure-memory --suite` (every page shape with four calls from four hosts
+and with 80 at once, two parses at a time, 5 MiB pages) and rounded up so that the estimate
+is above every measured peak (book/maintainers/measurements.md). Elsewhere the same figures
+are printed with a note that they were not measured there, and nothing is compared with the
+unit.
 
 Implements REQ-PERF-003. The three constants take the place of LIM-M6 to LIM-M8, measured
 for CPython (the book's figures are a Rust build's); LIM-M1 to LIM-M3, a musl build's, have
@@ -38,6 +48,7 @@ __all__ = [
     "Share",
     "estimate",
     "measured_build",
+    "parse_bytes",
     "settings_to_lower",
 ]
 
@@ -45,13 +56,17 @@ MIB: Final = 1024 * 1024
 KIB: Final = 1024
 MEMORY_MAX_BYTES: Final = 256 * MIB  # LIM-M5: MemoryMax of the documented unit
 
-# CPython 3.11 on Linux, glibc (book/maintainers/measurements.md, "Memory"): at rest 43.5
-# to 43.7 MiB; four fetches from four hosts peaked at 181.0 to 183.3 MiB with 5 MiB pages and
-# 309.0 to 317.4 MiB with 10 MiB pages, which is 59.8 and 116.9 MiB per parse: a line of
-# 11.41 bytes per byte of page crossing at 2.75 MiB, rounded up with the rest.
+# CPython 3.11 on Linux, glibc (book/maintainers/measurements.md, "Memory under load"): at
+# rest 38 to 43 MiB. Per parse, the peak less the process at rest and the four bodies, halved:
+# with 5 MiB pages, prose 69.5 MiB (80 calls) and plain text 83.6 MiB (80 calls): 16.7 bytes
+# per byte; elements at the node bound, 88 MiB bare (four calls) and up to 125.7 MiB as links
+# with one kept attribute each (80 calls), the document read on top. Earlier, 10 MiB prose
+# made 116.9 MiB a parse. Rounded up: 129 MiB a parse of a 5 MiB page.
 AT_REST_BYTES: Final = 46 * MIB
 PARSE_FIXED_BYTES: Final = 4 * MIB
-PARSE_TENTHS_PER_BYTE: Final = 116  # the part of a parse that grows with the page
+PARSE_TENTHS_PER_BYTE: Final = 170  # the part of a parse of text that grows with the page
+NODE_BOUND_BYTES: Final = 110 * MIB  # a tree at LIM-F10 and LIM-F17, selected and written
+DOCUMENT_TENTHS_PER_BYTE: Final = 30  # the body and its decoded text beside that tree
 SESSION_BYTES: Final = 60 * KIB  # LIM-M4; a session's state is the same in kind
 # The most a connection without a token makes the process hold: a header block just under
 # LIM-H7 left unfinished measured 76.4 KiB a connection over HTTP/2 and 50.9 KiB over HTTP/1
@@ -93,6 +108,13 @@ def measured_build() -> tuple[str, bool]:
     return f"{python} on Linux (glibc {version})", True
 
 
+def parse_bytes(max_bytes: int) -> int:
+    """The worst case of one parse of a page of at most `max_bytes`."""
+    text = PARSE_TENTHS_PER_BYTE * max_bytes // 10
+    dense = NODE_BOUND_BYTES + DOCUMENT_TENTHS_PER_BYTE * max_bytes // 10
+    return max(text, dense) + PARSE_FIXED_BYTES
+
+
 def estimate(config: Config) -> Estimate:
     fetch, limits, http = config.fetch, config.limits, config.service.http
     shares = [
@@ -103,8 +125,7 @@ def estimate(config: Config) -> Estimate:
         ),
         Share(
             name="parses",
-            bytes=limits.parsing_in_flight
-            * (PARSE_TENTHS_PER_BYTE * fetch.max_bytes // 10 + PARSE_FIXED_BYTES),
+            bytes=limits.parsing_in_flight * parse_bytes(fetch.max_bytes),
             settings=("fetch.max_bytes", "limits.parsing_in_flight"),
         ),
     ]

@@ -13,6 +13,14 @@ elements hidden by markup (``hidden``, ``aria-hidden="true"``) or by inline styl
 (``display: none``, ``visibility: hidden``). Their subtrees still count against the bounds.
 Only the attributes the extraction reads are kept, so the tree is small.
 
+Attributes are bounded too, before they cost anything: libxml2 collects every attribute of
+a tag and lxml hands them to the target as one dict, so a single tag carrying 400,000
+attributes costs about 90 MiB before `start` could refuse it. `attribute_cut` therefore
+reads the document first as the HTML tokenizer does (tags, quoted values, comments, raw text)
+and the parser is fed only up to the first tag with more than MAX_ELEMENT_ATTRIBUTES
+(LIM-F16); the target stops the parse once the attributes it keeps in the tree exceed
+MAX_KEPT_ATTRIBUTES (LIM-F17). Either is a bound reached: the page is read in part.
+
 One parser and one target per call: lxml parsers are not shareable between threads.
 """
 
@@ -23,17 +31,29 @@ import re
 from typing import Final
 
 import attrs
+import trio
 from lxml import etree
 
 __all__ = [
     "FEED_SLICE",
+    "MAX_ELEMENT_ATTRIBUTES",
+    "MAX_KEPT_ATTRIBUTES",
     "ParsedDocument",
+    "attribute_cut",
     "parse_html",
 ]
 
 # Characters (or bytes) handed to the parser at a time; the bound check runs between slices
 # as well as inside them, so this is the most the parser reads past a bound.
 FEED_SLICE: Final = 32768
+
+# LIM-F16: attributes of one element (start or end tag). Real markup stays far below (a few
+# dozen at most); past it a tag is an attack on memory, and the parse stops before it.
+MAX_ELEMENT_ATTRIBUTES: Final = 256
+# LIM-F17: attributes kept in the tree, in total. A kept attribute costs about 280 bytes of
+# parse (10 on each of 63,000 elements of a 5 MiB page made a parse of 196 MiB; at the node
+# bound, two on each node 127 MiB, one 98, none 70): one per node at the node bound.
+MAX_KEPT_ATTRIBUTES: Final = 100_000
 
 # Elements whose whole subtree a reader never sees as text.
 SKIPPED_ELEMENTS: Final = frozenset(
@@ -129,6 +149,68 @@ _NOT_XML: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udf
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
+# The HTML tokenizer's view of a document (WHATWG HTML §13.2.5, which libxml2 2.14 follows),
+# as far as attributes need it: text, comments, bogus comments (``<!…>``, ``<?…>``), end tags,
+# raw text elements (their content is not markup) and start tags, each tag with at most
+# MAX_ELEMENT_ATTRIBUTES attributes. Matched from the start with every quantifier possessive
+# (linear: nothing is tried twice), it ends at the first tag with more, or at the end.
+# Where it cannot agree with libxml2 it ends a comment or a raw text earlier, so it may read
+# more as markup than libxml2 does, never less: a tag libxml2 builds is always counted.
+_WS: Final = r"[\t\n\f\r ]"
+_SEP: Final = r"[\t\n\f\r /]*+"
+_VALUE: Final = r"""(?:"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z)|[^\t\n\f\r >]*+)"""
+_ATTRIBUTE: Final = rf"[^\t\n\f\r />][^\t\n\f\r />=]*+(?:{_WS}*+={_WS}*+{_VALUE})?+"
+_ATTRIBUTES: Final = rf"(?:{_SEP}{_ATTRIBUTE}){{0,{MAX_ELEMENT_ATTRIBUTES}}}+{_SEP}"
+_TAG_END: Final = rf"{_ATTRIBUTES}(?:>|\Z)"
+_RAW_TEXT: Final = ("script", "style", "xmp", "iframe", "noembed", "noframes", "textarea", "title")
+# The alternatives most text meets come first; the raw text elements behind one look at the
+# first letter of their names, so an ordinary tag costs one failed test, not eight.
+_CONSTRUCT: Final = "|".join(
+    (
+        r"[^<]++",
+        "<(?=[sStTxXiInN])(?:"
+        + "|".join(
+            rf"(?i:{name})(?={_WS}|/|>|\Z){_ATTRIBUTES}(?:>(?s:.*?)(?=</(?i:{name})|\Z)|\Z)"
+            for name in _RAW_TEXT
+        )
+        + ")",
+        rf"<(?i:plaintext)(?={_WS}|/|>|\Z)(?s:.*)",
+        rf"<[A-Za-z][^\t\n\f\r />]*+{_TAG_END}",
+        rf"</[A-Za-z][^\t\n\f\r />]*+{_TAG_END}",
+        r"<!--(?:>|->|(?s:.*?)(?:--!?>|\Z))",
+        r"<[!?][^>]*+(?:>|\Z)",
+        r"</>",
+        r"</(?![A-Za-z>])[^>]*+(?:>|\Z)",
+        r"<(?![A-Za-z/!?])",
+    )
+)
+# At most this many constructs a match: the scan returns to Python between them, where the
+# GIL can pass to the event loop (one match over a page of 100,000 elements held it 0.2 s).
+_CONSTRUCTS_A_MATCH: Final = 4096
+_MARKUP: Final = f"(?:{_CONSTRUCT}){{0,{_CONSTRUCTS_A_MATCH}}}+"
+_WITHIN_BOUND: Final = re.compile(_MARKUP)
+_WITHIN_BOUND_BYTES: Final = re.compile(_MARKUP.encode("ascii"))
+
+
+def attribute_cut(document: str | bytes) -> int | None:
+    """The offset of the first tag of `document` with more than MAX_ELEMENT_ATTRIBUTES
+    attributes, or None. Bytes are read as an ASCII-compatible encoding (another one, such as
+    UTF-16, is left to the target's own count)."""
+    offset, size = 0, len(document)
+    while offset < size:
+        if isinstance(document, str):
+            within = _WITHIN_BOUND.match(document, offset)
+            end = within.end() if within is not None else offset
+        else:
+            within_bytes = _WITHIN_BOUND_BYTES.match(document, offset)
+            end = within_bytes.end() if within_bytes is not None else offset
+        if end == offset:
+            # No construct fits here: a tag beyond the bound.
+            return offset
+        offset = end
+    return None
+
+
 @functools.lru_cache(maxsize=1024)
 def _element_name(name: str) -> str:
     """`name` when lxml accepts it as an element name, else ``span``.
@@ -153,6 +235,17 @@ def _xml_safe(text: str) -> str:
     return _NOT_XML.sub("", text.replace("\x0c", " "))
 
 
+def _stop_if_abandoned() -> None:
+    """End the parse when it runs in a Trio worker thread whose call has ended (the pipeline
+    abandons it at the deadline): what it would build is thrown away, and its parse permit
+    and its memory are held until it ends (issue 23). Raises trio.Cancelled, which no
+    `except Exception` here catches."""
+    try:
+        trio.from_thread.check_cancelled()
+    except RuntimeError:
+        return  # not a Trio worker thread: no call to outlive
+
+
 class _Stop(Exception):
     """Raised inside the target to end the parse at a bound."""
 
@@ -165,7 +258,8 @@ class ParsedDocument:
     `title` and `og_title` are the document's ``<title>`` text and its ``og:title`` meta
     property, as the parser decoded them, and `base_href` the ``href`` of its first
     ``<base>`` (None when absent). `nodes` and `depth` are what the
-    parse counted; `bound_hit` says the parse stopped at LIM-F10 or LIM-F11, `malformed` that
+    parse counted; `bound_hit` says the parse stopped at LIM-F10, LIM-F11, LIM-F16 or
+    LIM-F17, `malformed` that
     the parser had to give up or the document ended with elements left open.
     """
 
@@ -194,6 +288,7 @@ class _BoundedTarget:
         self.open_tags: list[str] = []  # every element still open, built or not
         self.built: list[bool] = []  # for each open element outside a skipped subtree
         self.stopped = False
+        self.kept_attributes = 0
         self.root_started = False
         self.in_title = False
         self.title_level = 0
@@ -213,6 +308,10 @@ class _BoundedTarget:
         nodes = self.nodes + 1
         depth = self.depth + 1
         if nodes > self.max_nodes or depth > self.max_depth:
+            self._stop()
+        if len(attrib) > MAX_ELEMENT_ATTRIBUTES:
+            # attribute_cut keeps such a tag from the parser; this holds for what it cannot
+            # read (bytes in an encoding that is not ASCII-compatible).
             self._stop()
         self.nodes = nodes
         self.depth = depth
@@ -261,9 +360,11 @@ class _BoundedTarget:
                 self.stack.append("html")
         name = _element_name(name)
         if attrib:
-            self.builder.start(
-                name, {k: _xml_safe(v) for k, v in attrib.items() if k in KEPT_ATTRIBUTES}
-            )
+            kept = {k: _xml_safe(v) for k, v in attrib.items() if k in KEPT_ATTRIBUTES}
+            self.kept_attributes += len(kept)
+            if self.kept_attributes > MAX_KEPT_ATTRIBUTES:
+                self._stop()
+            self.builder.start(name, kept)
         else:
             self.builder.start(name, {})
         self.stack.append(name)
@@ -329,7 +430,8 @@ def parse_html(
     max_depth: int,
     encoding: str | None = None,
 ) -> ParsedDocument:
-    """Parse `document` under the bounds; never raises for any input.
+    """Parse `document` under the bounds; never raises for any input (in a Trio worker
+    thread its call has abandoned, it ends with trio.Cancelled at the next slice).
 
     A str is parsed as it is; bytes are decoded by the parser with `encoding` (the pipeline
     decodes first and passes str; bytes are for callers that have a known charset).
@@ -339,6 +441,9 @@ def parse_html(
     if isinstance(document, str) and not document.isascii():
         # A lone surrogate cannot be encoded for the parser; it is a replacement character.
         document = _SURROGATE.sub("\ufffd", document)
+    # The parser never sees a tag beyond LIM-F16, nor anything after it (REQ-PAGE-006).
+    cut = attribute_cut(document)
+    limit = len(document) if cut is None else cut
     try:
         parser = etree.HTMLParser(
             target=target,
@@ -347,15 +452,16 @@ def parse_html(
             recover=True,
             huge_tree=False,
         )
-        for offset in range(0, len(document), FEED_SLICE):
-            parser.feed(document[offset : offset + FEED_SLICE])
+        for offset in range(0, limit, FEED_SLICE):
+            _stop_if_abandoned()
+            parser.feed(document[offset : min(offset + FEED_SLICE, limit)])
             if target.stopped:
                 break
         if not target.stopped:
             # Elements still open here were never closed by the document: libxml2 closes
             # them at the end, which is a repair, not the author's structure.
             malformed = any(tag not in _OPTIONAL_END for tag in target.open_tags)
-            if document:
+            if limit:
                 parser.close()
     except _Stop:
         pass
@@ -376,6 +482,6 @@ def parse_html(
         base_href=target.base_href,
         nodes=target.nodes,
         depth=target.max_seen,
-        bound_hit=target.stopped,
+        bound_hit=target.stopped or cut is not None,
         malformed=malformed,
     )

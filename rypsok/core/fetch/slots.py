@@ -1,7 +1,15 @@
-"""Fetches in flight: at most LIM-C3 in the process and LIM-C4 (one) per host.
+"""Fetches in flight: at most LIM-C3 in the process and LIM-C4 (one) per host; and the parse
+permit (LIM-C5) a page's body is handed to.
 
 REQ-SEC-012: further work waits; a call whose deadline passes while it waits ends with
 unavailable, busy (the caller's cancel scope ends the wait, `FetchSlots` only queues).
+
+REQ-PERF-003 counts LIM-C3 bodies and LIM-C5 parses. A body is therefore held under a slot
+from its request until its parse has a permit: the process slot (`BodySlot`) is released only
+once the call holds a `ParsePermit`, and the permit is returned only when the parse's thread
+has really ended, an abandoned one included. So a body downloaded while every permit is busy
+waits under its slot, and no other body is read in its place; at most LIM-C3 + LIM-C5 bodies
+are in memory at once, however many calls wait.
 """
 
 from __future__ import annotations
@@ -14,7 +22,26 @@ import trio
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-__all__ = ["FetchSlots"]
+__all__ = ["BodySlot", "FetchSlots", "ParsePermit"]
+
+
+class BodySlot:
+    """One call's process slot (LIM-C3): taken at its first request, kept across the hops of
+    its redirects and while its body waits for a parse permit, released by `FetchSlots.body`."""
+
+    def __init__(self, process: trio.CapacityLimiter) -> None:
+        self._process = process
+        self._held = False
+
+    async def take(self) -> None:
+        if not self._held:
+            await self._process.acquire_on_behalf_of(self)
+            self._held = True
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            self._process.release_on_behalf_of(self)
 
 
 class FetchSlots:
@@ -32,12 +59,27 @@ class FetchSlots:
         return len(self._hosts)
 
     @asynccontextmanager
-    async def host(self, name: str) -> AsyncIterator[None]:
-        """Hold the process slot and `name`'s slot for the body of the block."""
+    async def body(self) -> AsyncIterator[BodySlot]:
+        """A call's body slot; whatever the call took of it is released at the end of the
+        block (the call hands its body to a parse permit first)."""
+        slot = BodySlot(self._process)
+        try:
+            yield slot
+        finally:
+            slot.release()
+
+    @asynccontextmanager
+    async def host(self, name: str, slot: BodySlot) -> AsyncIterator[None]:
+        """Hold `name`'s slot for the block, and `slot` from then on.
+
+        The host comes first: a call queued behind another on the same host holds no process
+        slot. The host is free again at the end of the block (its request is over); the
+        process slot stays with the body."""
         lock, users = self._hosts.get(name, (trio.Lock(), 0))
         self._hosts[name] = (lock, users + 1)
         try:
-            async with lock, self._process:
+            async with lock:
+                await slot.take()
                 yield
         finally:
             lock, users = self._hosts[name]
@@ -45,3 +87,42 @@ class FetchSlots:
                 del self._hosts[name]
             else:
                 self._hosts[name] = (lock, users - 1)
+
+
+class ParsePermit:
+    """One parse permit (LIM-C5), taken by the call while its body is under its slot, then
+    handed to the worker thread.
+
+    `trio.to_thread.run_sync` accepts as its limiter any object with `acquire_on_behalf_of`
+    and `release_on_behalf_of` (its documentation), and calls the release when the thread
+    has finished, also when the call abandoned it at its deadline. So an abandoned parse
+    keeps its permit, and with it its share of the memory bound, until it really ends; no
+    new parse starts in its place.
+    """
+
+    def __init__(self, limiter: trio.CapacityLimiter) -> None:
+        self._limiter = limiter
+        self._held = False
+        self._handed = False
+
+    async def take(self) -> None:
+        await self._limiter.acquire_on_behalf_of(self)
+        self._held = True
+
+    async def acquire_on_behalf_of(self, borrower: object) -> None:
+        # Already taken: the thread only inherits it (and trio now owes the release).
+        self._handed = True
+
+    def release_on_behalf_of(self, borrower: object) -> None:
+        self._release()
+
+    def release_unless_handed(self) -> None:
+        """Return the permit if no thread took it over (the call ended before the thread
+        started)."""
+        if not self._handed:
+            self._release()
+
+    def _release(self) -> None:
+        if self._held:
+            self._held = False
+            self._limiter.release_on_behalf_of(self)
