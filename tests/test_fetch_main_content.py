@@ -70,3 +70,143 @@ def test_req_page_006_markup_after_html_end_keeps_the_article(trailer: str) -> N
     for text in STORY:
         assert text in content
     assert "window.tracker" not in content
+
+
+# --- 2. Chrome words on the container holding the article ------------------------------------
+
+ARCHIVE = (
+    '<div id="sidebar-wrapper" class="sidebar"><h2>Blog archive</h2><ul>'
+    + "".join(
+        f'<li><a href="/2019/{month:02d}/">Posts of month {month} of 2019, archived</a></li>'
+        for month in range(1, 49)
+    )
+    + "</ul><h2>About me</h2><p>A retired lighthouse keeper who writes about the coast, its "
+    "boats, its birds, and whatever the tide brings in on a quiet Sunday.</p></div>"
+)
+SPONSORED = (
+    '<div class="partner-box"><p>Partner content: book your coastal holiday today, with '
+    "free cancellation, breakfast included, and a discount for newsletter readers.</p></div>"
+)
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        # Blogger wraps every post in a date-outer.
+        (
+            '<div class="date-outer"><h2 class="date-header"><span>Monday, 3 June</span></h2>'
+            '<div class="date-posts"><div class="post-outer">',
+            "</div></div></div>",
+        ),
+        ('<div class="share_wrapper">', "</div>"),
+        ('<div class="caption-image"><img src="/quay.jpg" alt="The quay">', "</div>"),
+        ('<div class="meta-information">', "</div>"),
+        ('<div id="date-time">', "</div>"),
+    ],
+)
+def test_req_page_002_chrome_word_on_the_article_container_keeps_the_article(
+    before: str, after: str
+) -> None:
+    html = (
+        f"<html><body>{CHROME}<div id=main-wrapper>{before}<h1>The northern quay opens</h1>"
+        f"{paragraphs(STORY)}{after}</div>{SPONSORED}{ARCHIVE}{FOOTER}</body></html>"
+    )
+    content = extract(html)
+    for text in STORY:
+        assert text in content
+    assert "Partner content" not in content
+
+
+# --- 3. Articles made of lists -----------------------------------------------------------------
+
+TIPS = [
+    "Check the tide tables before you set out, because the causeway floods quickly, and the "
+    "water comes in faster than most walkers expect on a spring tide.",
+    "Carry a waterproof layer even in summer, since squalls blow in from the west with little "
+    "warning, and the exposed headland offers no shelter at all.",
+    "Keep dogs on a lead near the cliffs, where ground-nesting birds raise their chicks between "
+    "April and July, and the edge crumbles after heavy rain.",
+    "Leave the rock pools as you found them, turning stones back over gently, so that the crabs, "
+    "anemones and blennies underneath are not left to dry out.",
+    "Take the coastal bus back if your legs give out; it stops at every village, runs hourly "
+    "until dusk, and the drivers will wait for walkers at the lighthouse.",
+]
+
+
+@pytest.mark.parametrize("list_tag", ["ul", "ol"])
+def test_req_page_002_article_made_of_a_list_comes_whole(list_tag: str) -> None:
+    items = "".join(f"<li>{tip}</li>" for tip in TIPS)
+    html = (
+        f"<html><body>{CHROME}<div class=entry-content><h1>Five tips for the coast path</h1>"
+        "<p>We asked the wardens of the coast path what every walker should know before "
+        f"setting out, and here is what they said.</p><{list_tag}>{items}</{list_tag}></div>"
+        f"{ARCHIVE}{FOOTER}</body></html>"
+    )
+    content = extract(html)
+    for tip in TIPS:
+        assert tip in content
+
+
+# --- 4. Comment threads are not the article -----------------------------------------------------
+
+COMMENTS = [
+    f"Comment number {n}: I walked the new quay last weekend with my grandchildren, and I have "
+    f"to say, after all the complaints about the cost, it looks wonderful, though the parking "
+    f"is still a problem and the cafe closes far too early for visitors like us {n}."
+    for n in range(1, 13)
+]
+
+
+@pytest.mark.parametrize(
+    ("thread_open", "thread_close", "item"),
+    [
+        (
+            '<div id="comments" class="comments-area"><h2>12 responses</h2>'
+            '<ol class="comment-list">',
+            "</ol></div>",
+            '<li class="comment"><div class="comment-body"><p class=author>Reader</p>'
+            '<div class="comment-content"><p>{}</p></div></div></li>',
+        ),
+        (
+            '<section id="disqus_thread"><h3>Discussion</h3>',
+            "</section>",
+            '<div class="post-message"><p>{}</p></div>',
+        ),
+    ],
+)
+def test_req_page_002_long_comment_thread_not_joined_to_the_article(
+    thread_open: str, thread_close: str, item: str
+) -> None:
+    thread = thread_open + "".join(item.format(c) for c in COMMENTS) + thread_close
+    html = (
+        f"<html><body>{CHROME}<div class=post><h1>The northern quay opens</h1>"
+        f"{paragraphs(STORY)}{thread}</div>{FOOTER}</body></html>"
+    )
+    content = extract(html)
+    for text in STORY:
+        assert text in content
+    assert "Comment number" not in content
+
+
+# --- 5. Short pages: documentation and reference ---------------------------------------------
+
+
+def test_req_fetch_002_short_reference_page_comes_whole() -> None:
+    html = (
+        f"<html><body>{CHROME}<main><h1>parse_duration</h1>"
+        "<p>Parses a duration such as 1h30m into seconds. Hours, minutes and seconds may be "
+        "combined, each at most once; an empty text, an unknown unit or a negative number "
+        "raises ValueError, and so does a value too large for the platform's float.</p>"
+        "<table><tr><th>Unit</th><th>Meaning</th></tr><tr><td>h</td><td>hours</td></tr>"
+        "<tr><td>m</td><td>minutes</td></tr></table>"
+        '<pre><code class="language-python">s = parse_duration("1h")</code></pre>'
+        "<ul><li>Units may appear in any order.</li><li>Whitespace is ignored.</li></ul>"
+        f"</main>{FOOTER}</body></html>"
+    )
+    content = extract(html)
+    assert "# parse_duration" in content
+    assert "Parses a duration such as 1h30m" in content
+    assert "| h | hours |" in content
+    assert '```python\ns = parse_duration("1h")\n```' in content
+    assert "- Units may appear in any order." in content
+    assert "- Whitespace is ignored." in content

@@ -77,6 +77,16 @@ _CHROME_WORDS: Final = re.compile(
     r"|(?:^|[-_ ])(?:date|time|timestamp|dateline)(?:$|[-_ ])",
     re.IGNORECASE,
 )
+# A thread of readers' comments: not the article, however long it grows.
+_THREAD_WORDS: Final = re.compile(
+    r"comment|disqus|(?:^|[-_ ])(?:respond|replies|discussion|reactions)(?:$|[-_ ])",
+    re.IGNORECASE,
+)
+# Names of a whole thread, which a content word beside them does not redeem.
+_THREAD_NAMES: Final = re.compile(
+    r"comments?[-_]?(?:area|list|section|thread|wrap|container|block|holder)|disqus",
+    re.IGNORECASE,
+)
 _CONTENT_WORDS: Final = re.compile(
     r"article|body|content|entry|main|post|story|text|blog|column|shadow", re.IGNORECASE
 )
@@ -158,9 +168,17 @@ _TAG_WEIGHT: Final = {
     "th": -5,
 }
 _MIN_BLOCK: Final = 25
+# Blocks whose own text is a label, not running text.
+_NOT_PROSE: Final = frozenset(
+    {"h1", "h2", "h3", "h4", "h5", "h6", "th", "caption", "figcaption", "body", "html"}
+)
 _TEXT_HOLDERS: Final = frozenset({"p", "pre", "blockquote", "table"})
-# An element holding this share of the body's text is never removed as chrome.
+# An element holding this share of the body's text, or this share of its running text, is
+# never removed as chrome by a guess: a name alone does not remove the article.
 _GUARD_SHARE: Final = 0.4
+_GUARD_PROSE: Final = 0.5
+# A comment thread goes unless it is (nearly) the whole page, a forum's thread.
+_THREAD_GUARD: Final = 0.9
 
 
 @attrs.frozen
@@ -195,6 +213,10 @@ class _Stats:
         # content, not an illustration).
         self.holds_text: set[Element] = set()
         holds_text = self.holds_text
+        # The running text under each element: the inline runs of its blocks (paragraphs,
+        # items, cells, code) that are long enough and not mostly links.
+        self.prose: dict[Element, int] = {}
+        prose_of = self.prose
         for element in reversed(list(root.iter())):
             own = element.text
             length = len(own.strip()) if own else 0
@@ -202,7 +224,9 @@ class _Stats:
             commas = own.count(",") if own else 0
             links = 0
             inline_links = 0
+            prose = 0
             for child in element:
+                prose += prose_of[child]
                 if child in holds_text or child.tag in _TEXT_HOLDERS:
                     holds_text.add(element)
                 child_length = text_of[child]
@@ -227,6 +251,17 @@ class _Stats:
                 inline_links_of[element] = inline_links
             inline_of[element] = inline
             commas_of[element] = commas
+            tag = element.tag
+            if (
+                inline >= _MIN_BLOCK
+                and tag in BLOCK_ELEMENTS
+                and tag not in _NOT_PROSE
+                and inline_links_of[element] < (0.25 if tag == "li" else 0.5) * inline
+            ):
+                # An item that is a quarter links is a teaser of another page (a title and
+                # its summary), not a step of this page's text.
+                prose += inline
+            prose_of[element] = prose
 
     def density(self, element: Element) -> float:
         length = self.text.get(element, 0)
@@ -258,7 +293,8 @@ def _words_weight(value: str | None) -> int:
 
 def _chrome_kind(element: Element, stats: _Stats) -> int:
     """0: content; 1: chrome by a guess (a form, a figure, class or id words), removed
-    unless it holds much of the page; 2: chrome by its element or role, always removed."""
+    unless it holds much of the page; 2: chrome by its element or role, always removed;
+    3: a comment thread by its name, removed unless it is nearly the whole page."""
     tag = element.tag
     if tag in CHROME_ELEMENTS:
         return 2
@@ -275,13 +311,16 @@ def _chrome_kind(element: Element, stats: _Stats) -> int:
     if element.get("itemprop", "").lower() == "articlebody":
         return 0
     words = _words(element)
-    return 1 if words and _chrome_words(words) else 0
+    return _chrome_words(words) if words else 0
 
 
 @functools.lru_cache(maxsize=4096)
-def _chrome_words(words: str) -> bool:
+def _chrome_words(words: str) -> int:
     # Pages repeat their class names; the cache spares the regexes most of their work.
-    return bool(_CHROME_WORDS.search(words)) and not _CONTENT_WORDS.search(words)
+    content = _CONTENT_WORDS.search(words)
+    if _THREAD_WORDS.search(words) and (not content or _THREAD_NAMES.search(words)):
+        return 3
+    return 1 if _CHROME_WORDS.search(words) and not content else 0
 
 
 def _drop(element: Element) -> None:
@@ -301,12 +340,18 @@ def _drop(element: Element) -> None:
 
 def _remove_chrome(body: Element) -> None:
     stats = _Stats(body)
-    total = stats.text.get(body, 0)
-    guard = total * _GUARD_SHARE
+    guard = stats.text.get(body, 0) * _GUARD_SHARE
+    prose = stats.prose.get(body, 0)
+    prose_guard = prose * _GUARD_PROSE
+    thread_guard = prose * _THREAD_GUARD
     doomed = []
     for element in body.iterdescendants():
         kind = _chrome_kind(element, stats)
-        if kind == 2 or (kind == 1 and stats.text[element] <= guard):
+        if (
+            kind == 2
+            or (kind == 1 and stats.text[element] <= guard and stats.prose[element] < prose_guard)
+            or (kind == 3 and (not prose or stats.prose[element] < thread_guard))
+        ):
             doomed.append(element)
     for element in doomed:
         _drop(element)
@@ -321,8 +366,6 @@ def _score_candidates(
 ) -> tuple[dict[Element, float], dict[Element, int]]:
     """Each container's score, and the length of the paragraph text under each element."""
     scores: dict[Element, float] = {}
-    good: dict[Element, int] = {}
-    own_good: dict[Element, int] = {}
 
     def initial(element: Element) -> float:
         return _TAG_WEIGHT.get(str(element.tag), 0) + _class_weight(element)
@@ -333,8 +376,6 @@ def _score_candidates(
         if length < _MIN_BLOCK or tag not in BLOCK_ELEMENTS or tag in _UNSCORED:
             continue
         score = 1.0 + stats.commas[element] + min(length // 100, 3)
-        if stats.inline_density(element) < 0.5:
-            own_good[element] = length
         if tag in _BLOCK_TAGS and tag != "p":
             # Text straight inside a container is a paragraph of that container.
             scores[element] = scores.get(element, initial(element)) + score
@@ -347,15 +388,8 @@ def _score_candidates(
             scores[ancestor] += score / divider
             ancestor = ancestor.getparent()
             level += 1
-    # Paragraph text summed from the leaves up, in one pass.
-    for element in reversed(list(body.iter())):
-        total = own_good.get(element, 0)
-        for child in element:
-            total += good.get(child, 0)
-        if total:
-            good[element] = total
     weighed = {element: score * (1 - stats.density(element)) for element, score in scores.items()}
-    return weighed, good
+    return weighed, stats.prose
 
 
 def _narrow(top: Element, good: dict[Element, int]) -> Element:
