@@ -177,6 +177,8 @@ _TEXT_HOLDERS: Final = frozenset({"p", "pre", "blockquote", "table"})
 # never removed as chrome by a guess: a name alone does not remove the article.
 _GUARD_SHARE: Final = 0.4
 _GUARD_PROSE: Final = 0.5
+_GUARD_PLAIN: Final = 0.2
+_GUARD_DENSITY: Final = 0.25
 # A comment thread goes unless it is (nearly) the whole page, a forum's thread.
 _THREAD_GUARD: Final = 0.9
 
@@ -338,18 +340,30 @@ def _drop(element: Element) -> None:
     parent.remove(element)
 
 
+def _much_prose(element: Element, stats: _Stats, prose: int) -> bool:
+    """Whether `element` holds too much of the page's running text to go by a name: half
+    of it, or a fifth of it in text that is not links (a section named "sharing…")."""
+    share = stats.prose[element]
+    return share >= prose * _GUARD_PROSE or (
+        share >= prose * _GUARD_PLAIN and stats.density(element) < _GUARD_DENSITY
+    )
+
+
 def _remove_chrome(body: Element) -> None:
     stats = _Stats(body)
     guard = stats.text.get(body, 0) * _GUARD_SHARE
     prose = stats.prose.get(body, 0)
-    prose_guard = prose * _GUARD_PROSE
     thread_guard = prose * _THREAD_GUARD
     doomed = []
     for element in body.iterdescendants():
         kind = _chrome_kind(element, stats)
         if (
             kind == 2
-            or (kind == 1 and stats.text[element] <= guard and stats.prose[element] < prose_guard)
+            or (
+                kind == 1
+                and stats.text[element] <= guard
+                and not _much_prose(element, stats, prose)
+            )
             or (kind == 3 and (not prose or stats.prose[element] < thread_guard))
         ):
             doomed.append(element)
@@ -507,6 +521,8 @@ def _with_siblings(top: Element, scores: dict[Element, float], stats: _Stats) ->
     return chosen
 
 
+# Cleaning that would leave less than this share of a block's text is not done.
+_GUTTED: Final = 0.25
 _CLEANED: Final = frozenset({"div", "section", "ul", "ol", "table", "dl", "figure", "aside"})
 
 
@@ -514,6 +530,7 @@ def _clean(
     elements: Iterable[Element],
     scores: dict[Element, float],
     good: dict[Element, int],
+    stats_text: dict[Element, int],
 ) -> None:
     """Remove the chrome-like parts left inside the main block (readability's conditional
     cleaning, in spirit).
@@ -530,13 +547,15 @@ def _clean(
         keep = 0.3 * good[root]
         # element -> [text length, link text length, commas, p, img, li]
         counts: dict[Element, list[int]] = {}
+        doomed: list[Element] = []
+        gone: set[Element] = set()
         for element in reversed(list(root.iter())):
             tag = element.tag
             own = element.text
             total = [len(own.strip()) if own else 0, 0, own.count(",") if own else 0, 0, 0, 0]
             for child in element:
                 sub = counts.get(child)
-                if sub is not None:
+                if sub is not None and child not in gone:
                     for index in range(6):
                         total[index] += sub[index]
                 tail = child.tail
@@ -554,14 +573,22 @@ def _clean(
             counts[element] = total
             if tag == "p" and element is not root and total[0] and total[1] >= 0.8 * total[0]:
                 # A paragraph that is (almost) only a link promotes another page: "Read more: …".
-                _drop(element)
+                doomed.append(element)
+                gone.add(element)
                 continue
             if tag not in _CLEANED or element is root:
                 continue
             if keep and good.get(element, 0) >= keep:
                 continue
             if _should_drop(element, scores, total):
-                _drop(element)
+                doomed.append(element)
+                gone.add(element)
+        if counts[root][0] < _GUTTED * stats_text.get(root, 0):
+            # Cleaning would leave almost nothing: the block is a page of teasers or links
+            # (an index, a directory), and its parts are its content.
+            continue
+        for element in doomed:
+            _drop(element)
 
 
 def _should_drop(element: Element, scores: dict[Element, float], counts: list[int]) -> bool:
@@ -617,5 +644,5 @@ def select_main_block(root: Element) -> MainBlock:
     top = _climb(top, best, scores, good)
     top = _container_of(top, good)
     elements = _with_siblings(top, scores, stats) if top is not body else [body]
-    _clean(elements, scores, good)
+    _clean(elements, scores, good, stats.text)
     return MainBlock(elements=tuple(elements), heading=heading)
