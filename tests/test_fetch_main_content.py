@@ -9,9 +9,15 @@ runs.
 
 from __future__ import annotations
 
+import time
+from typing import TYPE_CHECKING
+
 import pytest
 
 from rypsok.core.fetch.extract import DocumentKind, ExtractionOutcome, extract_document
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 MAX_NODES = 100_000  # LIM-F10
 MAX_DEPTH = 256  # LIM-F11
@@ -210,3 +216,38 @@ def test_req_fetch_002_short_reference_page_comes_whole() -> None:
     assert '```python\ns = parse_duration("1h")\n```' in content
     assert "- Units may appear in any order." in content
     assert "- Whitespace is ignored." in content
+
+
+# --- LIM-F10: the work grows with the page, never with its square ----------------------------
+
+
+def _cpu_seconds(html: str) -> float:
+    start = time.process_time()
+    extract(html)
+    return time.process_time() - start
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        # Thousands of removed chrome siblings, each followed by text that must stay in place.
+        lambda n: (
+            paragraphs(STORY)
+            + "".join(f'<div class="share">s</div> tail text {i}\n' for i in range(n))
+        ),
+        # Thousands of link blocks cleaned out of the main block, each with a tail.
+        lambda n: (
+            "<div>"
+            + paragraphs(STORY * 40)
+            + "".join(f'<div><a href="/{i}">x</a></div> tail {i}\n' for i in range(n))
+            + "</div>"
+        ),
+    ],
+)
+def test_lim_f10_removing_many_parts_is_linear(shape: Callable[[int], str]) -> None:
+    small = f"<html><body>{shape(4_000)}</body></html>"
+    large = f"<html><body>{shape(16_000)}</body></html>"
+    _cpu_seconds(small)  # warm the caches of the class-name regexes
+    ratio = _cpu_seconds(large) / max(_cpu_seconds(small), 1e-3)
+    # Four times the parts: about four times the work when linear, sixteen when quadratic.
+    assert ratio < 9

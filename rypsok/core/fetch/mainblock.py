@@ -219,51 +219,70 @@ class _Stats:
         # items, cells, code) that are long enough and not mostly links.
         self.prose: dict[Element, int] = {}
         prose_of = self.prose
+        # Each element, once its children are done (reverse document order puts them before
+        # it), hands its sums to its parent: one step per element, none per child list.
+        pending: dict[Element, list[int]] = {}
+        # Each element's parent, kept for the scoring's walks up (a dictionary is cheaper
+        # than asking lxml again).
+        self.parent: dict[Element, Element] = {}
+        parent_of = self.parent
         for element in reversed(list(root.iter())):
-            own = element.text
-            length = len(own.strip()) if own else 0
-            inline = length
-            commas = own.count(",") if own else 0
-            links = 0
-            inline_links = 0
-            prose = 0
-            for child in element:
-                prose += prose_of[child]
-                if child in holds_text or child.tag in _TEXT_HOLDERS:
-                    holds_text.add(element)
-                child_length = text_of[child]
-                length += child_length
-                links += links_of[child]
-                if child.tag not in BLOCK_ELEMENTS:
-                    inline += child_length
-                    inline_links += links_of[child]
-                    commas += commas_of[child]
-                tail = child.tail
-                if tail:
-                    tail_length = len(tail.strip())
-                    length += tail_length
-                    inline += tail_length
-                    commas += tail.count(",")
-            text_of[element] = length
-            if element.tag == "a":
-                links_of[element] = length
-                inline_links_of[element] = inline
-            else:
-                links_of[element] = links
-                inline_links_of[element] = inline_links
-            inline_of[element] = inline
-            commas_of[element] = commas
             tag = element.tag
+            sums = pending.pop(element, None)
+            if sums is None:
+                length = links = inline = inline_links = commas = prose = holds = 0
+            else:
+                length, links, inline, inline_links, commas, prose, holds = sums
+            own = element.text
+            if own:
+                own_length = len(own.strip())
+                length += own_length
+                inline += own_length
+                commas += own.count(",")
+            if tag == "a":
+                links = length
+                inline_links = inline
+            text_of[element] = length
+            links_of[element] = links
+            inline_of[element] = inline
+            inline_links_of[element] = inline_links
+            commas_of[element] = commas
+            if holds:
+                holds_text.add(element)
             if (
                 inline >= _MIN_BLOCK
                 and tag in BLOCK_ELEMENTS
                 and tag not in _NOT_PROSE
-                and inline_links_of[element] < (0.25 if tag == "li" else 0.5) * inline
+                and inline_links < (0.25 if tag == "li" else 0.5) * inline
             ):
                 # An item that is a quarter links is a teaser of another page (a title and
                 # its summary), not a step of this page's text.
                 prose += inline
             prose_of[element] = prose
+            if element is root:
+                break
+            parent = element.getparent()
+            if parent is None:
+                continue
+            parent_of[element] = parent
+            into = pending.get(parent)
+            if into is None:
+                into = pending[parent] = [0, 0, 0, 0, 0, 0, 0]
+            into[0] += length
+            into[1] += links
+            into[5] += prose
+            if holds or tag in _TEXT_HOLDERS:
+                into[6] = 1
+            if tag not in BLOCK_ELEMENTS:
+                into[2] += length
+                into[3] += links
+                into[4] += commas
+            tail = element.tail
+            if tail:
+                tail_length = len(tail.strip())
+                into[0] += tail_length
+                into[2] += tail_length
+                into[4] += tail.count(",")
 
     def density(self, element: Element) -> float:
         length = self.text.get(element, 0)
@@ -325,19 +344,58 @@ def _chrome_words(words: str) -> int:
     return 1 if _CHROME_WORDS.search(words) and not content else 0
 
 
-def _drop(element: Element) -> None:
-    """Remove `element` but keep its tail text in place."""
-    parent = element.getparent()
-    if parent is None:
-        return
-    tail = element.tail
-    if tail:
+def _drop_all(doomed: list[Element]) -> None:
+    """Remove the `doomed` elements (in document order, none inside another) but keep their
+    tail text in place.
+
+    A tail goes to the nearest kept sibling before it, or to the parent's text. The tails
+    bound for one place are joined once at the end: appending each to a growing string would
+    copy it again for every removed sibling, quadratic in a run of thousands of them.
+    """
+    gone = set(doomed)
+    # element -> the kept sibling (or the parent, as text) that receives its tail
+    anchor: dict[Element, tuple[Element, bool]] = {}
+    pieces: dict[tuple[Element, bool], list[str]] = {}
+    for element in doomed:
+        parent = element.getparent()
+        if parent is None:
+            continue
         previous = element.getprevious()
-        if previous is not None:
-            previous.tail = (previous.tail or "") + tail
+        if previous is None:
+            target = (parent, True)
+        elif previous in gone:
+            target = anchor.get(previous, (parent, True))
         else:
-            parent.text = (parent.text or "") + tail
-    parent.remove(element)
+            target = (previous, False)
+        anchor[element] = target
+        tail = element.tail
+        if tail:
+            pieces.setdefault(target, []).append(tail)
+    for element in doomed:
+        parent = element.getparent()
+        if parent is not None:
+            element.tail = None
+            parent.remove(element)
+    for (element, as_text), texts in pieces.items():
+        if as_text:
+            element.text = (element.text or "") + "".join(texts)
+        else:
+            element.tail = (element.tail or "") + "".join(texts)
+
+
+def _outermost(root: Element, marked: set[Element]) -> list[Element]:
+    """The marked elements under `root` that are inside no other marked one, in document
+    order (one pass)."""
+    found: list[Element] = []
+    inside: set[Element] = set()
+    for element in root.iterdescendants():
+        parent = element.getparent()
+        if parent in inside:
+            inside.add(element)
+        elif element in marked:
+            found.append(element)
+            inside.add(element)
+    return found
 
 
 def _much_prose(element: Element, stats: _Stats, prose: int) -> bool:
@@ -349,12 +407,12 @@ def _much_prose(element: Element, stats: _Stats, prose: int) -> bool:
     )
 
 
-def _remove_chrome(body: Element) -> None:
-    stats = _Stats(body)
+def _remove_chrome(body: Element, stats: _Stats) -> bool:
+    """Remove the chrome under `body` (measured by `stats`); whether anything went."""
     guard = stats.text.get(body, 0) * _GUARD_SHARE
     prose = stats.prose.get(body, 0)
     thread_guard = prose * _THREAD_GUARD
-    doomed = []
+    doomed: set[Element] = set()
     for element in body.iterdescendants():
         kind = _chrome_kind(element, stats)
         if (
@@ -366,9 +424,10 @@ def _remove_chrome(body: Element) -> None:
             )
             or (kind == 3 and (not prose or stats.prose[element] < thread_guard))
         ):
-            doomed.append(element)
-    for element in doomed:
-        _drop(element)
+            doomed.add(element)
+    if doomed:
+        _drop_all(_outermost(body, doomed))
+    return bool(doomed)
 
 
 def _block_text(element: Element) -> str:
@@ -384,23 +443,25 @@ def _score_candidates(
     def initial(element: Element) -> float:
         return _TAG_WEIGHT.get(str(element.tag), 0) + _class_weight(element)
 
+    parent_of = stats.parent
+    inline_of = stats.inline
     for element in body.iter():
         tag = element.tag
-        length = stats.inline[element]
+        length = inline_of[element]
         if length < _MIN_BLOCK or tag not in BLOCK_ELEMENTS or tag in _UNSCORED:
             continue
         score = 1.0 + stats.commas[element] + min(length // 100, 3)
         if tag in _BLOCK_TAGS and tag != "p":
             # Text straight inside a container is a paragraph of that container.
             scores[element] = scores.get(element, initial(element)) + score
-        ancestor = element.getparent()
+        ancestor = parent_of.get(element)
         level = 0
         while ancestor is not None and level < 5:
             if ancestor not in scores:
                 scores[ancestor] = initial(ancestor)
             divider = 1 if level == 0 else 2 if level == 1 else level * 3
             scores[ancestor] += score / divider
-            ancestor = ancestor.getparent()
+            ancestor = parent_of.get(ancestor)
             level += 1
     weighed = {element: score * (1 - stats.density(element)) for element, score in scores.items()}
     return weighed, stats.prose
@@ -536,8 +597,9 @@ def _clean(
     cleaning, in spirit).
 
     One pass from the leaves up: each element's counts are summed from the children it
-    still has, so a part removed below is already out of its container's counts, and the
-    work stays linear in the size of the block however deep it is.
+    keeps, so a part removed below is already out of its container's counts, and the work
+    stays linear in the size of the block however deep it is. The parts are removed at the
+    end, and not at all when that would leave under a quarter of the block's text.
     """
     for root in elements:
         if not good.get(root):
@@ -545,23 +607,20 @@ def _clean(
             continue
         # A part holding this much of the block's paragraph text is the block, not chrome.
         keep = 0.3 * good[root]
-        # element -> [text length, link text length, commas, p, img, li]
-        counts: dict[Element, list[int]] = {}
-        doomed: list[Element] = []
+        # element -> [text length, link text length, commas, p, img, li], summed into the
+        # parent's entry as each element is done (its children come before it).
+        pending: dict[Element, list[int]] = {}
         gone: set[Element] = set()
+        remaining = 0
         for element in reversed(list(root.iter())):
             tag = element.tag
+            total = pending.pop(element, None)
+            if total is None:
+                total = [0, 0, 0, 0, 0, 0]
             own = element.text
-            total = [len(own.strip()) if own else 0, 0, own.count(",") if own else 0, 0, 0, 0]
-            for child in element:
-                sub = counts.get(child)
-                if sub is not None and child not in gone:
-                    for index in range(6):
-                        total[index] += sub[index]
-                tail = child.tail
-                if tail:
-                    total[0] += len(tail.strip())
-                    total[2] += tail.count(",")
+            if own:
+                total[0] += len(own.strip())
+                total[2] += own.count(",")
             if tag == "a":
                 total[1] = total[0]
             elif tag == "p":
@@ -570,25 +629,35 @@ def _clean(
                 total[4] += 1
             elif tag == "li":
                 total[5] += 1
-            counts[element] = total
-            if tag == "p" and element is not root and total[0] and total[1] >= 0.8 * total[0]:
-                # A paragraph that is (almost) only a link promotes another page: "Read more: …".
-                doomed.append(element)
+            if element is root:
+                remaining = total[0]
+                break
+            if (tag == "p" and total[0] and total[1] >= 0.8 * total[0]) or (
+                tag in _CLEANED
+                and not (keep and good.get(element, 0) >= keep)
+                and _should_drop(element, scores, total)
+            ):
+                # A paragraph that is (almost) only a link promotes another page: "Read
+                # more: …"; the other parts are judged by their counts.
                 gone.add(element)
+            parent = element.getparent()
+            if parent is None:
                 continue
-            if tag not in _CLEANED or element is root:
-                continue
-            if keep and good.get(element, 0) >= keep:
-                continue
-            if _should_drop(element, scores, total):
-                doomed.append(element)
-                gone.add(element)
-        if counts[root][0] < _GUTTED * stats_text.get(root, 0):
+            into = pending.get(parent)
+            if into is None:
+                into = pending[parent] = [0, 0, 0, 0, 0, 0]
+            if element not in gone:
+                for index in range(6):
+                    into[index] += total[index]
+            tail = element.tail
+            if tail:
+                into[0] += len(tail.strip())
+                into[2] += tail.count(",")
+        if remaining < _GUTTED * stats_text.get(root, 0):
             # Cleaning would leave almost nothing: the block is a page of teasers or links
             # (an index, a directory), and its parts are its content.
             continue
-        for element in doomed:
-            _drop(element)
+        _drop_all(_outermost(root, gone))
 
 
 def _should_drop(element: Element, scores: dict[Element, float], counts: list[int]) -> bool:
@@ -628,8 +697,10 @@ def select_main_block(root: Element) -> MainBlock:
     if body is None:
         body = root
     heading = _first_heading(body)
-    _remove_chrome(body)
     stats = _Stats(body)
+    if _remove_chrome(body, stats):
+        # The lengths are measured again without the chrome (one more linear pass).
+        stats = _Stats(body)
     scores, good = _score_candidates(body, stats)
     if not scores:
         # Nothing long enough to score: the page is short, and all of it is content.
