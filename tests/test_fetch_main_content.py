@@ -251,3 +251,81 @@ def test_lim_f10_removing_many_parts_is_linear(shape: Callable[[int], str]) -> N
     ratio = _cpu_seconds(large) / max(_cpu_seconds(small), 1e-3)
     # Four times the parts: about four times the work when linear, sixteen when quadratic.
     assert ratio < 9
+
+
+# --- Fidelity: every construct an agent needs comes through intact -----------------------------
+
+GUIDE = """<!DOCTYPE html><html><head><title>Reading tide tables</title></head><body>
+<header><a href="/">Harbour Guides</a></header><nav><a href="/a">All guides</a></nav>
+<main>
+<h1>Reading tide tables</h1>
+<p>A tide table lists, for each day, the times and heights of high and low water at a port,
+and this guide explains how to read one before a trip along the coast.</p>
+<h2>The columns</h2>
+<table><thead><tr><th>Time</th><th>Height (m)</th><th>Kind</th></tr></thead>
+<tbody><tr><td>04:12</td><td>5.1</td><td>High</td></tr>
+<tr><td>10:30</td><td>0.8</td><td>Low</td></tr></tbody></table>
+<h2>Computing the height</h2>
+<p>The rule of twelfths gives the height after t hours as h = low + (high − low) × F(t),
+where F(1) = 1/12, F(2) = 3/12 and F(3) = 6/12; in code, <code>h = lo + (hi - lo) * f</code>.</p>
+<pre><code class="language-python">def height(low, high, fraction):
+    return low + (high - low) * fraction
+</code></pre>
+<h3>Steps</h3>
+<ol><li>Find the port.<ul><li>Check the datum.</li><li>Check the time zone.</li></ul></li>
+<li>Read the day's row.</li></ol>
+<dl><dt>Datum</dt><dd>The level heights are measured from.</dd>
+<dt>Range</dt><dd>The difference between high and low water.</dd></dl>
+<blockquote><p>Time and tide wait for no man.</p></blockquote>
+<p><img src="/chart.png" alt="Chart of a semi-diurnal tide"></p>
+<p>See the <a href="/tides/spring">guide to spring tides</a> for more.</p>
+</main>
+<footer><p>Harbour Guides, published by the harbour authority, all rights reserved.</p></footer>
+</body></html>"""
+
+
+@pytest.mark.parametrize(
+    "fragment",
+    [
+        pytest.param("# Reading tide tables\n", id="heading-1"),
+        pytest.param("\n## The columns\n", id="heading-2"),
+        pytest.param("\n### Steps\n", id="heading-3"),
+        pytest.param(
+            "| Time | Height (m) | Kind |\n| --- | --- | --- |\n"
+            "| 04:12 | 5.1 | High |\n| 10:30 | 0.8 | Low |",
+            id="table",
+        ),
+        pytest.param(
+            "```python\ndef height(low, high, fraction):\n"
+            "    return low + (high - low) * fraction\n```",
+            id="code-with-language",
+        ),
+        pytest.param(
+            "h = low + (high − low) × F(t), where F(1) = 1/12, F(2) = 3/12 and F(3) = 6/12",
+            id="formula-as-text",
+        ),
+        pytest.param("`h = lo + (hi - lo) * f`", id="inline-code"),
+        pytest.param(
+            "1. Find the port.\n   - Check the datum.\n   - Check the time zone.\n"
+            "2. Read the day's row.",
+            id="nested-lists",
+        ),
+        pytest.param("Datum\n\nThe level heights are measured from.", id="definition-list-1"),
+        pytest.param("Range\n\nThe difference between high and low water.", id="definition-list-2"),
+        pytest.param("> Time and tide wait for no man.", id="quote"),
+        pytest.param("Chart of a semi-diurnal tide", id="image-alt"),
+        pytest.param(
+            "[guide to spring tides](https://example.org/tides/spring)", id="absolute-link"
+        ),
+    ],
+)
+def test_req_fetch_004_fidelity_construct_survives_extraction(fragment: str) -> None:
+    content = extract(GUIDE)
+    assert fragment in content
+
+
+def test_req_page_002_fidelity_page_without_its_chrome() -> None:
+    content = extract(GUIDE)
+    assert content.startswith("# Reading tide tables")
+    assert "All guides" not in content
+    assert "all rights reserved" not in content

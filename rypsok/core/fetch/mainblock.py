@@ -667,7 +667,9 @@ def _should_drop(element: Element, scores: dict[Element, float], counts: list[in
         # The label of a disclosure (an item's signature on a reference page) is content.
         return False
     weight = _class_weight(element)
-    if weight + scores.get(element, 0.0) < 0:
+    if weight < 0 and weight + scores.get(element, 0.0) < 0:
+        # Its name marks it and its text does not redeem it (a list's own tag weight is no
+        # mark: a definition list of short terms is content).
         return True
     if commas >= 10:
         return False
