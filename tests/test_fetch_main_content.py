@@ -123,6 +123,24 @@ def test_req_page_002_chrome_word_on_the_article_container_keeps_the_article(
     assert "Partner content" not in content
 
 
+@pytest.mark.parametrize("name", ["meta-information", "caption-text", "share-panel"])
+def test_req_page_002_chrome_word_does_not_outweigh_the_articles_text(name: str) -> None:
+    # The article's paragraphs sit straight in a container whose name reads as chrome; a
+    # short promotion beside it, rich in commas, must not win the page by that name alone.
+    blurb = (
+        '<div class="partner-box"><p>Partner content: book your coastal holiday today, with '
+        "free cancellation, breakfast, parking, late checkout, a welcome drink, and a "
+        "discount, for newsletter readers, families, couples, walkers, and anglers.</p></div>"
+    )
+    html = (
+        f'<html><body>{CHROME}<div class="{name}"><h1>The northern quay opens</h1>'
+        f"{paragraphs(STORY)}</div>{blurb}{FOOTER}</body></html>"
+    )
+    content = extract(html)
+    for text in STORY:
+        assert text in content
+
+
 # --- 3. Articles made of lists -----------------------------------------------------------------
 
 TIPS = [

@@ -440,8 +440,14 @@ def _score_candidates(
     """Each container's score, and the length of the paragraph text under each element."""
     scores: dict[Element, float] = {}
 
+    most = stats.prose.get(body, 0) * _GUARD_PROSE
+
     def initial(element: Element) -> float:
-        return _TAG_WEIGHT.get(str(element.tag), 0) + _class_weight(element)
+        weight = _class_weight(element)
+        if weight < 0 and most and stats.prose.get(element, 0) >= most:
+            # A name does not count against the block holding most of the running text.
+            weight = 0
+        return _TAG_WEIGHT.get(str(element.tag), 0) + weight
 
     parent_of = stats.parent
     inline_of = stats.inline
