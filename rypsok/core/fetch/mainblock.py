@@ -5,10 +5,13 @@ Four steps over the tree the bounded parse built (book: "How web_fetch reads a p
 1. Chrome removal. Navigation, headers, footers, sidebars, menus, dialogs and captions go by
    element (nav, header, footer, aside, menu, dialog, figcaption) and by ARIA role
    (navigation, banner, contentinfo, complementary, search…), whatever they hold. Forms,
-   figures and elements whose class or id words name chrome (menu, sidebar, share, related,
-   comment…, unless a content word such as article, content or post is there too) go as
-   well unless they hold 40 % of the page's text: a site that puts its article in a
-   ``<form>`` or names its wrapper ``has-sidebar`` keeps it.
+   figures and elements whose class or id words name chrome (menu, sidebar, share, related…,
+   unless a content word such as article, content or post is there too) go as well unless
+   they hold 40 % of the page's text, half its running text, or a fifth of it with few
+   links: a name is a guess, and a site that puts its article in a ``<form>`` or names its
+   wrapper ``date-outer`` or ``share_wrapper`` keeps it. A comment thread goes whatever its
+   length, unless it is nearly the whole page. Running text is the own inline text of
+   paragraphs, items, cells and code, 25 characters or more and not mostly links.
 2. Scoring. Every block's own run of inline text (a paragraph, or text written straight into
    a container) of at least 25 characters scores by its length and its commas; the score
    goes to its container in full and to the next ancestors in part. A container's score is
@@ -21,10 +24,12 @@ Four steps over the tree the bounded parse built (book: "How web_fetch reads a p
    less than 80 %. Its siblings join it when they score close to it or are plain paragraphs.
 4. Cleaning. Inside the block, lists, tables, divisions and sections that are mostly links,
    images or short fragments are removed (never a part holding 30 % of the block's paragraph
-   text, nor a disclosure's label), and so are paragraphs that are 80 % link text.
+   text, nor a disclosure's label), and so are paragraphs that are 80 % link text; unless
+   that would leave under a quarter of the block's text (a page of teasers is its content).
 
 Every step is linear in the size of the tree, whatever its depth: counts are summed from the
-leaves up in one pass, never recomputed per element over its subtree.
+leaves up in one pass, never recomputed per element over its subtree, and removed parts go
+in one pass at the end, their tails joined once per place they move to.
 """
 
 from __future__ import annotations
