@@ -173,6 +173,8 @@ _TAG_WEIGHT: Final = {
     "th": -5,
 }
 _MIN_BLOCK: Final = 25
+# The share of links that makes a list item a teaser of another page.
+_TEASER_LINKS: Final = 0.25
 # Blocks whose own text is a label, not running text.
 _NOT_PROSE: Final = frozenset(
     {"h1", "h2", "h3", "h4", "h5", "h6", "th", "caption", "figcaption", "body", "html"}
@@ -258,11 +260,14 @@ class _Stats:
                 inline >= _MIN_BLOCK
                 and tag in BLOCK_ELEMENTS
                 and tag not in _NOT_PROSE
-                and inline_links < (0.25 if tag == "li" else 0.5) * inline
+                and inline_links < (_TEASER_LINKS if tag == "li" else 0.5) * inline
             ):
                 # An item that is a quarter links is a teaser of another page (a title and
                 # its summary), not a step of this page's text.
                 prose += inline
+            elif tag == "li" and links >= _TEASER_LINKS * length:
+                # So is an item whose summary sits in its own paragraph under a linked title.
+                prose = 0
             prose_of[element] = prose
             if element is root:
                 break
