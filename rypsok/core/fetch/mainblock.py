@@ -226,20 +226,23 @@ class _Stats:
         # items, cells, code) that are long enough and not mostly links.
         self.prose: dict[Element, int] = {}
         prose_of = self.prose
-        # Each element, once its children are done (reverse document order puts them before
-        # it), hands its sums to its parent: one step per element, none per child list.
-        pending: dict[Element, list[int]] = {}
-        # Each element's parent, kept for the scoring's walks up (a dictionary is cheaper
-        # than asking lxml again).
+        # A walk with start and end events: each element's sums are open on a stack while
+        # its subtree is walked, and handed to its parent (the next on the stack) at its end.
+        # One step per element, no lookup of a parent or of pending sums.
         self.parent: dict[Element, Element] = {}
         parent_of = self.parent
-        for element in reversed(list(root.iter())):
+        stack: list[list[int]] = []
+        elements: list[Element] = []
+        for event, element in etree.iterwalk(root, events=("start", "end")):
+            if event == "start":
+                stack.append([0, 0, 0, 0, 0, 0, 0])
+                if elements:
+                    parent_of[element] = elements[-1]
+                elements.append(element)
+                continue
+            length, links, inline, inline_links, commas, prose, holds = stack.pop()
+            elements.pop()
             tag = element.tag
-            sums = pending.pop(element, None)
-            if sums is None:
-                length = links = inline = inline_links = commas = prose = holds = 0
-            else:
-                length, links, inline, inline_links, commas, prose, holds = sums
             own = element.text
             if own:
                 own_length = len(own.strip())
@@ -269,15 +272,9 @@ class _Stats:
                 # So is an item whose summary sits in its own paragraph under a linked title.
                 prose = 0
             prose_of[element] = prose
-            if element is root:
+            if not stack:
                 break
-            parent = element.getparent()
-            if parent is None:
-                continue
-            parent_of[element] = parent
-            into = pending.get(parent)
-            if into is None:
-                into = pending[parent] = [0, 0, 0, 0, 0, 0, 0]
+            into = stack[-1]
             into[0] += length
             into[1] += links
             into[5] += prose
@@ -623,16 +620,17 @@ def _clean(
             continue
         # A part holding this much of the block's paragraph text is the block, not chrome.
         keep = 0.3 * good[root]
-        # element -> [text length, link text length, commas, p, img, li], summed into the
-        # parent's entry as each element is done (its children come before it).
-        pending: dict[Element, list[int]] = {}
+        # [text length, link text length, commas, p, img, li] of each element open in the
+        # walk, handed to its parent's at its end (the parent is next on the stack).
+        stack: list[list[int]] = []
         gone: set[Element] = set()
         remaining = 0
-        for element in reversed(list(root.iter())):
+        for event, element in etree.iterwalk(root, events=("start", "end")):
+            if event == "start":
+                stack.append([0, 0, 0, 0, 0, 0])
+                continue
+            total = stack.pop()
             tag = element.tag
-            total = pending.pop(element, None)
-            if total is None:
-                total = [0, 0, 0, 0, 0, 0]
             own = element.text
             if own:
                 total[0] += len(own.strip())
@@ -645,7 +643,7 @@ def _clean(
                 total[4] += 1
             elif tag == "li":
                 total[5] += 1
-            if element is root:
+            if not stack:
                 remaining = total[0]
                 break
             if (tag == "p" and total[0] and total[1] >= 0.8 * total[0]) or (
@@ -656,12 +654,7 @@ def _clean(
                 # A paragraph that is (almost) only a link promotes another page: "Read
                 # more: …"; the other parts are judged by their counts.
                 gone.add(element)
-            parent = element.getparent()
-            if parent is None:
-                continue
-            into = pending.get(parent)
-            if into is None:
-                into = pending[parent] = [0, 0, 0, 0, 0, 0]
+            into = stack[-1]
             if element not in gone:
                 for index in range(6):
                     into[index] += total[index]
@@ -677,11 +670,15 @@ def _clean(
 
 
 def _should_drop(element: Element, scores: dict[Element, float], counts: list[int]) -> bool:
-    length, links, commas, paragraphs, images, items = counts
-    parent = element.getparent()
-    if parent is not None and parent.tag == "summary":
-        # The label of a disclosure (an item's signature on a reference page) is content.
+    if not _looks_like_chrome(element, scores, counts):
         return False
+    parent = element.getparent()
+    # The label of a disclosure (an item's signature on a reference page) is content.
+    return parent is None or parent.tag != "summary"
+
+
+def _looks_like_chrome(element: Element, scores: dict[Element, float], counts: list[int]) -> bool:
+    length, links, commas, paragraphs, images, items = counts
     weight = _class_weight(element)
     if weight < 0 and weight + scores.get(element, 0.0) < 0:
         # Its name marks it and its text does not redeem it (a list's own tag weight is no
@@ -691,13 +688,14 @@ def _should_drop(element: Element, scores: dict[Element, float], counts: list[in
         return False
     items -= 100
     density = links / length if length else 0.0
-    in_list = element.tag in ("ul", "ol")
+    tag = element.tag
+    in_list = tag in ("ul", "ol")
     return (
         (images > 1 and paragraphs / images < 0.5)
         or (not in_list and items > paragraphs)
         or (weight < 25 and density > 0.2 and not (in_list and density < 0.5))
         or (weight >= 25 and density > 0.5)
-        or (length < _MIN_BLOCK and images == 0 and element.tag not in ("table", "ul", "ol"))
+        or (length < _MIN_BLOCK and images == 0 and tag not in ("table", "ul", "ol"))
     )
 
 
