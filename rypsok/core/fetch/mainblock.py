@@ -204,7 +204,9 @@ class _Stats:
     `text` is the length of all the text under an element and `links` the part of it inside
     links; `inline`, `inline_links` and `commas` count only the element's own run of inline
     content (its text, its inline children, the tails of its children), which is what a
-    reader sees as the element's paragraph.
+    reader sees as the element's paragraph. `prose` is the running text under an element
+    (the runs of its blocks that are long enough and not mostly links), `parent` each
+    element's parent.
     """
 
     def __init__(self, root: Element) -> None:
@@ -294,10 +296,6 @@ class _Stats:
     def density(self, element: Element) -> float:
         length = self.text.get(element, 0)
         return self.links.get(element, 0) / length if length else 0.0
-
-    def inline_density(self, element: Element) -> float:
-        length = self.inline.get(element, 0)
-        return self.inline_links.get(element, 0) / length if length else 0.0
 
 
 def _words(element: Element) -> str:
