@@ -212,6 +212,20 @@ def test_req_page_002_long_comment_thread_not_joined_to_the_article(
     assert "Comment number" not in content
 
 
+def test_req_page_002_wrapper_named_for_comments_keeps_the_article() -> None:
+    # A theme marks the post's wrapper "comments-open"; the article it holds is no thread,
+    # though the thread inside it is.
+    thread = '<div id="comments">' + paragraphs(COMMENTS[:3]) + "</div>"
+    html = (
+        f'<html><body>{CHROME}<div class="single comments-open">'
+        f"<h1>The northern quay opens</h1>{paragraphs(STORY)}{thread}</div>"
+        f"{ARCHIVE}{FOOTER}</body></html>"
+    )
+    content = extract(html)
+    assert missing(content, STORY) == []
+    assert "Comment number" not in content
+
+
 # --- 5. Short pages: documentation and reference ---------------------------------------------
 
 

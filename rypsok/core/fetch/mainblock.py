@@ -417,9 +417,18 @@ def _remove_chrome(body: Element, stats: _Stats) -> bool:
     guard = stats.text.get(body, 0) * _GUARD_SHARE
     prose = stats.prose.get(body, 0)
     thread_guard = prose * _THREAD_GUARD
+    # The containers of the page's first h1: a comment thread never holds the article's
+    # title, so one of them named for comments ("comments-open") is judged as a guess.
+    titled: set[Element] = set()
+    heading = next(body.iter("h1"), None)
+    while heading is not None and heading is not body:
+        titled.add(heading)
+        heading = stats.parent.get(heading)
     doomed: set[Element] = set()
     for element in body.iterdescendants():
         kind = _chrome_kind(element, stats)
+        if kind == 3 and element in titled:
+            kind = 1
         if (
             kind == 2
             or (
