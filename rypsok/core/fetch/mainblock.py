@@ -5,10 +5,13 @@ Four steps over the tree the bounded parse built (book: "How web_fetch reads a p
 1. Chrome removal. Navigation, headers, footers, sidebars, menus, dialogs and captions go by
    element (nav, header, footer, aside, menu, dialog, figcaption) and by ARIA role
    (navigation, banner, contentinfo, complementary, search…), whatever they hold. Forms,
-   figures and elements whose class or id words name chrome (menu, sidebar, share, related,
-   comment…, unless a content word such as article, content or post is there too) go as
-   well unless they hold 40 % of the page's text: a site that puts its article in a
-   ``<form>`` or names its wrapper ``has-sidebar`` keeps it.
+   figures and elements whose class or id words name chrome (menu, sidebar, share, related…,
+   unless a content word such as article, content or post is there too) go as well unless
+   they hold 40 % of the page's text, half its running text, or a fifth of it with few
+   links: a name is a guess, and a site that puts its article in a ``<form>`` or names its
+   wrapper ``date-outer`` or ``share_wrapper`` keeps it. A comment thread goes whatever its
+   length, unless it is nearly the whole page. Running text is the own inline text of
+   paragraphs, items, cells and code, 25 characters or more and not mostly links.
 2. Scoring. Every block's own run of inline text (a paragraph, or text written straight into
    a container) of at least 25 characters scores by its length and its commas; the score
    goes to its container in full and to the next ancestors in part. A container's score is
@@ -21,10 +24,12 @@ Four steps over the tree the bounded parse built (book: "How web_fetch reads a p
    less than 80 %. Its siblings join it when they score close to it or are plain paragraphs.
 4. Cleaning. Inside the block, lists, tables, divisions and sections that are mostly links,
    images or short fragments are removed (never a part holding 30 % of the block's paragraph
-   text, nor a disclosure's label), and so are paragraphs that are 80 % link text.
+   text, nor a disclosure's label), and so are paragraphs that are 80 % link text; unless
+   that would leave under a quarter of the block's text (a page of teasers is its content).
 
 Every step is linear in the size of the tree, whatever its depth: counts are summed from the
-leaves up in one pass, never recomputed per element over its subtree.
+leaves up in one pass, never recomputed per element over its subtree, and removed parts go
+in one pass at the end, their tails joined once per place they move to.
 """
 
 from __future__ import annotations
@@ -75,6 +80,16 @@ _CHROME_WORDS: Final = re.compile(
     r"|(?:^|[-_ ])tags?(?:$|[-_ ])|byline|author|login|skip|outbrain|taboola|disqus|rating"
     r"|print|follow|most-?popular|trending|teaser|caption|credit|gallery|slideshow|carousel"
     r"|(?:^|[-_ ])(?:date|time|timestamp|dateline)(?:$|[-_ ])",
+    re.IGNORECASE,
+)
+# A thread of readers' comments: not the article, however long it grows.
+_THREAD_WORDS: Final = re.compile(
+    r"comment|disqus|(?:^|[-_ ])(?:respond|replies|discussion|reactions)(?:$|[-_ ])",
+    re.IGNORECASE,
+)
+# Names of a whole thread, which a content word beside them does not redeem.
+_THREAD_NAMES: Final = re.compile(
+    r"comments?[-_]?(?:area|list|section|thread|wrap|container|block|holder)|disqus",
     re.IGNORECASE,
 )
 _CONTENT_WORDS: Final = re.compile(
@@ -158,9 +173,21 @@ _TAG_WEIGHT: Final = {
     "th": -5,
 }
 _MIN_BLOCK: Final = 25
+# The share of links that makes a list item a teaser of another page.
+_TEASER_LINKS: Final = 0.25
+# Blocks whose own text is a label, not running text.
+_NOT_PROSE: Final = frozenset(
+    {"h1", "h2", "h3", "h4", "h5", "h6", "th", "caption", "figcaption", "body", "html"}
+)
 _TEXT_HOLDERS: Final = frozenset({"p", "pre", "blockquote", "table"})
-# An element holding this share of the body's text is never removed as chrome.
+# An element holding this share of the body's text, or this share of its running text, is
+# never removed as chrome by a guess: a name alone does not remove the article.
 _GUARD_SHARE: Final = 0.4
+_GUARD_PROSE: Final = 0.5
+_GUARD_PLAIN: Final = 0.2
+_GUARD_DENSITY: Final = 0.25
+# A comment thread goes unless it is (nearly) the whole page, a forum's thread.
+_THREAD_GUARD: Final = 0.9
 
 
 @attrs.frozen
@@ -177,7 +204,9 @@ class _Stats:
     `text` is the length of all the text under an element and `links` the part of it inside
     links; `inline`, `inline_links` and `commas` count only the element's own run of inline
     content (its text, its inline children, the tails of its children), which is what a
-    reader sees as the element's paragraph.
+    reader sees as the element's paragraph. `prose` is the running text under an element
+    (the runs of its blocks that are long enough and not mostly links), `parent` each
+    element's parent.
     """
 
     def __init__(self, root: Element) -> None:
@@ -195,46 +224,78 @@ class _Stats:
         # content, not an illustration).
         self.holds_text: set[Element] = set()
         holds_text = self.holds_text
-        for element in reversed(list(root.iter())):
+        # The running text under each element: the inline runs of its blocks (paragraphs,
+        # items, cells, code) that are long enough and not mostly links.
+        self.prose: dict[Element, int] = {}
+        prose_of = self.prose
+        # A walk with start and end events: each element's sums are open on a stack while
+        # its subtree is walked, and handed to its parent (the next on the stack) at its end.
+        # One step per element, no lookup of a parent or of pending sums.
+        self.parent: dict[Element, Element] = {}
+        parent_of = self.parent
+        stack: list[list[int]] = []
+        elements: list[Element] = []
+        for event, element in etree.iterwalk(root, events=("start", "end")):
+            if event == "start":
+                stack.append([0, 0, 0, 0, 0, 0, 0])
+                if elements:
+                    parent_of[element] = elements[-1]
+                elements.append(element)
+                continue
+            length, links, inline, inline_links, commas, prose, holds = stack.pop()
+            elements.pop()
+            tag = element.tag
             own = element.text
-            length = len(own.strip()) if own else 0
-            inline = length
-            commas = own.count(",") if own else 0
-            links = 0
-            inline_links = 0
-            for child in element:
-                if child in holds_text or child.tag in _TEXT_HOLDERS:
-                    holds_text.add(element)
-                child_length = text_of[child]
-                length += child_length
-                links += links_of[child]
-                if child.tag not in BLOCK_ELEMENTS:
-                    inline += child_length
-                    inline_links += links_of[child]
-                    commas += commas_of[child]
-                tail = child.tail
-                if tail:
-                    tail_length = len(tail.strip())
-                    length += tail_length
-                    inline += tail_length
-                    commas += tail.count(",")
+            if own:
+                own_length = len(own.strip())
+                length += own_length
+                inline += own_length
+                commas += own.count(",")
+            if tag == "a":
+                links = length
+                inline_links = inline
             text_of[element] = length
-            if element.tag == "a":
-                links_of[element] = length
-                inline_links_of[element] = inline
-            else:
-                links_of[element] = links
-                inline_links_of[element] = inline_links
+            links_of[element] = links
             inline_of[element] = inline
+            inline_links_of[element] = inline_links
             commas_of[element] = commas
+            if holds:
+                holds_text.add(element)
+            if (
+                inline >= _MIN_BLOCK
+                and tag in BLOCK_ELEMENTS
+                and tag not in _NOT_PROSE
+                and inline_links < (_TEASER_LINKS if tag == "li" else 0.5) * inline
+            ):
+                # An item that is a quarter links is a teaser of another page (a title and
+                # its summary), not a step of this page's text.
+                prose += inline
+            elif tag == "li" and links >= _TEASER_LINKS * length:
+                # So is an item whose summary sits in its own paragraph under a linked title.
+                prose = 0
+            prose_of[element] = prose
+            if not stack:
+                break
+            into = stack[-1]
+            into[0] += length
+            into[1] += links
+            into[5] += prose
+            if holds or tag in _TEXT_HOLDERS:
+                into[6] = 1
+            if tag not in BLOCK_ELEMENTS:
+                into[2] += length
+                into[3] += links
+                into[4] += commas
+            tail = element.tail
+            if tail:
+                tail_length = len(tail.strip())
+                into[0] += tail_length
+                into[2] += tail_length
+                into[4] += tail.count(",")
 
     def density(self, element: Element) -> float:
         length = self.text.get(element, 0)
         return self.links.get(element, 0) / length if length else 0.0
-
-    def inline_density(self, element: Element) -> float:
-        length = self.inline.get(element, 0)
-        return self.inline_links.get(element, 0) / length if length else 0.0
 
 
 def _words(element: Element) -> str:
@@ -258,7 +319,8 @@ def _words_weight(value: str | None) -> int:
 
 def _chrome_kind(element: Element, stats: _Stats) -> int:
     """0: content; 1: chrome by a guess (a form, a figure, class or id words), removed
-    unless it holds much of the page; 2: chrome by its element or role, always removed."""
+    unless it holds much of the page; 2: chrome by its element or role, always removed;
+    3: a comment thread by its name, removed unless it is nearly the whole page."""
     tag = element.tag
     if tag in CHROME_ELEMENTS:
         return 2
@@ -275,41 +337,111 @@ def _chrome_kind(element: Element, stats: _Stats) -> int:
     if element.get("itemprop", "").lower() == "articlebody":
         return 0
     words = _words(element)
-    return 1 if words and _chrome_words(words) else 0
+    return _chrome_words(words) if words else 0
 
 
 @functools.lru_cache(maxsize=4096)
-def _chrome_words(words: str) -> bool:
+def _chrome_words(words: str) -> int:
     # Pages repeat their class names; the cache spares the regexes most of their work.
-    return bool(_CHROME_WORDS.search(words)) and not _CONTENT_WORDS.search(words)
+    content = _CONTENT_WORDS.search(words)
+    if _THREAD_WORDS.search(words) and (not content or _THREAD_NAMES.search(words)):
+        return 3
+    return 1 if _CHROME_WORDS.search(words) and not content else 0
 
 
-def _drop(element: Element) -> None:
-    """Remove `element` but keep its tail text in place."""
-    parent = element.getparent()
-    if parent is None:
-        return
-    tail = element.tail
-    if tail:
+def _drop_all(doomed: list[Element]) -> None:
+    """Remove the `doomed` elements (in document order, none inside another) but keep their
+    tail text in place.
+
+    A tail goes to the nearest kept sibling before it, or to the parent's text. The tails
+    bound for one place are joined once at the end: appending each to a growing string would
+    copy it again for every removed sibling, quadratic in a run of thousands of them.
+    """
+    gone = set(doomed)
+    # element -> the kept sibling (or the parent, as text) that receives its tail
+    anchor: dict[Element, tuple[Element, bool]] = {}
+    pieces: dict[tuple[Element, bool], list[str]] = {}
+    for element in doomed:
+        parent = element.getparent()
+        if parent is None:
+            continue
         previous = element.getprevious()
-        if previous is not None:
-            previous.tail = (previous.tail or "") + tail
+        if previous is None:
+            target = (parent, True)
+        elif previous in gone:
+            target = anchor.get(previous, (parent, True))
         else:
-            parent.text = (parent.text or "") + tail
-    parent.remove(element)
+            target = (previous, False)
+        anchor[element] = target
+        tail = element.tail
+        if tail:
+            pieces.setdefault(target, []).append(tail)
+    for element in doomed:
+        parent = element.getparent()
+        if parent is not None:
+            element.tail = None
+            parent.remove(element)
+    for (element, as_text), texts in pieces.items():
+        if as_text:
+            element.text = (element.text or "") + "".join(texts)
+        else:
+            element.tail = (element.tail or "") + "".join(texts)
 
 
-def _remove_chrome(body: Element) -> None:
-    stats = _Stats(body)
-    total = stats.text.get(body, 0)
-    guard = total * _GUARD_SHARE
-    doomed = []
+def _outermost(root: Element, marked: set[Element]) -> list[Element]:
+    """The marked elements under `root` that are inside no other marked one, in document
+    order (one pass)."""
+    found: list[Element] = []
+    inside: set[Element] = set()
+    for element in root.iterdescendants():
+        parent = element.getparent()
+        if parent in inside:
+            inside.add(element)
+        elif element in marked:
+            found.append(element)
+            inside.add(element)
+    return found
+
+
+def _much_prose(element: Element, stats: _Stats, prose: int) -> bool:
+    """Whether `element` holds too much of the page's running text to go by a name: half
+    of it, or a fifth of it in text that is not links (a section named "sharing…")."""
+    share = stats.prose[element]
+    return share >= prose * _GUARD_PROSE or (
+        share >= prose * _GUARD_PLAIN and stats.density(element) < _GUARD_DENSITY
+    )
+
+
+def _remove_chrome(body: Element, stats: _Stats) -> bool:
+    """Remove the chrome under `body` (measured by `stats`); whether anything went."""
+    guard = stats.text.get(body, 0) * _GUARD_SHARE
+    prose = stats.prose.get(body, 0)
+    thread_guard = prose * _THREAD_GUARD
+    # The containers of the page's first h1: a comment thread never holds the article's
+    # title, so one of them named for comments ("comments-open") is judged as a guess.
+    titled: set[Element] = set()
+    heading = next(body.iter("h1"), None)
+    while heading is not None and heading is not body:
+        titled.add(heading)
+        heading = stats.parent.get(heading)
+    doomed: set[Element] = set()
     for element in body.iterdescendants():
         kind = _chrome_kind(element, stats)
-        if kind == 2 or (kind == 1 and stats.text[element] <= guard):
-            doomed.append(element)
-    for element in doomed:
-        _drop(element)
+        if kind == 3 and element in titled:
+            kind = 1
+        if (
+            kind == 2
+            or (
+                kind == 1
+                and stats.text[element] <= guard
+                and not _much_prose(element, stats, prose)
+            )
+            or (kind == 3 and (not prose or stats.prose[element] < thread_guard))
+        ):
+            doomed.add(element)
+    if doomed:
+        _drop_all(_outermost(body, doomed))
+    return bool(doomed)
 
 
 def _block_text(element: Element) -> str:
@@ -321,41 +453,38 @@ def _score_candidates(
 ) -> tuple[dict[Element, float], dict[Element, int]]:
     """Each container's score, and the length of the paragraph text under each element."""
     scores: dict[Element, float] = {}
-    good: dict[Element, int] = {}
-    own_good: dict[Element, int] = {}
+
+    most = stats.prose.get(body, 0) * _GUARD_PROSE
 
     def initial(element: Element) -> float:
-        return _TAG_WEIGHT.get(str(element.tag), 0) + _class_weight(element)
+        weight = _class_weight(element)
+        if weight < 0 and most and stats.prose.get(element, 0) >= most:
+            # A name does not count against the block holding most of the running text.
+            weight = 0
+        return _TAG_WEIGHT.get(str(element.tag), 0) + weight
 
+    parent_of = stats.parent
+    inline_of = stats.inline
     for element in body.iter():
         tag = element.tag
-        length = stats.inline[element]
+        length = inline_of[element]
         if length < _MIN_BLOCK or tag not in BLOCK_ELEMENTS or tag in _UNSCORED:
             continue
         score = 1.0 + stats.commas[element] + min(length // 100, 3)
-        if stats.inline_density(element) < 0.5:
-            own_good[element] = length
         if tag in _BLOCK_TAGS and tag != "p":
             # Text straight inside a container is a paragraph of that container.
             scores[element] = scores.get(element, initial(element)) + score
-        ancestor = element.getparent()
+        ancestor = parent_of.get(element)
         level = 0
         while ancestor is not None and level < 5:
             if ancestor not in scores:
                 scores[ancestor] = initial(ancestor)
             divider = 1 if level == 0 else 2 if level == 1 else level * 3
             scores[ancestor] += score / divider
-            ancestor = ancestor.getparent()
+            ancestor = parent_of.get(ancestor)
             level += 1
-    # Paragraph text summed from the leaves up, in one pass.
-    for element in reversed(list(body.iter())):
-        total = own_good.get(element, 0)
-        for child in element:
-            total += good.get(child, 0)
-        if total:
-            good[element] = total
     weighed = {element: score * (1 - stats.density(element)) for element, score in scores.items()}
-    return weighed, good
+    return weighed, stats.prose
 
 
 def _narrow(top: Element, good: dict[Element, int]) -> Element:
@@ -473,6 +602,8 @@ def _with_siblings(top: Element, scores: dict[Element, float], stats: _Stats) ->
     return chosen
 
 
+# Cleaning that would leave less than this share of a block's text is not done.
+_GUTTED: Final = 0.25
 _CLEANED: Final = frozenset({"div", "section", "ul", "ol", "table", "dl", "figure", "aside"})
 
 
@@ -480,13 +611,15 @@ def _clean(
     elements: Iterable[Element],
     scores: dict[Element, float],
     good: dict[Element, int],
+    stats_text: dict[Element, int],
 ) -> None:
     """Remove the chrome-like parts left inside the main block (readability's conditional
     cleaning, in spirit).
 
     One pass from the leaves up: each element's counts are summed from the children it
-    still has, so a part removed below is already out of its container's counts, and the
-    work stays linear in the size of the block however deep it is.
+    keeps, so a part removed below is already out of its container's counts, and the work
+    stays linear in the size of the block however deep it is. The parts are removed at the
+    end, and not at all when that would leave under a quarter of the block's text.
     """
     for root in elements:
         if not good.get(root):
@@ -494,21 +627,21 @@ def _clean(
             continue
         # A part holding this much of the block's paragraph text is the block, not chrome.
         keep = 0.3 * good[root]
-        # element -> [text length, link text length, commas, p, img, li]
-        counts: dict[Element, list[int]] = {}
-        for element in reversed(list(root.iter())):
+        # [text length, link text length, commas, p, img, li] of each element open in the
+        # walk, handed to its parent's at its end (the parent is next on the stack).
+        stack: list[list[int]] = []
+        gone: set[Element] = set()
+        remaining = 0
+        for event, element in etree.iterwalk(root, events=("start", "end")):
+            if event == "start":
+                stack.append([0, 0, 0, 0, 0, 0])
+                continue
+            total = stack.pop()
             tag = element.tag
             own = element.text
-            total = [len(own.strip()) if own else 0, 0, own.count(",") if own else 0, 0, 0, 0]
-            for child in element:
-                sub = counts.get(child)
-                if sub is not None:
-                    for index in range(6):
-                        total[index] += sub[index]
-                tail = child.tail
-                if tail:
-                    total[0] += len(tail.strip())
-                    total[2] += tail.count(",")
+            if own:
+                total[0] += len(own.strip())
+                total[2] += own.count(",")
             if tag == "a":
                 total[1] = total[0]
             elif tag == "p":
@@ -517,39 +650,59 @@ def _clean(
                 total[4] += 1
             elif tag == "li":
                 total[5] += 1
-            counts[element] = total
-            if tag == "p" and element is not root and total[0] and total[1] >= 0.8 * total[0]:
-                # A paragraph that is (almost) only a link promotes another page: "Read more: …".
-                _drop(element)
-                continue
-            if tag not in _CLEANED or element is root:
-                continue
-            if keep and good.get(element, 0) >= keep:
-                continue
-            if _should_drop(element, scores, total):
-                _drop(element)
+            if not stack:
+                remaining = total[0]
+                break
+            if (tag == "p" and total[0] and total[1] >= 0.8 * total[0]) or (
+                tag in _CLEANED
+                and not (keep and good.get(element, 0) >= keep)
+                and _should_drop(element, scores, total)
+            ):
+                # A paragraph that is (almost) only a link promotes another page: "Read
+                # more: …"; the other parts are judged by their counts.
+                gone.add(element)
+            into = stack[-1]
+            if element not in gone:
+                for index in range(6):
+                    into[index] += total[index]
+            tail = element.tail
+            if tail:
+                into[0] += len(tail.strip())
+                into[2] += tail.count(",")
+        if remaining < _GUTTED * stats_text.get(root, 0):
+            # Cleaning would leave almost nothing: the block is a page of teasers or links
+            # (an index, a directory), and its parts are its content.
+            continue
+        _drop_all(_outermost(root, gone))
 
 
 def _should_drop(element: Element, scores: dict[Element, float], counts: list[int]) -> bool:
-    length, links, commas, paragraphs, images, items = counts
-    parent = element.getparent()
-    if parent is not None and parent.tag == "summary":
-        # The label of a disclosure (an item's signature on a reference page) is content.
+    if not _looks_like_chrome(element, scores, counts):
         return False
+    parent = element.getparent()
+    # The label of a disclosure (an item's signature on a reference page) is content.
+    return parent is None or parent.tag != "summary"
+
+
+def _looks_like_chrome(element: Element, scores: dict[Element, float], counts: list[int]) -> bool:
+    length, links, commas, paragraphs, images, items = counts
     weight = _class_weight(element)
-    if weight + scores.get(element, 0.0) < 0:
+    if weight < 0 and weight + scores.get(element, 0.0) < 0:
+        # Its name marks it and its text does not redeem it (a list's own tag weight is no
+        # mark: a definition list of short terms is content).
         return True
     if commas >= 10:
         return False
     items -= 100
     density = links / length if length else 0.0
-    in_list = element.tag in ("ul", "ol")
+    tag = element.tag
+    in_list = tag in ("ul", "ol")
     return (
         (images > 1 and paragraphs / images < 0.5)
         or (not in_list and items > paragraphs)
         or (weight < 25 and density > 0.2 and not (in_list and density < 0.5))
         or (weight >= 25 and density > 0.5)
-        or (length < _MIN_BLOCK and images == 0 and element.tag not in ("table", "ul", "ol"))
+        or (length < _MIN_BLOCK and images == 0 and tag not in ("table", "ul", "ol"))
     )
 
 
@@ -567,8 +720,10 @@ def select_main_block(root: Element) -> MainBlock:
     if body is None:
         body = root
     heading = _first_heading(body)
-    _remove_chrome(body)
     stats = _Stats(body)
+    if _remove_chrome(body, stats):
+        # The lengths are measured again without the chrome (one more linear pass).
+        stats = _Stats(body)
     scores, good = _score_candidates(body, stats)
     if not scores:
         # Nothing long enough to score: the page is short, and all of it is content.
@@ -583,5 +738,5 @@ def select_main_block(root: Element) -> MainBlock:
     top = _climb(top, best, scores, good)
     top = _container_of(top, good)
     elements = _with_siblings(top, scores, stats) if top is not body else [body]
-    _clean(elements, scores, good)
+    _clean(elements, scores, good, stats.text)
     return MainBlock(elements=tuple(elements), heading=heading)

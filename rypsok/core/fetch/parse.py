@@ -142,6 +142,10 @@ def is_hidden(tag: str, attrib: dict[str, str]) -> bool:
 
 _HEAD_READ: Final = frozenset({"title", "meta", "base"})
 
+# Elements a document's end tags never close: a browser parses markup after </body> or
+# </html> into the body.
+_KEPT_OPEN: Final = frozenset({"html", "body"})
+
 # Characters an lxml tree cannot hold (XML 1.0 excludes them): C0 controls but tab, line feed
 # and carriage return, U+FFFE, U+FFFF, and lone surrogates. Browsers show none of them; they
 # are dropped from text and attribute values rather than failing the page.
@@ -349,7 +353,9 @@ class _BoundedTarget:
             self.skip_depth = 1
             self.skip_root = ""
             return
-        if name in TRANSPARENT_VOID:
+        if name in TRANSPARENT_VOID or (name in _KEPT_OPEN and name in self.stack):
+            # A second html or body (libxml2 opens a new root for markup after </html>) is
+            # no element of its own: what it holds goes into the open body, as in a browser.
             self.built.append(False)
             return
         if not self.root_started:
@@ -382,6 +388,10 @@ class _BoundedTarget:
             self.skip_depth -= 1
             return
         if self.built and self.built.pop() and self.stack:
+            if self.stack[-1] in _KEPT_OPEN:
+                # </body> and </html> do not close them: markup after them still belongs
+                # to the body (finish() closes both).
+                return
             self.builder.end(self.stack.pop())
 
     def data(self, text: str) -> None:
