@@ -63,7 +63,20 @@ async def _start(nursery: trio.Nursery, argv: list[str], env: dict[str, str]) ->
     )  # fmt: skip
     child = _Process(process)
     nursery.start_soon(child.drain)
+    nursery.start_soon(_reap, process)
     return child
+
+
+async def _reap(process: trio.Process) -> None:
+    """Kill the child when the test's nursery ends first (a failed assertion, a timeout):
+    a server left running would outlive the test run and hold its port."""
+    try:
+        await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+        with trio.CancelScope(shield=True), trio.move_on_after(5):
+            await process.wait()
 
 
 def _env(**more: str) -> dict[str, str]:
