@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from conformance import keyless, scraping
-from conformance.fetch_site import HOST, FixtureSite, temporary_folder
+from conformance import keyless
 from conformance.http import http_cases
-from conformance.mediawiki import FixtureWiki
+from testkit import scraping
+from testkit.fetch_site import HOST, FixtureSite, temporary_folder
+from testkit.mediawiki import FixtureWiki
 
 if TYPE_CHECKING:
     import subprocess

@@ -18,14 +18,14 @@ import ssl
 import sys
 from typing import TYPE_CHECKING
 
-from conformance.instant import InstantEngine
-from conformance.provider_tls import TlsFronts
 from rypsok.config.load import load_config
 from rypsok.core import telemetry
 from rypsok.core.egress import TcpConnector
 from rypsok.core.egress.testing import MapResolver
 from rypsok.core.services import FetchNetwork
 from rypsok.mcp.stdio import run_stdio
+from testkit.instant import InstantEngine
+from testkit.provider_tls import TlsFronts
 
 if TYPE_CHECKING:
     import trio

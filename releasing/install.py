@@ -93,7 +93,7 @@ def check_route(route: str, wheel: Path) -> None:
         shutil.copy(ROOT / "examples" / "configs" / "tutorial-1.toml", config)
         _run([*command, "check", "--config", str(config)], cwd=home)
         search = subprocess.run(
-            [sys.executable, "-m", "conformance.first_search", "--command", shlex.join(command)],
+            [sys.executable, "-m", "walkthroughs.first_search", "--command", shlex.join(command)],
             cwd=ROOT,
             capture_output=True,
             text=True,

@@ -15,12 +15,12 @@ import attrs
 import httpx
 import trio
 
-from conformance.instant import ANSWER, InstantEngine
 from rypsok.config.load import load_config_text
 from rypsok.core import telemetry
 from rypsok.core.services import Rypsok
 from rypsok.mcp.callers import Callers
 from rypsok.mcp.listener import Listener, serve_http
+from testkit.instant import ANSWER, InstantEngine
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping

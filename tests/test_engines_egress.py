@@ -16,7 +16,6 @@ import trio
 from search_fakes import capture_logs
 from servers import Reply, serve_http
 
-from conformance.mediawiki import FixtureWiki
 from rypsok.config.load import load_config_text
 from rypsok.core.egress import backend as egress_backend
 from rypsok.core.egress.testing import MapResolver, RecordingConnector
@@ -24,6 +23,7 @@ from rypsok.core.engines.base import EngineFailure
 from rypsok.core.engines.http import EngineHttp, EngineOrigin
 from rypsok.core.model import FetchRequest, Reason, SearchRequest
 from rypsok.core.services import FetchNetwork, Rypsok
+from testkit.mediawiki import FixtureWiki
 
 MIB = 1024 * 1024
 

@@ -27,7 +27,7 @@ from rypsok.core.fetch.markdown import render_markdown
 from rypsok.core.fetch.parse import FEED_SLICE, SKIPPED_ELEMENTS, TRANSPARENT_VOID, parse_html
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURE = ROOT / "conformance" / "fixtures" / "rust-ownership.html"
+FIXTURE = ROOT / "testkit" / "fixtures" / "rust-ownership.html"
 CALLS = ROOT / "conformance" / "calls"
 MAX_NODES = 100_000  # LIM-F10
 MAX_DEPTH = 256  # LIM-F11

@@ -16,7 +16,7 @@ from rypsok.mcp.stdio import serve_stdio
 
 ROOT = Path(__file__).resolve().parent.parent
 CALLS = ROOT / "conformance" / "calls"
-RUST_PAGE = (ROOT / "conformance" / "fixtures" / "rust-ownership.html").read_text(encoding="utf-8")
+RUST_PAGE = (ROOT / "testkit" / "fixtures" / "rust-ownership.html").read_text(encoding="utf-8")
 
 
 async def exchange(rypsok: Any, config: Any, messages: list[dict[str, Any]]) -> list[Any]:

@@ -18,7 +18,7 @@ from fetch_sites import Page, serve_site
 from rypsok.core.model import DetailReason, ErrorKind, FetchRequest, NoticeCode, ToolError
 
 ROOT = Path(__file__).resolve().parent.parent
-RUST_PAGE = (ROOT / "conformance" / "fixtures" / "rust-ownership.html").read_text(encoding="utf-8")
+RUST_PAGE = (ROOT / "testkit" / "fixtures" / "rust-ownership.html").read_text(encoding="utf-8")
 EXPECTED = json.loads((ROOT / "conformance" / "calls" / "web-fetch.json").read_text())["response"][
     "result"
 ]["structuredContent"]

@@ -19,11 +19,11 @@ from http_helpers import (
     serving,
 )
 
-from conformance.instant import ANSWER, InstantEngine
 from rypsok.core.engines.base import EngineFailure
 from rypsok.core.model import Reason
 from rypsok.mcp.protocol import jsonrpc
 from rypsok.shared.jsontext import canonical_json
+from testkit.instant import ANSWER, InstantEngine
 
 if TYPE_CHECKING:
     from rypsok.core.engines.base import EngineAnswer, EngineQuery

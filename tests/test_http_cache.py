@@ -23,7 +23,7 @@ from http_helpers import (
     serving,
 )
 
-from conformance.instant import RECORD, InstantEngine
+from testkit.instant import RECORD, InstantEngine
 
 if TYPE_CHECKING:
     from rypsok.core.engines.base import AdmissionRecord, EngineAnswer, EngineQuery

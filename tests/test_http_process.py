@@ -17,7 +17,7 @@ import trio
 from http_helpers import CALLERS, TOKEN_A, TOKEN_B, call_body, modern_headers
 from stdio_process import ROOT
 
-from conformance.mediawiki import FixtureWiki
+from testkit.mediawiki import FixtureWiki
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -190,10 +190,10 @@ async def test_lim_m5_serving_over_http_runs_the_collector_with_start_up_frozen(
     that embeds rypsok, its collector on, has it left as it is: nothing frozen."""
     import gc
 
-    from conformance.instant import InstantEngine
     from rypsok.config.load import load_config_text
     from rypsok.mcp.callers import Callers
     from rypsok.mcp.listener import _serve_process, listening_socket
+    from testkit.instant import InstantEngine
 
     port = _free_port()
     config = load_config_text(

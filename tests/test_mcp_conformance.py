@@ -8,7 +8,7 @@ import json
 import trio
 
 from conformance.__main__ import CALLS, call_case
-from conformance.mediawiki import FixtureWiki
+from testkit.mediawiki import FixtureWiki
 
 
 async def test_req_ctx_003_harness_matches_the_book_and_catches_one_changed_byte() -> None:
@@ -24,7 +24,7 @@ async def test_req_ctx_003_harness_matches_the_book_and_catches_one_changed_byte
 
 
 async def test_req_ctx_003_the_fetch_cases_replay_against_the_fixture_site() -> None:
-    from conformance.fetch_site import FixtureSite, temporary_folder
+    from testkit.fetch_site import FixtureSite, temporary_folder
 
     case = json.loads((CALLS / "web-fetch-continuation-1.json").read_text(encoding="utf-8"))
     changed = copy.deepcopy(case)

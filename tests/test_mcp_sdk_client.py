@@ -16,8 +16,8 @@ import trio
 from mcp import Client, StdioServerParameters
 from stdio_process import ROOT, launch_argv, write_config
 
-from conformance.mediawiki import FixtureWiki
 from rypsok.mcp.protocol.tools import INSTRUCTIONS
+from testkit.mediawiki import FixtureWiki
 
 if TYPE_CHECKING:
     from pathlib import Path

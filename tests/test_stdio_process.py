@@ -1,6 +1,6 @@
 """rypsok over stdio as a child process: stdout purity, cancellation, shutdown, the tutorial.
 
-The engines reach a local MediaWiki fixture on 127.0.0.1 (conformance.mediawiki); limits are
+The engines reach a local MediaWiki fixture on 127.0.0.1 (testkit.mediawiki); limits are
 small so that every test ends in well under a second or two of real time.
 """
 
@@ -16,7 +16,7 @@ import trio
 from mcp_helpers import modern
 from stdio_process import ROOT, Child, launch_argv, write_config
 
-from conformance.mediawiki import HOSTILE_SNIPPET, HOSTILE_TITLE, FixtureWiki
+from testkit.mediawiki import HOSTILE_SNIPPET, HOSTILE_TITLE, FixtureWiki
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -211,7 +211,7 @@ async def test_req_mcp_002_first_search_jsonl_gives_two_answer_lines(tmp_path: P
 NOISY_SERVER = """\
 import os, sys
 sys.path.insert(0, {root!r})
-from conformance.instant import InstantEngine
+from testkit.instant import InstantEngine
 from rypsok.config.load import load_config
 from rypsok.mcp.stdio import run_stdio
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import trio
 
-from conformance.fetch_site import HOST, FixtureSite, temporary_folder
+from testkit.fetch_site import HOST, FixtureSite, temporary_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 JSONL = ROOT / "examples" / "first-fetch.jsonl"

@@ -9,7 +9,7 @@ make the process hold. Loopback only, every loop bounded.
     tools/bench-http --only-floods [--flood 300]    (the flood and header-block figures alone)
 
 Throughput and latency come from wrk (Debian package `wrk`) with a Lua script for the POST.
-Each server runs in its own process (`python -m conformance.bench_http serve-… PORT`).
+Each server runs in its own process (`python -m benchmarks.bench_http serve-… PORT`).
 """
 
 from __future__ import annotations
@@ -103,10 +103,10 @@ def serve_rypsok(port: int, max_connections: int, idle: int, auth: bool = False)
     gc.disable()
     import attrs
 
-    from conformance.instant import InstantEngine
     from rypsok.config.load import load_config_text
     from rypsok.core import telemetry
     from rypsok.mcp.listener import run_http
+    from testkit.instant import InstantEngine
 
     env = AUTH_ENV if auth else {}
     text = CONFIG.format(port=port, max_connections=max_connections, idle=idle)
@@ -209,7 +209,7 @@ class _Server:
         self.port = _free_port()
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 # closed in stop()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "conformance.bench_http", f"serve-{kind}", str(self.port),
+            [sys.executable, "-m", "benchmarks.bench_http", f"serve-{kind}", str(self.port),
              *extra],
             cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log,
         )  # fmt: skip
@@ -503,7 +503,7 @@ def cap_flood(kind: str, count: int, limit_s: float) -> dict[str, float]:
             # The caller is a process of its own, as a real one is: in this one it would
             # wait behind the flood's own tasks between its connect and its request.
             done = await trio.run_process(
-                [sys.executable, "-m", "conformance.bench_http", "legit", str(server.port),
+                [sys.executable, "-m", "benchmarks.bench_http", "legit", str(server.port),
                  str(limit_s)],
                 cwd=ROOT, capture_stdout=True,
             )  # fmt: skip

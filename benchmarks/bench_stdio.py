@@ -12,11 +12,11 @@ exactly as a host would, with a configuration whose one engine (a private MediaW
   of the request's first byte to the last byte of its answer handed to the socket; over
   `--calls` sequential calls to one warm process, after a warm-up, paced to stay within the
   engine's own rate limit (so a run of 200 calls takes about a minute).
-- the floor: the same figures of `conformance.stdio_floor`, a minimal Trio program doing
+- the floor: the same figures of `benchmarks.stdio_floor`, a minimal Trio program doing
   the same exchange with nothing else, called in turns with rypsok under the same pace: what
   this machine charges any Python process for one round trip, in the same run. rypsok's
   figures divided by the floor's are printed too: the host's speed moves both together.
-- the peer: the same figures of `conformance.stdio_peer`, a search server on the official
+- the peer: the same figures of `benchmarks.stdio_peer`, a search server on the official
   MCP SDK (stdio, one web_search tool asking the same engine through httpx, its hits
   returned as they came), called in the same turns; its starts alternate with rypsok's.
 
@@ -43,7 +43,7 @@ import trio
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-from conformance.mediawiki import first_search_sample
+from testkit.mediawiki import first_search_sample
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / ".venv" / "bin" / "rypsok"
@@ -256,7 +256,7 @@ async def cold_starts(config: Path, port: int, runs: int) -> tuple[_Starts, _Sta
     peer = _Starts()
     for _ in range(runs):
         await rypsok.start(lambda: _start(config))
-        await peer.start(lambda: _start_helper("conformance.stdio_peer", port))
+        await peer.start(lambda: _start_helper("benchmarks.stdio_peer", port))
     return rypsok, peer
 
 
@@ -296,12 +296,12 @@ class _Measured:
 async def own_shares(
     config: Path, wiki: _TimedWiki, port: int, calls: int, warmup: int
 ) -> tuple[_Measured, _Measured, _Measured]:
-    """rypsok, the floor (`conformance.stdio_floor`) and the peer (`conformance.stdio_peer`),
+    """rypsok, the floor (`benchmarks.stdio_floor`) and the peer (`benchmarks.stdio_peer`),
     called in turns: each call is followed by a third of the pace before the next one's, so
     all three find the machine as idle between their own calls as a host's pace leaves it."""
     rypsok = _Measured(await _start(config))
-    floor = _Measured(await _start_helper("conformance.stdio_floor", port))
-    peer = _Measured(await _start_helper("conformance.stdio_peer", port))
+    floor = _Measured(await _start_helper("benchmarks.stdio_floor", port))
+    peer = _Measured(await _start_helper("benchmarks.stdio_peer", port))
     measured = (rypsok, floor, peer)
     for request_id in range(warmup + calls):
         keep = request_id >= warmup
@@ -374,7 +374,7 @@ async def main(calls: int, runs: int) -> int:
         f" {_ms(rypsok.cpu_per_call)}; target median <= 1.5 ms\n"
     )
     out.write(
-        f"the floor, a minimal Trio program doing the same exchange (conformance.stdio_floor),"
+        f"the floor, a minimal Trio program doing the same exchange (benchmarks.stdio_floor),"
         f" in turns with it: own share median {_ms(statistics.median(floor.shares))},"
         f" p90 {_ms(_p90(floor.shares))}; its CPU time per call {_ms(floor.cpu_per_call)}\n"
     )
@@ -386,7 +386,7 @@ async def main(calls: int, runs: int) -> int:
     )
     out.write(
         f"the peer, the official MCP SDK's stdio server with a web_search tool on httpx"
-        f" (conformance.stdio_peer), in turns with it: own share median"
+        f" (benchmarks.stdio_peer), in turns with it: own share median"
         f" {_ms(statistics.median(peer.shares))}, p90 {_ms(_p90(peer.shares))};"
         f" its CPU time per call {_ms(peer.cpu_per_call)}\n"
     )

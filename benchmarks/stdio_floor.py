@@ -8,7 +8,7 @@ system calls every stdio round trip through an HTTP engine needs.
 
 Measured by the benchmark in the same run as rypsok, paced the same way, so that the own
 share it prints can be read against what this machine charges any Python process for the
-same exchange (`python -m conformance.stdio_floor PORT`).
+same exchange (`python -m benchmarks.stdio_floor PORT`).
 """
 
 from __future__ import annotations

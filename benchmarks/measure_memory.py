@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
-from conformance.fetch_site import FixtureSite, temporary_folder
 from rypsok.config.load import load_config_text
 from rypsok.config.memory import estimate
 from rypsok.core.services import FETCH_CALL_MARGIN_MS
+from testkit.fetch_site import FixtureSite, temporary_folder
 
 if TYPE_CHECKING:
     from collections.abc import Callable

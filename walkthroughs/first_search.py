@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from conformance.mediawiki import FixtureWiki
+from testkit.mediawiki import FixtureWiki
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

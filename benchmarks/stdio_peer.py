@@ -6,7 +6,7 @@ test dependency here) with one `web_search` tool that asks one engine through an
 engine's hits as they came (title, URL, snippet), with no cleaning, deduplication, ranking,
 limits or secret check. It answers the benchmark's own lines (the 2026-07-28 revision, no
 handshake), so that both servers are driven and timed the same way, in the same run
-(`python -m conformance.stdio_peer PORT`).
+(`python -m benchmarks.stdio_peer PORT`).
 """
 
 from __future__ import annotations

@@ -24,9 +24,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from conformance.fetch_site import _certificate
 from rypsok.core.egress.testing import MapResolver
 from rypsok.core.engines.http import EngineNetwork
+from testkit.fetch_site import _certificate
 
 if TYPE_CHECKING:
     from rypsok.core.egress.ranges import Address
