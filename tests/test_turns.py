@@ -217,49 +217,6 @@ async def test_req_perf_004_another_stream_is_written_by_its_own_send_all() -> N
     assert await receive.receive_some(100) == b"line\n"
 
 
-async def test_req_perf_004_bytes_already_there_are_read_without_a_round() -> None:
-    writer, reader = _socket_streams()
-    await writer.send_all(b"HTTP/1.1 200 OK\r\n")
-    with _no_round():
-        data = await turns.receive_some_now(reader, 65536)
-    assert data == b"HTTP/1.1 200 OK\r\n"
-    await writer.aclose()
-    await reader.aclose()
-
-
-async def test_req_perf_004_a_read_with_nothing_there_waits_for_the_bytes() -> None:
-    writer, reader = _socket_streams()
-    got: list[bytes] = []
-
-    async def read() -> None:
-        got.append(await turns.receive_some_now(reader, 65536))
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(read)
-        await trio.testing.wait_all_tasks_blocked()
-        assert got == []
-        await writer.send_all(b"late")
-    assert got == [b"late"]
-    await writer.aclose()
-    await reader.aclose()
-
-
-async def test_req_perf_004_the_end_of_the_stream_reads_as_empty() -> None:
-    writer, reader = _socket_streams()
-    await writer.aclose()
-    assert await turns.receive_some_now(reader, 65536) == b""
-    await reader.aclose()
-
-
-async def test_req_perf_004_a_read_is_bounded_by_its_size() -> None:
-    writer, reader = _socket_streams()
-    await writer.send_all(b"abcdef")
-    assert await turns.receive_some_now(reader, 4) == b"abcd"
-    assert await turns.receive_some_now(reader, 4) == b"ef"
-    await writer.aclose()
-    await reader.aclose()
-
-
 async def test_req_perf_004_a_closed_stream_read_raises_trios_closed_error() -> None:
     writer, reader = _socket_streams()
     await reader.aclose()

@@ -83,10 +83,6 @@ class EgressRule:
     host: str | None = None  # an exact name
     suffix: str | None = None  # `*.corp.example` matches below corp.example, not itself
 
-    @property
-    def is_network(self) -> bool:
-        return self.network is not None
-
 
 def parse_egress_rule(text: str) -> EgressRule:
     """A network in CIDR notation, an address, a host name or `*.` and a name."""

@@ -16,7 +16,7 @@ from typing import Final
 
 import trio
 
-__all__ = ["SLICE_S", "Slices", "receive_some_now", "send_all_now", "take"]
+__all__ = ["SLICE_S", "Slices", "send_all_now", "take"]
 
 # How long a stretch of computing runs before it gives the loop a turn: other calls and the
 # deadlines' cancellations (LIM-S7) act at most this late. A search's post-processing takes
@@ -58,29 +58,10 @@ async def send_all_now(stream: trio.abc.SendStream, data: bytes) -> None:
         await stream.send_all(memoryview(data)[sent:])
 
 
-async def receive_some_now(stream: trio.abc.ReceiveStream, max_bytes: int) -> bytes:
-    """`stream.receive_some(max_bytes)`, read straight from a plain socket when bytes are
-    already there (an answer that arrived while the request was being finished).
-
-    Nothing there yet goes through `receive_some`, which waits; a failure raises what
-    Trio's stream raises (closed, broken); an empty result is the end of the stream. A call
-    already cancelled is still cancelled here, before anything is read.
-    """
-    await trio.lowlevel.checkpoint_if_cancelled()
-    if isinstance(stream, trio.SocketStream):
-        try:
-            return os.read(stream.socket.fileno(), max_bytes)
-        except BlockingIOError:
-            pass  # nothing yet: `receive_some` waits
-        except OSError as exc:
-            raise _stream_error(exc) from None
-    return bytes(await stream.receive_some(max_bytes))
-
-
 def _stream_error(exc: OSError) -> trio.BrokenResourceError | trio.ClosedResourceError:
     """The exception Trio's own stream raises for the same failure: a descriptor already
-    closed (EBADF, which `os.read` and `os.write` give for a closed stream's -1) is closed,
-    anything else broken."""
+    closed (EBADF, which `os.write` gives for a closed stream's -1) is closed, anything else
+    broken."""
     if exc.errno == errno.EBADF:
         return trio.ClosedResourceError("the stream was already closed")
     return trio.BrokenResourceError(f"the stream broke: {type(exc).__name__}")

@@ -55,9 +55,6 @@ class FetchSlots:
     def in_flight(self) -> int:
         return int(self._process.borrowed_tokens)
 
-    def hosts_held(self) -> int:
-        return len(self._hosts)
-
     @asynccontextmanager
     async def body(self) -> AsyncIterator[BodySlot]:
         """A call's body slot; whatever the call took of it is released at the end of the
