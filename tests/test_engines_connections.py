@@ -416,8 +416,8 @@ async def test_req_cmp_004_on_the_wire_a_driver_cannot_set_the_headers_rypsok_wr
         f"Host: 127.0.0.1:{server.port}",
         "Accept: */*",
         "X-Key: k",
-        f"User-Agent: {http.user_agent}",
         "Accept-Encoding: gzip, deflate",
+        f"User-Agent: {http.user_agent}",
     ]
 
 

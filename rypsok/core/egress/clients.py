@@ -207,6 +207,14 @@ class EgressTransport(httpx.AsyncBaseTransport):
             extensions=response.extensions,
         )
 
+    async def handle_core(self, request: httpcore.Request) -> httpcore.Response:
+        """`request` as httpcore builds it, for a caller whose target is fixed by
+        construction (an engine's origin): the same pool, backend and policy as every other
+        request, without httpx's request and response objects around them."""
+        if request.method != b"GET":
+            raise EgressRefused(Refusal.METHOD)
+        return await self._pool.handle_async_request(request)
+
     async def aclose(self) -> None:
         await self._pool.aclose()
 

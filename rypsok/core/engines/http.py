@@ -24,7 +24,7 @@ import math
 import re
 import time
 from typing import TYPE_CHECKING, Final, TypeVar
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlencode, urlsplit
 
 import attrs
 import trio
@@ -43,10 +43,12 @@ if TYPE_CHECKING:
     import ssl  # noqa: TC004 (EngineNetwork's field types are names only for attrs)
     from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 
+    import httpcore
     import httpx  # noqa: TC004 (imported where used: see above)
 
     from rypsok.config.schema import Config
     from rypsok.core.egress.backend import Connector, Resolver  # noqa: TC004
+    from rypsok.core.egress.clients import EgressTransport
 
 __all__ = [
     "PROJECT_URL",
@@ -65,6 +67,7 @@ __all__ = [
 _T = TypeVar("_T")
 # Answers up to this size are decoded on the event loop (see `EngineHttp.off_loop`).
 _INLINE_BYTES: Final = 65536
+_TARGETS_KEPT: Final = 256
 
 # Closing a connection and ending its stream is immediate; this only bounds a surprise,
 # well inside LIM-O2's 500 ms for aborting a request.
@@ -256,7 +259,13 @@ class EngineHttp:
         self._resolver = resolver
         self._connector = connector
         self._proxy = _proxy_parts(proxy) if proxy else None
-        self._transports: dict[EngineOrigin, httpx.AsyncBaseTransport] = {}
+        self._transports: dict[EngineOrigin, EgressTransport] = {}
+        self._targets: dict[tuple[EngineOrigin, str], tuple[bytes, bytes, int, bytes]] = {}
+        # rypsok's own headers, written last on every request.
+        self._own_headers: Final = (
+            (b"Accept-Encoding", b"gzip, deflate"),
+            (b"User-Agent", self.user_agent.encode("ascii")),
+        )
         # A context of its own (the system's store, no bundled roots): a store that cannot be
         # read stops the start (ClientBuildError).
         from rypsok.core.egress.trust import own_trust_context
@@ -311,14 +320,14 @@ class EngineHttp:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    def _transport(self, origin: EngineOrigin) -> httpx.AsyncBaseTransport:
+    def _transport(self, origin: EngineOrigin) -> EgressTransport:
         """The origin's transport: the egress stack, judged for it."""
         transport = self._transports.get(origin)
         if transport is None:
             transport = self._transports[origin] = self._egress_transport(origin)
         return transport
 
-    def _egress_transport(self, origin: EngineOrigin) -> httpx.AsyncBaseTransport:
+    def _egress_transport(self, origin: EngineOrigin) -> EgressTransport:
         import httpx
 
         from rypsok.config.rules import parse_egress_rule
@@ -353,6 +362,20 @@ class EngineHttp:
             proxy=proxy,
         )
 
+    def _target(self, origin: EngineOrigin, path: str) -> tuple[bytes, bytes, int, bytes]:
+        """The scheme, the host's ASCII (IDNA) form, the port and the path's bytes as httpx
+        normalises them, once per origin and path (drivers use a handful)."""
+        key = (origin, path)
+        known = self._targets.get(key)
+        if known is None:
+            url = origin.url(path)
+            port = url.port or (443 if url.scheme == "https" else 80)
+            known = (url.raw_scheme, url.raw_host, port, url.raw_path)
+            if len(self._targets) >= _TARGETS_KEPT:
+                self._targets.clear()
+            self._targets[key] = known
+        return known
+
     async def get(
         self,
         origin: EngineOrigin,
@@ -366,57 +389,68 @@ class EngineHttp:
 
         A 3xx is returned as it is (the driver classifies it) and is never followed.
         """
+        import httpcore
         import httpx
 
-        url = origin.url(path).copy_merge_params(list(params))
+        scheme, host, port, raw_path = self._target(origin, path)
+        target = raw_path + b"?" + urlencode(params).encode("ascii") if params else raw_path
+        default_port = port == (443 if scheme == b"https" else 80)
+        sent = [(b"Host", host if default_port else host + b":%d" % port)]
         # rypsok's own headers last: a driver cannot change the User-Agent (REQ-CMP-004)
         # nor ask for a coding this client does not decode under the bound.
-        request_headers = httpx.Headers(_driver_headers(headers))
-        request_headers["User-Agent"] = self.user_agent  # replaces any case of the name
-        request_headers["Accept-Encoding"] = "gzip, deflate"
-        request = httpx.Request(
-            "GET", url, headers=request_headers, extensions={"timeout": self._timeout().as_dict()}
+        sent += [(n.encode("ascii"), v.encode("ascii")) for n, v in _driver_headers(headers)]
+        sent += self._own_headers
+        request = httpcore.Request(
+            b"GET",
+            httpcore.URL(scheme=scheme, host=host, port=port, target=target),
+            headers=sent,
+            extensions={"timeout": self._timeout()},
         )
         try:
             async with self._outbound:  # LIM-C1
                 return await self._exchange(self._transport(origin), request, max_bytes)
-        except httpx.TimeoutException:
+        except httpcore.TimeoutException:
             raise EngineFailure(failure_class=Reason.TIMEOUT) from None
-        except httpx.HTTPError:
+        except (
+            httpcore.NetworkError,
+            httpcore.ProtocolError,
+            httpcore.ProxyError,
+            httpcore.UnsupportedProtocol,
+            httpx.HTTPError,
+        ):
             # Refused by the egress judgment, connection refused or reset, TLS, protocol
             # errors: the provider was not heard.
             raise EngineFailure(failure_class=Reason.REQUEST_FAILURE) from None
         except (OverBound, UnreadableCoding):
             raise EngineFailure(failure_class=Reason.PARSE_FAILURE) from None
 
-    def _timeout(self) -> httpx.Timeout:
-        import httpx
-
+    def _timeout(self) -> dict[str, float | None]:
         # The read timeout is the time left of the caller's total (REQ-SEC-011). Outside
         # any deadline (a test, a tool) only the connect timeout applies.
         left: float | None = trio.current_effective_deadline() - trio.current_time()
         if left is None or math.isinf(left):
-            return httpx.Timeout(connect=self._connect_s, read=None, write=None, pool=None)
+            return {"connect": self._connect_s, "read": None, "write": None, "pool": None}
         left = max(left, 0.001)
-        return httpx.Timeout(connect=min(self._connect_s, left), read=left, write=left, pool=left)
+        return {"connect": min(self._connect_s, left), "read": left, "write": left, "pool": left}
 
     async def _exchange(
-        self, transport: httpx.AsyncBaseTransport, request: httpx.Request, max_bytes: int
+        self, transport: EgressTransport, request: httpcore.Request, max_bytes: int
     ) -> EngineResponse:
-        # Straight to the transport, not through httpx's client: the client reads a 3xx's
-        # Location to build the next request even when it does not follow it, and would
-        # raise on a provider's malformed one; no cookie jar exists to keep anything.
-        response = await transport.handle_async_request(request)
+        import httpx
+
+        # The pool itself, not httpx's client: the client reads a 3xx's Location to build
+        # the next request even when it does not follow it, and would raise on a provider's
+        # malformed one; no cookie jar exists to keep anything.
+        response = await transport.handle_core(request)
         try:
-            if not 200 <= response.status_code < 300:
-                return EngineResponse(
-                    status=response.status_code, headers=response.headers, body=b""
-                )
-            declared = response.headers.get("content-length")
-            coding = response.headers.get("content-encoding", "").strip().lower()
+            answer_headers = httpx.Headers(response.headers)
+            if not 200 <= response.status < 300:
+                return EngineResponse(status=response.status, headers=answer_headers, body=b"")
+            declared = answer_headers.get("content-length")
+            coding = answer_headers.get("content-encoding", "").strip().lower()
             parts: list[bytes] = []
             body = _bounded_body(declared, coding, max_bytes, parts)
-            chunks = response.aiter_raw()
+            chunks = response.aiter_stream()
             try:
                 async for chunk in chunks:
                     body.feed(chunk)
@@ -425,30 +459,29 @@ class EngineHttp:
                 raise
             body.finish()
             return EngineResponse(
-                status=response.status_code, headers=response.headers, body=b"".join(parts)
+                status=response.status, headers=answer_headers, body=b"".join(parts)
             )
         finally:
             await response.aclose()
 
 
-async def _abandon(response: httpx.Response, chunks: AsyncIterator[bytes]) -> None:
+async def _abandon(response: httpcore.Response, chunks: AsyncIterator[bytes]) -> None:
     """Stop a body read half-way: close the connection, then let the stream end.
 
-    httpx reads a body through a chain of async generators; leaving it suspended would
-    leave each one to the garbage collector. Once the connection is closed the next step
-    of the chain fails at once, which finishes every generator of it. Shielded and short,
-    so that a cancelled read still cleans up and never waits on the network.
+    httpcore reads a body through a chain of async generators; leaving it suspended would
+    leave each one to the garbage collector. Once the connection is closed the next step of
+    the chain fails at once, which finishes every generator of it. Shielded and short, so
+    that a cancelled read still cleans up and never waits on the network.
     """
-    import httpx
+    import httpcore
 
-    with trio.CancelScope(shield=True):
-        with trio.move_on_after(_ABANDON_S):
-            await response.aclose()
-            try:
-                async for _ in chunks:
-                    pass
-            except httpx.HTTPError:
+    with trio.CancelScope(shield=True), trio.move_on_after(_ABANDON_S):
+        await response.aclose()
+        try:
+            async for _ in chunks:
                 pass
+        except (httpcore.NetworkError, httpcore.ProtocolError, RuntimeError):
+            pass
 
 
 # A provider's wait is honoured up to LIM-B3's maximum by the circuit; a day is far above
