@@ -186,6 +186,25 @@ async def test_lim_f13_only_the_first_512_kib_of_a_robots_txt_count() -> None:
     assert late_answer.title == "Page"
 
 
+async def test_lim_f13_the_cut_is_at_exactly_512_kib() -> None:
+    # The rule `Disallow: /x` ends at the 524288th byte; a `y` after it is cut off. A
+    # byte fewer would leave `Disallow: /` (everything), a byte more `Disallow: /xy`.
+    head = b"User-agent: *\n"
+    rule = b"Disallow: /x"
+    filler = b"#" * (512 * 1024 - len(head) - len(rule) - 1) + b"\n"
+    body = head + filler + rule + b"y\n"
+    assert body.index(b"y\n") == 512 * 1024
+    robots = Page(headers=(("Content-Type", "text/plain"),), body=body)
+    routes = {"/robots.txt": robots, "/xz": Page.html(ARTICLE), "/y": Page.html(ARTICLE)}
+    async with serve_site(routes) as site:
+        rypsok, _, _ = fetching_rypsok(config(), {"cut.org": site})
+        async with rypsok:
+            cut = await fetch(rypsok, "http://cut.org/xz")
+            other = await fetch(rypsok, "http://cut.org/y")
+    assert is_robots_denial(cut)
+    assert other.title == "Page"
+
+
 async def test_lim_f15_the_cache_holds_at_most_the_configured_origins() -> None:
     cfg = config("[limits]\nrobots_cache_entries = 10\n")
     routes = {"/robots.txt": Page.text(""), "/p": Page.html(ARTICLE)}
@@ -235,6 +254,37 @@ async def test_lim_f15_lru_order(autojump_clock: trio.testing.MockClock) -> None
     cache.put("d", Robots.unreachable())
     assert cache.get("c") is None
     assert len(cache) == 2
+
+
+async def test_lim_f15_a_verdict_read_again_is_the_most_recent(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    cache = RobotsCache(2)
+    cache.put("a", Robots.allowing())
+    cache.put("b", Robots.allowing())
+    cache.put("a", Robots.unreachable())  # a again: now the most recent
+    cache.put("c", Robots.allowing())
+    assert cache.get("b") is None
+    robots = cache.get("a")
+    assert robots is not None
+    assert not robots.allows("https://a.org/")
+
+
+def test_lim_f15_the_cache_holds_at_least_one_origin() -> None:
+    with pytest.raises(ValueError, match="at least one"):
+        RobotsCache(0)
+    cache = RobotsCache(1)
+    assert len(cache) == 0
+
+
+async def test_lim_f12_an_expired_verdict_is_let_go(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    cache = RobotsCache(10)
+    cache.put("a", Robots.allowing())
+    await trio.sleep(24 * 3600)
+    assert cache.get("a") is None
+    assert len(cache) == 0
 
 
 async def test_req_cmp_005_an_unreadable_verdict_is_kept_five_minutes(
@@ -312,32 +362,35 @@ async def test_req_cmp_005_a_slow_robots_txt_within_its_share_is_read() -> None:
 
 
 @pytest.mark.parametrize(
-    "routes",
+    ("routes", "asked"),
     [
-        pytest.param({"/robots.txt": Page.redirect("/robots.txt")}, id="to-itself"),
+        pytest.param({"/robots.txt": Page.redirect("/robots.txt")}, 1, id="to-itself"),
         pytest.param(
-            {"/robots.txt": Page.redirect("/a"), "/a": Page.redirect("/robots.txt")}, id="loop"
+            {"/robots.txt": Page.redirect("/a"), "/a": Page.redirect("/robots.txt")},
+            2,
+            id="loop",
         ),
         pytest.param(
             {"/robots.txt": Page.redirect("/r1")}
             | {f"/r{i}": Page.redirect(f"/r{i + 1}") for i in range(1, 6)}
             | {"/r6": Page.text("")},
+            6,
             id="six-redirects",
         ),
     ],
 )
-async def test_req_cmp_005_a_robots_txt_redirect_loop_disallows(routes: dict[str, Page]) -> None:
+async def test_req_cmp_005_a_robots_txt_redirect_loop_disallows(
+    routes: dict[str, Page], asked: int
+) -> None:
     async with serve_site(routes | {"/p": Page.html(ARTICLE)}) as site:
         rypsok, _, _ = fetching_rypsok(config(), {"loop.org": site})
         async with rypsok:
             first = await fetch(rypsok, "http://loop.org/p")
-            asked = len(site.paths())
             second = await fetch(rypsok, "http://loop.org/p")
     assert is_robots_denial(first)
     assert is_robots_denial(second)
-    assert asked <= 6
-    assert len(site.paths()) == asked  # the verdict is remembered
-    assert "/p" not in site.paths()
+    # A URL asked before ends the chain at once; the verdict is remembered.
+    assert len(site.paths()) == asked
 
 
 async def test_req_cmp_005_five_redirects_reach_the_file() -> None:

@@ -544,10 +544,63 @@ def test_req_cmp_005_every_spelling_of_allow_is_a_rule(name: str) -> None:
     assert Robots.parse(text.encode()).allows("http://a.b/p")
 
 
-@pytest.mark.parametrize("name", ["Dissallowed", "Disallows", "Allowed", "User-agents", "Agent"])
-def test_req_cmp_005_a_near_spelling_is_no_record(name: str) -> None:
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Dissallowed: /",
+        "Disallows: /",
+        "Allowed: /",
+        "User-agents: /",
+        "Agent: /",
+        "XDisallow: /",
+        "Disallow X: /",
+        # Without a colon a line is read only when it is two words.
+        "Disallow / x",
+        "Disallow\t/\tx",
+        "Disallow",
+    ],
+)
+def test_req_cmp_005_a_near_spelling_is_no_record(line: str) -> None:
     # Neither a rule nor a user-agent line: the group of rypsok disallows /p alone.
-    text = f"User-agent: rypsok\nDisallow: /p\n{name}: /\n"
+    text = f"User-agent: rypsok\nDisallow: /p\n{line}\n"
+    robots = Robots.parse(text.encode())
+    assert not robots.allows("http://a.b/p")
+    assert robots.allows("http://a.b/q")
+
+
+def test_req_cmp_005_a_rule_is_read_to_its_last_character() -> None:
+    robots = Robots.parse(b"User-agent: rypsok\nDisallow: /aX \t\nDisallow: X/b\n")
+    assert not robots.allows("http://a.b/aX")
+    assert robots.allows("http://a.b/ab")
+    assert robots.allows("http://a.b/b")
+
+
+def test_req_cmp_005_what_protego_is_given() -> None:
+    text = (
+        "\ufeffSitemap: /s.xml\n"
+        "User-agent: other # a comment\r\n"
+        "Crawl-delay: 1\r"
+        "USER-AGENT: Rypsok/2\n"
+        "\n"
+        "disallow /a # no colon\n"
+        "Allow: /a/b\u2028c\n"
+        "User-agent: * 1.0\n"
+        "Disallow:\n"
+    )
+    assert canonical(text) == (
+        "user-agent: \n"
+        "user-agent: rypsok\n"
+        "disallow: /a\n"
+        "allow: /a/b%E2%80%A8c\n"
+        "user-agent: *\n"
+        "disallow: "
+    )
+
+
+@pytest.mark.parametrize("separator", [" ", "\t", "  \t "])
+def test_req_cmp_005_two_words_without_a_colon_are_a_record(separator: str) -> None:
+    # A comment is no part of the line: these are still two words.
+    text = f"user-agent{separator}rypsok # us\ndisallow{separator}/p# the page\n"
     robots = Robots.parse(text.encode())
     assert not robots.allows("http://a.b/p")
     assert robots.allows("http://a.b/q")

@@ -160,7 +160,29 @@ async def test_req_priv_002_a_query_with_an_escaped_secret_asks_no_engine() -> N
 
 @pytest.mark.parametrize(
     "escape",
-    ["%20", "%3A", "%3a", "%3D", "%3d", "%2F", "%2f", "%26", "%3F", "%0A", "%09", "%2B", "%29"],
+    [
+        "%20",
+        "%3A",
+        "%3a",
+        "%3D",
+        "%3d",
+        "%2F",
+        "%2f",
+        "%26",
+        "%3F",
+        "%0A",
+        "%09",
+        "%21",
+        "%2B",
+        "%29",
+        "%7E",
+        "%7c",
+        "%E2%80%99",
+        "%e2%80%99",
+        "%C2%A0",
+        "%c2%a0",
+        "%E3%80%80",
+    ],
 )
 def test_req_priv_002_a_separator_escape_before_a_token_is_read_as_the_separator(
     escape: str,
@@ -208,12 +230,24 @@ def test_req_priv_002_a_text_encoded_four_times_is_decoded_three_times() -> None
     assert find_secret("q=x%" + "25" * 3 + "20" + github()) is None
 
 
-def test_req_priv_002_a_broken_utf8_escape_before_a_token_is_a_separator() -> None:
+@pytest.mark.parametrize("escape", ["%E3%83", "%E3%83%84", "%FF", "%C3", "%80", "%9f%9F"])
+def test_req_priv_002_a_broken_utf8_escape_before_a_token_is_a_separator(escape: str) -> None:
+    # After a letter: only what the escapes decode to stands between it and the token.
     token = github()
-    for escape in ("%E3%83", "%E3%83%84", "%FF", "%C3"):
-        finding = find_secret("q=" + escape + token)
-        assert finding is not None
-        assert finding.position == 2 + len(escape)
+    finding = find_secret("q=x" + escape + token)
+    assert finding is not None
+    assert finding.position == 3 + len(escape)
+
+
+@pytest.mark.parametrize("broken", ["%E3", "%E3%83", "%C3", "%FF"])
+def test_req_priv_002_an_escaped_first_character_after_a_broken_sequence_is_the_start(
+    broken: str,
+) -> None:
+    token = github()
+    text = "q=x" + broken + percent_all(token[0]) + token[1:]
+    finding = find_secret(text)
+    assert finding is not None
+    assert (finding.position, finding.end) == (3 + len(broken), len(text))
 
 
 def test_req_priv_002_the_telegram_path_form_needs_bot_right_before_it() -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
-import codecs
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -108,7 +107,10 @@ class _View:
 
 # --- reading through percent-encoding ------------------------------------------------------
 
-_ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+_ESCAPES = re.compile(r"%[0-9A-Fa-f]{2}")
+# One escape of an ASCII byte, or a run of escapes of the bytes of UTF-8 sequences. An
+# ASCII byte ends any sequence, so decoding the runs apart decodes the text as a whole.
+_ESCAPE = re.compile(r"%([0-7][0-9A-Fa-f])|(?:%[89A-Fa-f][0-9A-Fa-f])+")
 # A text encoded three times (`%252520`) is decoded three times; past that nothing a site
 # reads is left encoded by accident.
 _DECODINGS = 3
@@ -116,46 +118,35 @@ _DECODINGS = 3
 
 class _Decoded:
     """The text with its %XX escapes decoded as UTF-8 (a byte that does not decode is
-    U+FFFD), and for each character the span of the original text it came from."""
+    U+FFFD), and for each character the span of the original text it came from: its own
+    escape for an ASCII character (every credential starts and ends with one)."""
 
     __slots__ = ("ends", "starts", "text")
 
     def __init__(self, original: str) -> None:
-        chars: list[str] = []
+        pieces: list[str] = []
         self.starts: list[int] = []
         self.ends: list[int] = []
         at = 0
-        for run in _ESCAPES.finditer(original):
-            for index in range(at, run.start()):
-                chars.append(original[index])
-                self.starts.append(index)
-                self.ends.append(index + 1)
-            decoder = codecs.getincrementaldecoder("utf-8")("replace")
-            begun = run.start()  # where the character being decoded began
-            for index in range(run.start(), run.end(), 3):
-                out = decoder.decode(bytes((int(original[index + 1 : index + 3], 16),)))
-                if not out:
-                    continue
-                # The last character ends with this byte; any before it are replacements
-                # for a sequence this byte broke off.
-                for char in out[:-1]:
-                    chars.append(char)
-                    self.starts.append(begun)
-                    self.ends.append(index)
-                chars.append(out[-1])
-                self.starts.append(begun if len(out) == 1 else index)
-                self.ends.append(index + 3)
-                begun = index + 3
-            for char in decoder.decode(b"", final=True):
-                chars.append(char)
-                self.starts.append(begun)
-                self.ends.append(run.end())
-            at = run.end()
-        for index in range(at, len(original)):
-            chars.append(original[index])
-            self.starts.append(index)
-            self.ends.append(index + 1)
-        self.text = "".join(chars)
+        for escape in _ESCAPE.finditer(original):
+            self._keep(original, at, escape.start(), pieces)
+            ascii_byte = escape.group(1)
+            if ascii_byte is not None:
+                decoded = chr(int(ascii_byte, 16))
+            else:
+                data = bytes.fromhex(escape.group().replace("%", ""))
+                decoded = data.decode("utf-8", errors="replace")
+            pieces.append(decoded)
+            self.starts.extend([escape.start()] * len(decoded))
+            self.ends.extend([escape.end()] * len(decoded))
+            at = escape.end()
+        self._keep(original, at, len(original), pieces)
+        self.text = "".join(pieces)
+
+    def _keep(self, original: str, start: int, stop: int, pieces: list[str]) -> None:
+        pieces.append(original[start:stop])
+        self.starts.extend(range(start, stop))
+        self.ends.extend(range(start + 1, stop + 1))
 
     def original_span(self, start: int, end: int) -> tuple[int, int]:
         return self.starts[start], self.ends[end - 1]
@@ -171,7 +162,7 @@ def _readings(text: str) -> Iterator[tuple[str, Callable[[int, int], tuple[int, 
     yield text, as_given
     back = as_given
     for _ in range(_DECODINGS):
-        if "%" not in text or _ESCAPES.search(text) is None:
+        if _ESCAPES.search(text) is None:
             return
         decoded = _Decoded(text)
 

@@ -37,7 +37,6 @@ __all__ = [
     "ROBOTS_UNREADABLE_TTL_S",
     "Robots",
     "RobotsCache",
-    "origin_key",
 ]
 
 PRODUCT_TOKEN: Final = "rypsok"
@@ -46,8 +45,9 @@ ROBOTS_UNREADABLE_TTL_S: Final = 300.0  # decisions.md, issue 23
 ROBOTS_MAX_BYTES: Final = 512 * 1024  # LIM-F13
 
 # RFC 9309 §2.2: EOL is CR, LF or CR LF, nothing else (str.splitlines would also split at
-# U+2028, a form feed and others, which can sit inside a path).
-_EOL: Final = re.compile(r"\r\n|\r|\n")
+# U+2028, a form feed and others, which can sit inside a path). CR LF reads as a line end
+# and an empty line, which is nothing.
+_EOL: Final = re.compile(r"[\r\n]")
 # Characters Protego's own line splitting (str.splitlines) breaks at, escaped in what it
 # is given so that a rule stays one line; it reads the escape as the character.
 _PROTEGO_BREAKS: Final = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -71,26 +71,23 @@ _NAMES: Final = {
     "diasllow": _DISALLOW,
     "disallaw": _DISALLOW,
 }
-_BOM: Final = b"\xef\xbb\xbf"
+_BOM: Final = re.compile(b"\xef(?:\xbb\xbf?)?")  # the mark, or its first byte or two
 
 
 def _decode(body: bytes | bytearray) -> str:
     """RFC 9309 §2.2: the file is UTF-8; an undecodable byte cannot form a rule. A byte
-    order mark, or the start of one before plain ASCII (as Google's parser skips it), is no
-    part of the first line."""
+    order mark, or its first one or two bytes (as Google's parser skips them), is no part
+    of the first line."""
     data = bytes(body)
-    for size in (3, 2, 1):
-        if data.startswith(_BOM[:size]) and (size == 3 or data[size : size + 1] < b"\x80"):
-            data = data[size:]
-            break
+    bom = _BOM.match(data)
+    if bom is not None:
+        data = data[bom.end() :]
     return data.decode("utf-8", errors="replace")
 
 
 def _record(line: str) -> tuple[str, str] | None:
     """(name, value) of a line that is one of the three records, else None."""
-    line = line.split("#", 1)[0].strip(" \t")
-    if not line:
-        return None
+    line = line.partition("#")[0].strip(" \t")
     name, colon, value = line.partition(":")
     if not colon:
         # Google's parser takes a missing colon when the line is exactly two words
@@ -164,11 +161,6 @@ class Robots:
             # the file it parsed names no token but these two.
             return bool(self.rules.can_fetch(url, PRODUCT_TOKEN))
         return self.allow_all
-
-
-def origin_key(scheme: str, host: str, port: int | None) -> str:
-    default = 443 if scheme == "https" else 80
-    return f"{scheme}://{host}:{port if port is not None else default}"
 
 
 class RobotsCache:
