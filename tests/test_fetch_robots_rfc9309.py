@@ -66,12 +66,32 @@ GROUPS = (
     "allow: /z/\n"
     "disallow: /\n"
 )
-FISH = "user-agent: FooBot\ndisallow: /\nallow: /fish{}\n"
+DOCUMENTED = "user-agent: FooBot\ndisallow: /\nallow: {}\n"
+FISH_PATHS = (
+    ("/bar", False),
+    ("/fish", True),
+    ("/fish.html", True),
+    ("/fish/salmon.html", True),
+    ("/fishheads", True),
+    ("/fishheads/yummy.html", True),
+    ("/fish.html?id=anything", True),
+    ("/Fish.asp", False),
+    ("/catfish", False),
+    ("/?id=fish", False),
+)
 LINES = "User-Agent: foo{eol}Allow: /some/path{eol}User-Agent: bar{eol}{eol}{eol}Disallow: /"
 LONG = "/x/" + "a" * 16650
 
+Case = tuple[str, str | bytes, str | None, str, bool]
+
+
+def paths(name: str, text: str, table: tuple[tuple[str, bool], ...]) -> list[Case]:
+    """The cases of one file for FooBot, one a path of foo.bar."""
+    return [(f"{name}-{path}", text, "FooBot", "http://foo.bar" + path, ok) for path, ok in table]
+
+
 # (case id, file, crawler asked about, URL, allowed)
-CASES: list[tuple[str, str | bytes, str | None, str, bool]] = [
+CASES: list[Case] = [
     # An empty file allows everything.
     ("empty-file", "", "FooBot", "http://foo.bar/", True),
     # Lines are name: value; unknown names are no rules; a missing colon is read when the
@@ -320,25 +340,12 @@ CASES: list[tuple[str, str | bytes, str | None, str, bool]] = [
     ),
     # The documentation's examples: a path, `/fish*` as `/fish`, `/fish/`, `/*.php`,
     # `/*.php$`, `/fish*.php`.
-    *[
-        (f"fish{suffix}-{path}", FISH.format(suffix), "FooBot", "http://foo.bar" + path, ok)
-        for suffix in ("", "*")
-        for path, ok in (
-            ("/bar", False),
-            ("/fish", True),
-            ("/fish.html", True),
-            ("/fish/salmon.html", True),
-            ("/fishheads", True),
-            ("/fishheads/yummy.html", True),
-            ("/fish.html?id=anything", True),
-            ("/Fish.asp", False),
-            ("/catfish", False),
-            ("/?id=fish", False),
-        )
-    ],
-    *[
-        (f"fish-dir-{path}", FISH.format("/"), "FooBot", "http://foo.bar" + path, ok)
-        for path, ok in (
+    *paths("fish", DOCUMENTED.format("/fish"), FISH_PATHS),
+    *paths("fish*", DOCUMENTED.format("/fish*"), FISH_PATHS),
+    *paths(
+        "fish-dir",
+        DOCUMENTED.format("/fish/"),
+        (
             ("/bar", False),
             ("/fish/", True),
             ("/fish/salmon", True),
@@ -348,17 +355,12 @@ CASES: list[tuple[str, str | bytes, str | None, str, bool]] = [
             ("/fish", False),
             ("/fish.html", False),
             ("/Fish/Salmon.html", False),
-        )
-    ],
-    *[
+        ),
+    ),
+    *paths(
+        "php",
+        DOCUMENTED.format("/*.php"),
         (
-            f"php-{path}",
-            "user-agent: FooBot\ndisallow: /\nallow: /*.php\n",
-            "FooBot",
-            "http://foo.bar" + path,
-            ok,
-        )
-        for path, ok in (
             ("/bar", False),
             ("/filename.php", True),
             ("/folder/filename.php", True),
@@ -369,17 +371,12 @@ CASES: list[tuple[str, str | bytes, str | None, str, bool]] = [
             ("/php/", False),
             ("/index?php", False),
             ("/windows.PHP", False),
-        )
-    ],
-    *[
+        ),
+    ),
+    *paths(
+        "php-end",
+        DOCUMENTED.format("/*.php$"),
         (
-            f"php-end-{path}",
-            "user-agent: FooBot\ndisallow: /\nallow: /*.php$\n",
-            "FooBot",
-            "http://foo.bar" + path,
-            ok,
-        )
-        for path, ok in (
             ("/bar", False),
             ("/filename.php", True),
             ("/folder/filename.php", True),
@@ -390,23 +387,18 @@ CASES: list[tuple[str, str | bytes, str | None, str, bool]] = [
             ("/filename?php", False),
             ("/aaaphpaaa", False),
             ("//windows.PHP", False),
-        )
-    ],
-    *[
+        ),
+    ),
+    *paths(
+        "fish-php",
+        DOCUMENTED.format("/fish*.php"),
         (
-            f"fish-php-{path}",
-            "user-agent: FooBot\ndisallow: /\nallow: /fish*.php\n",
-            "FooBot",
-            "http://foo.bar" + path,
-            ok,
-        )
-        for path, ok in (
             ("/bar", False),
             ("/fish.php", True),
             ("/fishheads/catfish.php?parameters", True),
             ("/Fish.PHP", False),
-        )
-    ],
+        ),
+    ),
     # The documentation's order of precedence.
     (
         "order-p",
