@@ -182,6 +182,7 @@ async def test_req_priv_002_a_query_with_an_escaped_secret_asks_no_engine() -> N
         "%C2%A0",
         "%c2%a0",
         "%E3%80%80",
+        "%c2%bb",
     ],
 )
 def test_req_priv_002_a_separator_escape_before_a_token_is_read_as_the_separator(
@@ -201,6 +202,26 @@ def test_req_priv_002_a_separator_escape_before_a_token_is_read_as_the_separator
 def test_req_priv_002_a_percent_sign_without_two_hex_digits_is_no_escape(not_hex: str) -> None:
     # `%2G` is text: its `G` runs into the token, as a letter before `ghp_` always does.
     assert find_secret("q=x%2" + not_hex + "x" + github()) is None
+
+
+@pytest.mark.parametrize("separator", [" ", "\t", "&", '"', "'", "<", ">", ";", ","])
+def test_req_priv_002_an_escaped_placeholder_value_ends_where_the_site_ends_it(
+    separator: str,
+) -> None:
+    # `password=$DB_PASSWORD` then a separator, all escaped: the value the site reads is the
+    # placeholder, not a password with a `%` in it.
+    for escape in (quote(separator, safe=""), quote(separator, safe="").lower()):
+        text = "password=%24DB_PASSWORD" + escape + "in%20the%20docs"
+        assert find_secrets(text) == ()
+    assert find_secret("password=%24DB%21PASSWORD" + quote(separator, safe="") + "x") is not None
+
+
+def test_req_priv_002_a_credential_escaped_from_its_first_character_is_found() -> None:
+    token = github()
+    text = percent_all(token[:4]) + token[4:]
+    finding = find_secret(text)
+    assert finding is not None
+    assert (finding.position, finding.end) == (0, len(text))
 
 
 def test_req_priv_002_escapes_decode_to_the_character_they_name() -> None:

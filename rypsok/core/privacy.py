@@ -107,7 +107,6 @@ class _View:
 
 # --- reading through percent-encoding ------------------------------------------------------
 
-_ESCAPES = re.compile(r"%[0-9A-Fa-f]{2}")
 # One escape of an ASCII byte, or a run of escapes of the bytes of UTF-8 sequences. An
 # ASCII byte ends any sequence, so decoding the runs apart decodes the text as a whole.
 _ESCAPE = re.compile(r"%([0-7][0-9A-Fa-f])|(?:%[89A-Fa-f][0-9A-Fa-f])+")
@@ -162,7 +161,7 @@ def _readings(text: str) -> Iterator[tuple[str, Callable[[int, int], tuple[int, 
     yield text, as_given
     back = as_given
     for _ in range(_DECODINGS):
-        if _ESCAPES.search(text) is None:
+        if _ESCAPE.search(text) is None:
             return
         decoded = _Decoded(text)
 
@@ -225,7 +224,7 @@ def _password_value(value: str) -> bool:
     if "%" in value:
         # Judged as the site reads it: `%24DB_PASSWORD%20docs` is `$DB_PASSWORD` and a word
         # (the decoded reading finds a real password on its own).
-        value = _VALUE_END.split(unquote(value), maxsplit=1)[0]
+        value = _VALUE_END.split(unquote(value))[0]
     if not value or value == MASK or _placeholder(value):
         return False
     return _SYMBOL.search(value) is not None

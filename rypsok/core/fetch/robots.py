@@ -37,6 +37,7 @@ __all__ = [
     "ROBOTS_UNREADABLE_TTL_S",
     "Robots",
     "RobotsCache",
+    "canonical",
 ]
 
 PRODUCT_TOKEN: Final = "rypsok"
