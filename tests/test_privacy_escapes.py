@@ -216,9 +216,13 @@ def test_req_priv_002_an_escaped_placeholder_value_ends_where_the_site_ends_it(
     assert find_secret("password=%24DB%21PASSWORD" + quote(separator, safe="") + "x") is not None
 
 
-def test_req_priv_002_a_credential_escaped_from_its_first_character_is_found() -> None:
+@pytest.mark.parametrize(("plain", "escaped"), [(0, 4), (1, 2), (0, 40)])
+def test_req_priv_002_a_credential_at_the_start_with_escapes_in_it_is_found(
+    plain: int, escaped: int
+) -> None:
+    # The first `plain` characters as they are, the next `escaped` ones escaped.
     token = github()
-    text = percent_all(token[:4]) + token[4:]
+    text = token[:plain] + percent_all(token[plain : plain + escaped]) + token[plain + escaped :]
     finding = find_secret(text)
     assert finding is not None
     assert (finding.position, finding.end) == (0, len(text))
