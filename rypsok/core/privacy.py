@@ -6,9 +6,13 @@ that decodes to user:password, a body that is not just hyphenated words). Nothin
 from how random a string looks.
 
 The check reads through invisible characters: it matches on the text with them removed and
-reports positions in the text as given. A position counts Unicode scalar values from 0 (the
-number of characters before the credential), invisible characters included. The value of a
-credential is never returned, logged or put into a message; only its kind and position are.
+reports positions in the text as given. It reads through percent-encoding too: a text with
+`%XX` escapes is also matched once decoded (and again, for a text encoded twice or three
+times), since `my%20token%20ghp_…` reaches a site, which decodes it, as a token after a
+space, and `Authorization:%20Basic%20…` as the header. A position counts Unicode scalar
+values from 0 (the number of characters before the credential), invisible characters and
+escapes included. The value of a credential is never returned, logged or put into a
+message; only its kind and position are.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import bisect
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 import attrs
 
@@ -100,6 +105,78 @@ class _View:
         return self.original_index(start), self.original_index(end - 1) + 1
 
 
+# --- reading through percent-encoding ------------------------------------------------------
+
+# One escape of an ASCII byte, or a run of escapes of the bytes of UTF-8 sequences. An
+# ASCII byte ends any sequence, so decoding the runs apart decodes the text as a whole.
+_ESCAPE = re.compile(r"%([0-7][0-9A-Fa-f])|(?:%[89A-Fa-f][0-9A-Fa-f])+")
+# A text encoded three times (`%252520`) is decoded three times; past that nothing a site
+# reads is left encoded by accident.
+_DECODINGS = 3
+
+
+class _Decoded:
+    """The text with its %XX escapes decoded as UTF-8 (a byte that does not decode is
+    U+FFFD), and for each character the span of the original text it came from: its own
+    escape for an ASCII character (every credential starts and ends with one)."""
+
+    __slots__ = ("ends", "starts", "text")
+
+    def __init__(self, original: str) -> None:
+        pieces: list[str] = []
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        at = 0
+        for escape in _ESCAPE.finditer(original):
+            self._keep(original, at, escape.start(), pieces)
+            ascii_byte = escape.group(1)
+            if ascii_byte is not None:
+                decoded = chr(int(ascii_byte, 16))
+            else:
+                data = bytes.fromhex(escape.group().replace("%", ""))
+                decoded = data.decode("utf-8", errors="replace")
+            pieces.append(decoded)
+            self.starts.extend([escape.start()] * len(decoded))
+            self.ends.extend([escape.end()] * len(decoded))
+            at = escape.end()
+        self._keep(original, at, len(original), pieces)
+        self.text = "".join(pieces)
+
+    def _keep(self, original: str, start: int, stop: int, pieces: list[str]) -> None:
+        pieces.append(original[start:stop])
+        self.starts.extend(range(start, stop))
+        self.ends.extend(range(start + 1, stop + 1))
+
+    def original_span(self, start: int, end: int) -> tuple[int, int]:
+        return self.starts[start], self.ends[end - 1]
+
+
+def _readings(text: str) -> Iterator[tuple[str, Callable[[int, int], tuple[int, int]]]]:
+    """The text as given, then decoded as long as escapes are left (at most _DECODINGS
+    times), each with the way back from its indexes to those of the text as given."""
+
+    def as_given(start: int, end: int) -> tuple[int, int]:
+        return start, end
+
+    yield text, as_given
+    back = as_given
+    for _ in range(_DECODINGS):
+        if _ESCAPE.search(text) is None:
+            return
+        decoded = _Decoded(text)
+
+        def through(
+            start: int,
+            end: int,
+            decoded: _Decoded = decoded,
+            back: Callable[[int, int], tuple[int, int]] = back,
+        ) -> tuple[int, int]:
+            return back(*decoded.original_span(start, end))
+
+        text, back = decoded.text, through
+        yield text, back
+
+
 # --- confirmations ------------------------------------------------------------------------
 
 _WORDS_ONLY = re.compile(r"[-_.]*(?:[A-Za-z]+|[0-9]+)(?:[-_.]+(?:[A-Za-z]+|[0-9]+))*[-_.]*")
@@ -138,10 +215,17 @@ _PLACEHOLDER = re.compile(
 _SYMBOL = re.compile(r"[^A-Za-z_]")
 
 
+_VALUE_END = re.compile(r"[\s&\"'<>;,]")
+
+
 def _password_value(value: str) -> bool:
     # A digit or a symbol (anything but a letter or an underscore: YOUR_CLIENT_SECRET is a
     # placeholder, hunter2 is not), and not a template placeholder.
-    if value == MASK or _placeholder(value):
+    if "%" in value:
+        # Judged as the site reads it: `%24DB_PASSWORD%20docs` is `$DB_PASSWORD` and a word
+        # (the decoded reading finds a real password on its own).
+        value = _VALUE_END.split(unquote(value))[0]
+    if not value or value == MASK or _placeholder(value):
         return False
     return _SYMBOL.search(value) is not None
 
@@ -323,7 +407,10 @@ _PATTERNS: tuple[_Pattern, ...] = (
     ),
     _Pattern(
         kind=SecretKind.TELEGRAM_BOT_TOKEN,
-        regex=re.compile(r"(?<![A-Za-z0-9])[0-9]{8,10}:" + _B64URL + r"{35}" + _END),
+        # Also in the Bot API's path form, right after `bot`: /bot<id>:<secret>/getMe.
+        regex=re.compile(
+            r"(?:(?<=[Bb][Oo][Tt])|(?<![A-Za-z0-9]))[0-9]{8,10}:" + _B64URL + r"{35}" + _END
+        ),
         confirm=lambda v: _not_words(v.split(":", 1)[1]),
     ),
     # Twilio API key and account SIDs. Case matters: a lower-cased "ac" and 32 hex digits is
@@ -411,20 +498,19 @@ def find_secrets(text: str) -> tuple[SecretFinding, ...]:
     Of two overlapping matches the one that starts first is kept (the longer on a tie), so
     that masking the findings removes every credential.
     """
-    view = _View(text)
-    raw = sorted(_raw_findings(view.text), key=lambda f: (f[1], -f[2]))
+    raw: list[tuple[SecretKind, int, int]] = []
+    for reading, back in _readings(text):
+        view = _View(reading)
+        for kind, start, end in _raw_findings(view.text):
+            raw.append((kind, *back(*view.original_span(start, end))))
+    raw.sort(key=lambda f: (f[1], -f[2]))
     findings: list[SecretFinding] = []
     covered_to = -1
     for kind, start, end in raw:
         if start < covered_to:
             continue
         covered_to = end
-        original_start, original_end = view.original_span(start, end)
-        findings.append(
-            SecretFinding(
-                kind=kind, position=original_start, start=original_start, end=original_end
-            )
-        )
+        findings.append(SecretFinding(kind=kind, position=start, start=start, end=end))
     return tuple(findings)
 
 

@@ -71,6 +71,8 @@ _TIMER_MARGIN_S: Final = 0.5
 # parse threads compete for (issue 23: calls cut at LIM-F5 itself were answered 0.5 s late).
 _PARSE_MARGIN_S: Final = 0.5
 _ROBOTS_REDIRECTS: Final = 5  # RFC 9309 §2.3.1.2
+# The part of the fetch deadline a robots.txt read may take (decisions.md, issue 23).
+_ROBOTS_SHARE: Final = 0.5
 _ACCEPT: Final = "text/html, application/xhtml+xml, text/markdown, text/plain;q=0.9, */*;q=0.1"
 
 
@@ -357,7 +359,12 @@ class FetchPipeline:
         target = hop.target
 
         async def read() -> Robots:
-            return await self._read_robots(f"{target.origin}/robots.txt", target.upgraded)
+            # A file that drips or hangs is one that cannot be read: it disallows, and the
+            # page keeps the rest of the deadline (the fetch deadline, if earlier, still
+            # answers as the deadline).
+            with trio.move_on_after(self._fetch.deadline_ms / 1000 * _ROBOTS_SHARE):
+                return await self._read_robots(f"{target.origin}/robots.txt", target.upgraded)
+            return Robots.unreachable()
 
         robots = await self._robots.rules_for(target.origin, read)
         if not robots.allows(target.url):
@@ -365,14 +372,17 @@ class FetchPipeline:
 
     async def _read_robots(self, url: str, upgraded: bool) -> Robots:
         """RFC 9309 §2.3: 2xx rules; 4xx none; 5xx or unreachable everything disallowed.
-        Up to five redirects are followed, each judged by the egress policy.
+        Up to five redirects are followed, each judged by the egress policy; a loop, or a
+        file not reached within five, cannot be read and disallows.
 
         A site that cannot be connected to is unavailable, network, as the page would be;
         for a plain http URL retried over https that is the retry failing (REQ-FETCH-010)."""
         judged: Target | Denial = self._policy.judge_url(url)
+        asked: set[str] = set()
         for _ in range(_ROBOTS_REDIRECTS + 1):
-            if isinstance(judged, Denial):
+            if isinstance(judged, Denial) or judged.url in asked:
                 return Robots.unreachable()
+            asked.add(judged.url)
             try:
                 async with self._client.stream(
                     judged, accept="text/plain", timeouts=self._timeouts()
@@ -399,8 +409,9 @@ class FetchPipeline:
                 raise errors.network() from None
             except httpx.HTTPError:
                 return Robots.unreachable()
-        # RFC 9309 §2.3.1.2: past five redirects the file may be taken as unavailable.
-        return Robots.allowing()
+        # RFC 9309 §2.3.1.2 lets a crawler take the file as unavailable past five redirects;
+        # a file that cannot be read disallows (decisions.md, issue 23).
+        return Robots.unreachable()
 
     # -- worker thread: decode, extract, clean -------------------------------------------------
 
