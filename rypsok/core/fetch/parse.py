@@ -9,8 +9,9 @@ page nested a million levels deep costs what a page at the bound costs.
 
 The target also leaves out, while parsing, what a reader never sees (REQ-CTX-005): scripts,
 styles, comments, noscript and template contents, embedded objects, form controls, and
-elements hidden by markup (``hidden``, ``aria-hidden="true"``) or by inline style
-(``display: none``, ``visibility: hidden``). Their subtrees still count against the bounds.
+elements hidden by markup (``hidden``, ``aria-hidden="true"``) or by an inline style, read as
+CSS reads it (``display: none``, ``visibility: hidden``, a zero font size, off-screen
+positioning; see `is_hidden`). Their subtrees still count against the bounds.
 Only the attributes the extraction reads are kept, so the tree is small.
 
 One parser and one target per call: lxml parsers are not shareable between threads.
@@ -18,11 +19,13 @@ One parser and one target per call: lxml parsers are not shareable between threa
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import re
-from typing import Final
+from typing import Any, Final
 
 import attrs
+import tinycss2
 from lxml import etree
 
 __all__ = [
@@ -101,21 +104,256 @@ KEPT_ATTRIBUTES: Final = frozenset(
     {"id", "class", "role", "itemprop", "href", "alt", "src", "start", "colspan", "open"}
 )
 
-_HIDING_STYLE: Final = re.compile(
-    r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse))\s*(?:!\s*important\s*)?(?:;|$)",
-    re.IGNORECASE,
+# What an inline style can say that hides an element, read as CSS reads it (tinycss2): names
+# and values unescaped (`\64isplay`, `n\one`), comments skipped, the last declaration of a
+# property winning unless an earlier one is `!important`, a value CSS does not accept for the
+# property ignored (`display: nonsense` leaves an earlier `display: none` in force).
+_STYLE_PROPERTIES: Final = frozenset(
+    {
+        "display",
+        "visibility",
+        "content-visibility",
+        "font-size",
+        "position",
+        "left",
+        "top",
+        "right",
+        "bottom",
+        "text-indent",
+    }
+)
+# A style naming none of these (nor holding an escape, which could spell one) hides nothing,
+# and is not read further: most inline styles on a page are of that kind.
+_STYLE_WORDS: Final = ("display", "visibility", "font-size", "position", "text-indent", "\\")
+_CSS_WIDE: Final = frozenset({"inherit", "initial", "unset", "revert", "revert-layer"})
+_DISPLAY: Final = frozenset(
+    {
+        "none",
+        "contents",
+        "block",
+        "inline",
+        "run-in",
+        "flow",
+        "flow-root",
+        "table",
+        "flex",
+        "grid",
+        "ruby",
+        "list-item",
+        "inline-block",
+        "inline-table",
+        "inline-flex",
+        "inline-grid",
+        "inline-list-item",
+        "table-row-group",
+        "table-header-group",
+        "table-footer-group",
+        "table-row",
+        "table-cell",
+        "table-column-group",
+        "table-column",
+        "table-caption",
+        "ruby-base",
+        "ruby-text",
+        "ruby-base-container",
+        "ruby-text-container",
+        "math",
+        "-webkit-box",
+        "-webkit-inline-box",
+        "-ms-flexbox",
+        "-ms-inline-flexbox",
+    }
+)
+_KEYWORDS: Final = {
+    "display": _DISPLAY,
+    "visibility": frozenset({"visible", "hidden", "collapse"}),
+    "content-visibility": frozenset({"visible", "hidden", "auto"}),
+    "position": frozenset({"static", "relative", "absolute", "fixed", "sticky"}),
+    "font-size": frozenset(
+        {
+            "xx-small",
+            "x-small",
+            "small",
+            "medium",
+            "large",
+            "x-large",
+            "xx-large",
+            "xxx-large",
+            "larger",
+            "smaller",
+            "math",
+        }
+    ),
+    "left": frozenset({"auto"}),
+    "top": frozenset({"auto"}),
+    "right": frozenset({"auto"}),
+    "bottom": frozenset({"auto"}),
+    "text-indent": frozenset({"hanging", "each-line"}),
+}
+_LENGTH_PROPERTIES: Final = frozenset(
+    {"font-size", "left", "top", "right", "bottom", "text-indent"}
+)
+# CSS pixels per unit of the absolute lengths, and of the font-relative ones at the default
+# font size (16px); viewport and percentage lengths count against 100 (a whole viewport or
+# container away).
+_PX_PER_UNIT: Final = {
+    "px": 1.0,
+    "pt": 4 / 3,
+    "pc": 16.0,
+    "in": 96.0,
+    "cm": 96 / 2.54,
+    "mm": 96 / 25.4,
+    "q": 96 / 101.6,
+    "em": 16.0,
+    "rem": 16.0,
+    "ex": 8.0,
+    "ch": 8.0,
+}
+_RELATIVE_UNITS: Final = frozenset(
+    {"vw", "vh", "vmin", "vmax", "svw", "svh", "lvw", "lvh", "dvw", "dvh"}
+)
+# How far off the page a positioned element (or indented text) must be moved to count as
+# hidden: the "-9999px" of every off-screen idiom, not the few pixels of a layout nudge.
+OFF_SCREEN_PX: Final = 1000.0
+# The CSS read per page: tinycss2 reads about 3 µs per character, so this bounds what inline
+# styles can cost one parse (about 0.4 s). Past it, a style that could hide its element (it
+# names a property above or holds an escape) is taken to hide it.
+STYLE_BUDGET_CHARS: Final = 131_072
+
+
+class _StyleBudget:
+    """The CSS still to be read in one parse, and the verdicts already reached."""
+
+    __slots__ = ("left", "seen")
+
+    def __init__(self, chars: int) -> None:
+        self.left = chars
+        self.seen: dict[str, bool] = {}
+
+
+_STYLE_BUDGET: Final[contextvars.ContextVar[_StyleBudget | None]] = contextvars.ContextVar(
+    "rypsok_style_budget", default=None
 )
 
 
+def _value(tokens: list[Any]) -> Any | None:
+    """The one component of a declaration's value, or None when it has several."""
+    parts = [t for t in tokens if t.type not in ("whitespace", "comment")]
+    return parts[0] if len(parts) == 1 else None
+
+
+def _length_px(token: Any) -> float | None:
+    """A length in CSS pixels (a viewport or percentage length scaled to 100 = 1000px)."""
+    if token.type == "number" and token.value == 0:
+        return 0.0
+    if token.type == "percentage":
+        return float(token.value) * OFF_SCREEN_PX / 100
+    if token.type == "dimension":
+        unit = token.lower_unit
+        if unit in _PX_PER_UNIT:
+            return float(token.value) * _PX_PER_UNIT[unit]
+        if unit in _RELATIVE_UNITS:
+            return float(token.value) * OFF_SCREEN_PX / 100
+    return None
+
+
+def _accepted(name: str, tokens: list[Any]) -> tuple[str, float | None] | None:
+    """The value CSS would accept for `name` (a keyword, or a length in px), else None.
+
+    A function (`var(--x)`, `calc(…)`) is accepted as a value this reading does not compute:
+    it stands for "not hiding", and it overrides what came before, as it does in a browser.
+    """
+    token = _value(tokens)
+    if token is None:
+        # Several components: `display: block flow` and the like; any other value is
+        # accepted only as "not hiding" when it is a list of known keywords.
+        words = [t for t in tokens if t.type not in ("whitespace", "comment")]
+        if (
+            name == "display"
+            and words
+            and all(
+                t.type == "ident" and t.lower_value in _DISPLAY and t.lower_value != "none"
+                for t in words
+            )
+        ):
+            return ("block", None)
+        return None
+    if token.type == "function":
+        return ("", None)
+    if token.type == "ident":
+        word = token.lower_value
+        if word in _CSS_WIDE or word in _KEYWORDS[name]:
+            return (word, None)
+        return None
+    if name in _LENGTH_PROPERTIES:
+        px = _length_px(token)
+        if px is not None:
+            return ("", px)
+    return None
+
+
+def _style_hides(style: str) -> bool:
+    values: dict[str, tuple[tuple[str, float | None], bool]] = {}
+    for item in tinycss2.parse_blocks_contents(style, skip_comments=True, skip_whitespace=True):
+        if item.type != "declaration" or item.lower_name not in _STYLE_PROPERTIES:
+            continue
+        value = _accepted(item.lower_name, item.value)
+        if value is None:
+            continue
+        earlier = values.get(item.lower_name)
+        if earlier is None or item.important or not earlier[1]:
+            values[item.lower_name] = (value, item.important)
+
+    def keyword(name: str) -> str:
+        found = values.get(name)
+        return found[0][0] if found is not None else ""
+
+    def px(name: str) -> float | None:
+        found = values.get(name)
+        return found[0][1] if found is not None else None
+
+    if keyword("display") == "none" or keyword("content-visibility") == "hidden":
+        return True
+    if keyword("visibility") in ("hidden", "collapse"):
+        return True
+    if px("font-size") == 0:
+        return True
+    indent = px("text-indent")
+    if indent is not None and indent <= -OFF_SCREEN_PX:
+        return True
+    if keyword("position") in ("absolute", "fixed"):
+        for side in ("left", "top", "right", "bottom"):
+            offset = px(side)
+            if offset is not None and offset <= -OFF_SCREEN_PX:
+                return True
+    return False
+
+
+def _style_could_hide(style: str) -> bool:
+    lowered = style.lower()
+    return any(word in lowered for word in _STYLE_WORDS)
+
+
 def is_hidden(tag: str, attrib: dict[str, str]) -> bool:
-    """Whether a browser would not render this element (REQ-CTX-005)."""
+    """Whether a browser would not show this element to a reader (REQ-CTX-005)."""
     if "hidden" in attrib:
         return True
     if attrib.get("aria-hidden", "").strip().lower() == "true":
         return True
     style = attrib.get("style")
-    if style is not None and _HIDING_STYLE.search(style) is not None:
-        return True
+    if style is not None and _style_could_hide(style):
+        budget = _STYLE_BUDGET.get()
+        if budget is None:
+            return _style_hides(style)
+        verdict = budget.seen.get(style)
+        if verdict is None:
+            if len(style) > budget.left:
+                budget.left = 0
+                return True
+            budget.left -= len(style)
+            verdict = budget.seen[style] = _style_hides(style)
+        if verdict:
+            return True
     # A closed dialog is not rendered; an open one is content.
     return tag == "dialog" and "open" not in attrib
 
@@ -334,6 +572,17 @@ def parse_html(
     A str is parsed as it is; bytes are decoded by the parser with `encoding` (the pipeline
     decodes first and passes str; bytes are for callers that have a known charset).
     """
+    # The inline styles of this document share one reading budget (STYLE_BUDGET_CHARS).
+    token = _STYLE_BUDGET.set(_StyleBudget(STYLE_BUDGET_CHARS))
+    try:
+        return _parse_bounded(document, max_nodes, max_depth, encoding)
+    finally:
+        _STYLE_BUDGET.reset(token)
+
+
+def _parse_bounded(
+    document: str | bytes, max_nodes: int, max_depth: int, encoding: str | None
+) -> ParsedDocument:
     target = _BoundedTarget(max_nodes, max_depth)
     malformed = False
     if isinstance(document, str) and not document.isascii():
