@@ -8,11 +8,17 @@ entry point.
 
 from __future__ import annotations
 
+import html
+import unicodedata
 from typing import Any
 
 from fetch_helpers import fetch_config, fetching_rypsok
 from fetch_sites import Page, serve_site
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 
+from rypsok.core.boundary import remove_invisible
 from rypsok.core.fetch.extract import DocumentKind, extract_document
 from rypsok.core.fetch.parse import OFF_SCREEN_PX, STYLE_BUDGET_CHARS
 from rypsok.core.model import FetchRequest, ToolError
@@ -48,6 +54,43 @@ async def fetch_pages(routes: dict[str, Page], host: str = "site.test") -> dict[
                 except ToolError as error:
                     results[path] = error
     return results
+
+
+# A CommonMark reader with GitHub's tables and strikethrough, as a host would render.
+READER = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+
+
+def active(markdown: str) -> list[tuple[str, str]]:
+    """The links, images and raw HTML a Markdown reader finds in `markdown`."""
+    found: list[tuple[str, str]] = []
+    for token in READER.parse(markdown):
+        if token.type == "html_block":
+            found.append(("html", token.content))
+        for child in token.children or ():
+            if child.type == "link_open":
+                found.append(("link", str(child.attrs["href"])))
+            elif child.type == "image":
+                found.append(("image", str(child.attrs["src"])))
+            elif child.type == "html_inline":
+                found.append(("html", child.content))
+    return found
+
+
+def rendered_text(markdown: str) -> str:
+    """The text a reader shows for `markdown` (its inline content, lines joined by spaces)."""
+    parts: list[str] = []
+    for token in READER.parse(markdown):
+        for child in token.children or ():
+            if child.type in ("text", "code_inline"):
+                parts.append(child.content)
+            elif child.type in ("softbreak", "hardbreak"):
+                parts.append(" ")
+    return "".join(parts)
+
+
+def as_received(markdown: str) -> str:
+    """The content as the pipeline hands it on: invisible characters out, NFC (boundary)."""
+    return unicodedata.normalize("NFC", remove_invisible(markdown)[0]).strip()
 
 
 def extract(html: str, base: str = "https://example.org/notes/page") -> str:
@@ -146,3 +189,103 @@ def test_req_ctx_005_a_style_repeated_on_every_element_is_read_once() -> None:
     )
     content = extract(page(f"{ARTICLE}{items}"))
     assert "Item number 600, visible" in content
+
+
+# --- REQ-SEC-001: a page's text is text, never Markdown the agent's host acts on --------------
+
+HOSTILE_TEXT = [
+    "[click me](javascript:alert(1))",
+    "![img](http://127.0.0.1/x.png)",
+    "<img src=http://127.0.0.1/y.png>",
+    "<http://127.0.0.1/auto>",
+    "<a href='javascript:alert(2)'>raw</a>",
+    "[ref][1]",
+    "[1]: http://127.0.0.1/ref",
+    "`code` and ``more``",
+    "*emphasis* _under_ **strong**",
+    "&#91;entity&#93;(http://127.0.0.1/e)",
+]
+
+
+async def test_req_sec_001_page_text_never_becomes_markdown() -> None:
+    lines = "<br>".join(html.escape(text) for text in HOSTILE_TEXT)
+    body = (
+        f"{ARTICLE}<p>{lines}</p><p># Not a heading<br>&gt; not a quote<br>- not an item<br>"
+        "1. not a list<br>---<br>a | b<br>--|--<br>~~~</p>"
+        '<p>Wow!<a href="http://127.0.0.1/pic.png">a link rypsok writes</a>, and '
+        '<a href="/path with spaces/(x)\n\\next`y&lt;">another</a>.</p>'
+    )
+    results = await fetch_pages({"/h": Page.html(page(body))}, host="site.test")
+    content = results["/h"].content
+    assert active(content) == [
+        ("link", "http://127.0.0.1/pic.png"),
+        ("link", "http://site.test/path%20with%20spaces/%28x%29%5Cnext%60y%3C"),
+    ]
+    shown = rendered_text(content)
+    for text in HOSTILE_TEXT:
+        assert text in shown
+    for text in ("# Not a heading", "> not a quote", "- not an item", "1. not a list", "Wow!"):
+        assert text in shown
+    assert [t.type for t in READER.parse(content)].count("paragraph_open") == 5
+    assert "_open" not in " ".join(
+        t.type for t in READER.parse(content) if t.type != "paragraph_open"
+    )
+
+
+# Characters that start Markdown, invisible ones the boundary removes later, and characters
+# NFC changes (U+1FEF becomes a backtick).
+SYNTAX = "\\`*_[]()<>!#-+=~|:.&;1 \t\n\u00a0\u200b\u00ad\u2060\ufeff\u1fef\u037e\u0338ax&#"
+TEXTS = st.lists(
+    st.sampled_from([*SYNTAX, "http://", "javascript:", "#91;", "&amp;", "![", "]("])
+).map("".join)
+SITE = "https://ok.example/"
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=TEXTS)
+def test_req_sec_001_any_paragraph_text_reads_back_as_itself(text: str) -> None:
+    content = extract(page(f"{ARTICLE}<p>{html.escape(text)}</p>"))
+    received = as_received(content)
+    assert active(received) == []
+    expected = as_received(" ".join(text.split()))
+    if expected:
+        assert expected in rendered_text(received)
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(TEXTS, min_size=1, max_size=6))
+def test_req_sec_001_only_the_links_rypsok_writes_are_markdown(parts: list[str]) -> None:
+    t = [html.escape(part) for part in parts] + [""] * 6
+    body = (
+        f"{ARTICLE}<p>{t[0]}<br>{t[1]}<a href='{SITE}a'>{t[2]}</a>{t[3]}<code>{t[4]}</code>"
+        f"<img alt='{t[5]}' src='i.png'>{t[0]}</p><ul><li>{t[1]}<ol><li>{t[2]}</li></ol></li>"
+        f"</ul><h2>{t[3]}</h2><blockquote>{t[4]}<br>{t[5]}</blockquote><table><tr><th>{t[0]}"
+        f"</th><th>{t[1]}</th></tr><tr><td>{t[2]}<code>{t[3]}</code></td><td><a href='{SITE}b'>"
+        f"x{t[4]}</a></td></tr></table><pre>{t[5]}</pre><p>{t[1]}!<a href='{SITE}c'>y</a></p>"
+    )
+    received = as_received(extract(page(body)))
+    found = active(received)
+    assert {kind for kind, _ in found} <= {"link"}
+    assert {href for _, href in found} <= {SITE + "a", SITE + "b", SITE + "c"}
+
+
+# --- REQ-FETCH-004, THR-24: a link's host in ASCII, as web_search writes hosts ------------------
+
+
+async def test_req_fetch_004_link_hosts_written_in_ascii_as_web_search_writes_them() -> None:
+    body = (
+        f"{ARTICLE}<p>Here are the links this article cites, with enough words around them: "
+        "<a href='https://\u0430pple.com/id'>look-alike</a>, "
+        "<a href='https://B\u00dcCHER.example/\u00fcber?q=caf\u00e9&amp;utm_source=x#s'>"
+        "books</a>, <a href='http://user:pw@creds.example/'>with credentials</a>, "
+        "<a href='https://bad host.example/'>a host no one can fetch</a>.</p>"
+    )
+    results = await fetch_pages({"/l": Page.html(page(body))})
+    content = results["/l"].content
+    assert active(content) == [
+        ("link", "https://xn--pple-43d.com/id"),
+        ("link", "https://xn--bcher-kva.example/%C3%BCber?q=caf%C3%A9#s"),
+    ]
+    assert "with credentials" in content
+    assert "a host no one can fetch" in content
+    assert "\u0430" not in content

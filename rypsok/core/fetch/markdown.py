@@ -11,17 +11,29 @@ The tree is at most LIM-F11 deep, so the recursion here is bounded by the parse.
 
 from __future__ import annotations
 
+import bisect
 import re
+import unicodedata
 from typing import TYPE_CHECKING, Final
 from urllib.parse import urljoin, urlsplit
 
 from lxml import etree
 
+from rypsok.core.boundary import INVISIBLE_RANGES
+from rypsok.core.model import Reason
+from rypsok.core.search.urls import returned_url
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
 
-__all__ = ["absolute_http_url", "render_markdown"]
+__all__ = [
+    "absolute_http_url",
+    "escape_line_start",
+    "escape_text",
+    "link_target",
+    "render_markdown",
+]
 
 # Elements that stand apart from what surrounds them. Any other element, unknown and custom
 # ones included, is inline, as a browser renders it, unless it holds blocks.
@@ -87,6 +99,7 @@ _SPACE: Final = re.compile(r"\s+")
 # survives the parser (libxml2 replaces it), and text nodes are scrubbed of it anyway.
 _BREAK: Final = "\x00"
 _BLANK_LINES: Final = re.compile(r"\n{3,}")
+_CLOSING_HASHES: Final = re.compile(r"(?:^|\s)#+$")
 _BLOCK_CONTENT: Final = frozenset(
     {"p", "div", "table", "ul", "ol", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6"}
 )
@@ -108,6 +121,37 @@ def absolute_http_url(base_url: str, href: str) -> str | None:
     return url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
 
 
+# In a link's target: what is not printable ASCII, and what could end the target or change
+# how it is read (a space or a parenthesis ends it, `<` and a backslash change its form).
+_LINK_UNSAFE: Final = re.compile(r'[^\x21-\x7e]|[()<>\\`"]')
+
+
+def _percent_encoded(match: re.Match[str]) -> str:
+    return "".join(f"%{byte:02X}" for byte in match.group().encode("utf-8", "replace"))
+
+
+def link_target(base_url: str, href: str) -> str | None:
+    """The target of a link as rypsok writes it, or None when the link keeps only its text.
+
+    The URL is resolved as `absolute_http_url` does, then written in ASCII: everything after
+    the host that is not printable ASCII, and every character that would end or change the
+    Markdown target, percent-encoded as UTF-8 (as a browser sends it), and the rest as
+    web_search writes its URLs (`returned_url`, REQ-RANK-003: the host in its IDNA form,
+    THR-24, tracking parameters removed). A target web_search would not return (a host
+    web_fetch refuses, credentials, longer than LIM-F9) keeps only the link's text.
+    """
+    url = absolute_http_url(base_url, href)
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    head = f"{parts.scheme}://{parts.netloc}"
+    if not url.startswith(head):
+        return None
+    url = head + _LINK_UNSAFE.sub(_percent_encoded, _nfc(url[len(head) :]))
+    shown = returned_url(url)
+    return None if isinstance(shown, Reason) else shown
+
+
 def _collapse(text: str) -> str:
     return _SPACE.sub(" ", text)
 
@@ -115,10 +159,10 @@ def _collapse(text: str) -> str:
 def _finish_inline(parts: list[str]) -> str:
     text = _collapse("".join(parts))
     if _BREAK in text:
-        text = "\n".join(line.strip() for line in text.split(_BREAK))
+        text = "\n".join(escape_line_start(line.strip()) for line in text.split(_BREAK))
         # Line breaks in a row are at most one blank line.
-        text = _BLANK_LINES.sub("\n\n", text)
-    return text.strip()
+        return _BLANK_LINES.sub("\n\n", text).strip()
+    return escape_line_start(text.strip())
 
 
 class _Writer:
@@ -159,7 +203,17 @@ class _Writer:
                 self.text(child.tail)
 
     def text(self, text: str) -> None:
-        self.inline.append(text.replace(_BREAK, ""))
+        self.inline.append(escape_text(text.replace(_BREAK, "")))
+
+    def _last_visible(self) -> tuple[int, int] | None:
+        """Where the last character the agent will see in the pending inline output is
+        (the piece and the position in it), or None when there is none."""
+        for piece_index in range(len(self.inline) - 1, -1, -1):
+            piece = self.inline[piece_index]
+            for index in range(len(piece) - 1, -1, -1):
+                if not _is_invisible(piece[index]) or piece[index] == _BREAK:
+                    return piece_index, index
+        return None
 
     def node(self, element: etree._Element) -> None:
         tag = element.tag
@@ -178,7 +232,11 @@ class _Writer:
             self.flush()
             text = self.inline_text(element)
             if text:
-                self.blocks.append("#" * level + " " + text.replace("\n", " "))
+                text = text.replace("\n", " ")
+                if _CLOSING_HASHES.search(text) is not None:
+                    # A heading's trailing " #" would be read as its closing sequence.
+                    text = text[: text.rindex(" ") + 1] + "\\" + text[text.rindex(" ") + 1 :]
+                self.blocks.append("#" * level + " " + text)
             return
         if tag in ("ul", "ol", "menu"):
             self.flush()
@@ -225,7 +283,7 @@ class _Writer:
             alt = " ".join(element.get("alt", "").split())
             if alt and alt not in self.seen_alts and not _names_the_file(alt, element.get("src")):
                 self.seen_alts.add(alt)
-                self.inline.append(" " + alt + " ")
+                self.inline.append(" " + escape_text(alt) + " ")
             return
         if tag == "a":
             text = self.inline_text(element)
@@ -234,21 +292,28 @@ class _Writer:
             href = element.get("href")
             # A link within the page (an anchor, a table of contents) is only its text.
             url = (
-                absolute_http_url(self.base_url, href)
+                link_target(self.base_url, href)
                 if href is not None and not href.strip().startswith("#")
                 else None
             )
             if url is None:
                 self.inline.append(text)
             else:
-                label = text.replace("\n", " ").replace("[", "\\[").replace("]", "\\]")
-                self.inline.append(f"[{label}]({url})")
+                last = self._last_visible()
+                if last is not None and self.inline[last[0]][last[1]] == "!":
+                    # "!" before a link would make it an image of the link's target.
+                    piece = self.inline[last[0]]
+                    self.inline[last[0]] = piece[: last[1]] + "\\" + piece[last[1] :]
+                self.inline.append(f"[{text.replace(chr(10), ' ')}]({url})")
             return
         if tag == "code" and not _has_block_child(element):
-            text = _collapse(element.xpath("string()")).strip()
+            text = _nfc(_collapse(element.xpath("string()")).strip())
             if text:
-                fence = "``" if "`" in text else "`"
-                self.inline.append(f"{fence}{text}{fence}")
+                last = self._last_visible()
+                if last is not None and self.inline[last[0]][last[1]] == "`":
+                    # Two code spans side by side would read as one fence of both.
+                    self.inline.append(" ")
+                self.inline.append(_code_span(text))
             return
         if _has_block_child(element):
             # A span wrapping paragraphs is a block in all but name.
@@ -292,11 +357,12 @@ class _Writer:
         return writer.blocks
 
     def code_block(self, element: etree._Element) -> None:
-        text = _pre_text(element).strip("\n").rstrip()
+        text = _nfc(_pre_text(element).strip("\n").rstrip())
         if not text.strip():
             return
         fence = "```"
-        while fence in text:
+        seen = _strip_invisible(text)
+        while fence in seen:
             fence += "`"
         self.blocks.append(f"{fence}{_code_language(element)}\n{text}\n{fence}")
 
@@ -311,7 +377,7 @@ class _Writer:
                 if next(cell.iter(*_BLOCK_CONTENT), None) is not None:
                     layout = True
                     break
-                cells.append(self.inline_text(cell).replace("\n", " ").replace("|", "\\|"))
+                cells.append(_escape_pipes(self.inline_text(cell).replace("\n", " ")))
             if layout:
                 break
             if any(cells):
@@ -329,6 +395,164 @@ class _Writer:
             if index == 0:
                 lines.append("|" + " --- |" * width)
         self.blocks.append("\n".join(lines))
+
+
+# --- Escaping: only the Markdown rypsok writes is Markdown ---------------------------------
+#
+# A page's text reaches the agent as Markdown text, so whatever in it could start Markdown
+# syntax is escaped with a backslash (CommonMark renders a backslash before ASCII punctuation
+# as that character alone, so the escapes never show). What is escaped, and where:
+#
+# - anywhere in text: `\`, a backtick, `*`, `[`, `]`, `<` (links, images, autolinks, raw
+#   HTML, code spans, emphasis), `_` unless it stands between two letters or digits (which
+#   CommonMark never reads as emphasis: snake_case stays as it is), `~` next to another
+#   (strikethrough, a code fence), and `&` when it starts what reads as a character
+#   reference (`&amp;`, `&#91;`);
+# - at the start of a line: `#` (a heading), `>` (a quote), `-`, `+` followed by a space or
+#   the end (a list item), a line of `-` or `=` (a rule or a heading underline), digits
+#   followed by `.` or `)` and a space (an ordered list), and a line that could be a table's
+#   delimiter row (only `|`, `-`, `:` and spaces);
+# - a `!` directly before a link rypsok writes (it would make the link an image).
+#
+# Not escaped: `!` elsewhere, `|` in running text (a pipe table needs a delimiter row, which
+# is escaped), a lone `~` (only GitHub's own renderer strikes text with single tildes, and
+# striking is all it can do), bare URLs (a host may link them, but only as http(s) links,
+# never as images). Invisible characters are removed and the
+# text NFC-normalised after extraction (content boundary): every check here looks through
+# them, and the text is normalised first, since NFC turns U+1FEF into a backtick.
+
+_ESCAPE_ANYWHERE: Final = re.compile(r"[\\`*\[\]<_~&]")
+_REFERENCE: Final = re.compile(r"#?[A-Za-z0-9]+;")
+_ORDERED_MARKER: Final = re.compile(r"[0-9]{1,9}[.)]")
+
+
+def _is_invisible(ch: str) -> bool:
+    """Whether the content boundary removes this character (REQ-SEC-015)."""
+    code = ord(ch)
+    index = bisect.bisect_right(_INVISIBLE_STARTS, code) - 1
+    return index >= 0 and code <= INVISIBLE_RANGES[index][1]
+
+
+_INVISIBLE_STARTS: Final = tuple(low for low, _ in INVISIBLE_RANGES)
+
+
+def _nfc(text: str) -> str:
+    if text.isascii() or unicodedata.is_normalized("NFC", text):
+        return text
+    return unicodedata.normalize("NFC", text)
+
+
+def _visible_neighbour(text: str, index: int, step: int) -> str:
+    """The nearest character to `text[index]` in direction `step` that will be seen."""
+    index += step
+    while 0 <= index < len(text):
+        if not _is_invisible(text[index]):
+            return text[index]
+        index += step
+    return ""
+
+
+def _escape_match(match: re.Match[str]) -> str:
+    char = match.group()
+    if char == "_":
+        text = match.string
+        start = match.start()
+        before = text[start - 1] if start > 0 else ""
+        after = text[start + 1] if start + 1 < len(text) else ""
+        if before.isalnum() and after.isalnum():
+            return char
+    elif char == "&":
+        # A character reference is at most 32 characters long ("&CounterClockwiseContour…;").
+        following = _strip_invisible(match.string[match.end() : match.end() + 64])
+        if _REFERENCE.match(following[:40]) is None:
+            return char
+    elif char == "~":
+        start = match.start()
+        text = match.string
+        if "~" not in (_visible_neighbour(text, start, -1), _visible_neighbour(text, start, 1)):
+            return char
+    return "\\" + char
+
+
+def escape_text(text: str) -> str:
+    """A page's text with what could start inline Markdown escaped (see above)."""
+    return _ESCAPE_ANYWHERE.sub(_escape_match, _nfc(text))
+
+
+def _nth_visible(line: str, start: int, n: int) -> int:
+    """The position in `line` of its `n`-th visible character from `start` (0-based)."""
+    for index in range(start, len(line)):
+        if not _is_invisible(line[index]):
+            if n == 0:
+                return index
+            n -= 1
+    return len(line)
+
+
+def escape_line_start(line: str) -> str:
+    """`line` with what would start a block at its beginning escaped (see above)."""
+    first = 0
+    while first < len(line) and (line[first].isspace() or _is_invisible(line[first])):
+        first += 1
+    if first == len(line):
+        return line
+    seen = _strip_invisible(line[first:])
+    lead = seen[0]
+    after = seen[1:2]
+    at: int | None = None
+    if lead == "#":
+        hashes = len(seen) - len(seen.lstrip("#"))
+        mark_end = seen[hashes : hashes + 1]
+        if hashes <= 6 and (not mark_end or mark_end.isspace()):
+            at = first
+    elif lead == ">" or (lead in "-+" and (not after or after.isspace())):
+        at = first
+    elif lead in "-=" and not seen.replace(lead, "").strip():
+        at = first  # a rule, or the underline of a heading
+    elif lead.isdigit():
+        match = _ORDERED_MARKER.match(seen)
+        if match is not None:
+            mark_end = seen[match.end() : match.end() + 1]
+            if not mark_end or mark_end.isspace():
+                at = _nth_visible(line, first, match.end() - 1)
+    if at is not None:
+        line = line[:at] + "\\" + line[at:]
+    if "|" in seen and _looks_like_delimiter_row(seen):
+        # A table's delimiter row under a line with pipes would make both a table.
+        line = _escape_pipes(line)
+    return line
+
+
+def _strip_invisible(text: str) -> str:
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(ch for ch in text if not _is_invisible(ch))
+
+
+_DELIMITER_ROW: Final = re.compile(r"[|:\-\s]*-[|:\-\s]*")
+
+
+def _looks_like_delimiter_row(text: str) -> bool:
+    return "|" in text and _DELIMITER_ROW.fullmatch(text) is not None
+
+
+# A pipe with no backslash escaping it (an even run of backslashes before it).
+_BARE_PIPE: Final = re.compile(r"(?<!\\)((?:\\\\)*)\|")
+
+
+def _escape_pipes(text: str) -> str:
+    return _BARE_PIPE.sub(lambda m: m.group(1) + "\\|", text)
+
+
+def _code_span(text: str) -> str:
+    """`text` as an inline code span, its fence longer than any backtick run inside."""
+    seen = _strip_invisible(text)
+    runs = re.findall(r"`+", seen)
+    fence = "`" * (max((len(r) for r in runs), default=0) + 1)
+    if seen.startswith("`") or seen.endswith("`"):
+        # A space on each side is taken off again by the reader, and keeps the fence apart.
+        return f"{fence} {text} {fence}"
+    return f"{fence}{text}{fence}"
 
 
 _LANGUAGE: Final = re.compile(r"(?:^|\s)(?:language|lang)-([A-Za-z0-9_+#.-]{1,32})(?:\s|$)")
