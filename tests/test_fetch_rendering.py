@@ -21,7 +21,7 @@ from markdown_it import MarkdownIt
 from rypsok.core.boundary import remove_invisible
 from rypsok.core.fetch.extract import DocumentKind, extract_document
 from rypsok.core.fetch.parse import OFF_SCREEN_PX, STYLE_BUDGET_CHARS
-from rypsok.core.model import FetchRequest, ToolError
+from rypsok.core.model import FetchRequest, NoticeCode, ToolError
 
 ROBOTS_OPEN = Page.text("User-agent: *\nAllow: /\n")
 MAX_NODES = 100_000  # LIM-F10
@@ -289,3 +289,60 @@ async def test_req_fetch_004_link_hosts_written_in_ascii_as_web_search_writes_th
     assert "with credentials" in content
     assert "a host no one can fetch" in content
     assert "\u0430" not in content
+
+
+# --- REQ-PAGE-007, REQ-PAGE-006: charsets a browser refuses, NUL, an XHTML DOCTYPE --------------
+
+UTF7_TEXT = "A page whose words are plain, +ADw-script+AD4-alert(1)+ADw-/script+AD4- and more."
+
+
+async def test_req_page_007_charsets_browsers_refuse_count_as_undeclared() -> None:
+    body = f"<html><head><title>t</title></head><body><article><p>{UTF7_TEXT}</p></article>"
+    routes = {
+        f"/{label}": Page(
+            headers=(("Content-Type", f"text/html; charset={label}"),), body=body.encode()
+        )
+        for label in ("utf-7", "UTF7", "unicode_escape", "base64", "idna", "undefined", "cp037")
+    }
+    routes["/meta"] = Page(
+        headers=(("Content-Type", "text/html"),),
+        body=body.replace("<title>", '<meta charset="utf-7"><title>').encode(),
+    )
+    results = await fetch_pages(routes)
+    for path, response in results.items():
+        assert not isinstance(response, ToolError), path
+        assert UTF7_TEXT in rendered_text(response.content), path
+
+
+async def test_req_page_006_nul_characters_are_not_a_broken_page() -> None:
+    body = page(
+        f"{ARTICLE}<div><p>Words with a NUL\x00 between them, as some pages have.</p></div>"
+    ).encode()
+    results = await fetch_pages({"/n": Page(body=body)})
+    response = results["/n"]
+    assert "Words with a NUL between them" in response.content
+    assert NoticeCode.EXTRACTION_PARTIAL not in {n.code for n in response.notices}
+
+
+async def test_req_fetch_008_an_xhtml_doctypes_internal_subset_is_not_text() -> None:
+    doctype = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.1'
+        '//EN" "http://www.w3.org/TR/xhtml11/DTD/xhtml11.dtd" [\n  <!ENTITY product "rypsok">'
+        '\n  <!ATTLIST html lang CDATA "en">{}\n]>\n'
+    )
+    body = (
+        '<html xmlns="http://www.w3.org/1999/xhtml"><head><title>t</title></head><body>'
+        "<p>A short page.</p></body></html>"
+    )
+    xhtml = (("Content-Type", "application/xhtml+xml"),)
+    plain = (doctype.format("") + body).encode()
+    commented = (doctype.format("<!-- ]> a comment -->") + body).encode()
+    results = await fetch_pages(
+        {
+            "/x": Page(headers=xhtml, body=plain),
+            "/c": Page(headers=xhtml, body=commented),
+            "/h": Page(body=plain),
+        }
+    )
+    for response in results.values():
+        assert response.content == "A short page."

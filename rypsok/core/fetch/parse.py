@@ -560,6 +560,36 @@ class _BoundedTarget:
         return root
 
 
+# A DOCTYPE with an internal subset (`<!DOCTYPE html [<!ENTITY …>]>`, written by XHTML
+# tools), after an optional BOM, XML declaration and comments. libxml2's HTML parser ends the
+# DOCTYPE at its first `>` and reads the rest of the subset as text (`]>`); an XML parser, which
+# XHTML is written for, reads it as a declaration. Each alternative of the subset starts with
+# a different character, so matching is linear; it is looked for in the document's head only.
+_INTERNAL_SUBSET: Final = re.compile(
+    r"(\A\ufeff?\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<!DOCTYPE\b[^\[>]*)"
+    r"\[(?:[^\]\"'<]|\"[^\"]*\"|'[^']*'|<!--.*?-->|<(?!!--))*\]\s*>",
+    re.IGNORECASE | re.DOTALL,
+)
+_SUBSET_SCAN: Final = 65536
+
+
+def _readable(document: str) -> str:
+    """The document as the parser should read it: NUL characters dropped (a browser drops
+    them from text; libxml2 turns them into U+FFFD and reads the end tags after one late, so
+    a well-formed page looked cut off), lone surrogates made replacement characters (they
+    cannot be encoded for the parser), a DOCTYPE's internal subset removed."""
+    if "\x00" in document:
+        document = document.replace("\x00", "")
+    if not document.isascii():
+        document = _SURROGATE.sub("\ufffd", document)
+    head = document[:_SUBSET_SCAN]
+    if "[" in head and "<!" in head:
+        match = _INTERNAL_SUBSET.match(head)
+        if match is not None:
+            document = match.group(1) + ">" + document[match.end() :]
+    return document
+
+
 def parse_html(
     document: str | bytes,
     *,
@@ -585,9 +615,8 @@ def _parse_bounded(
 ) -> ParsedDocument:
     target = _BoundedTarget(max_nodes, max_depth)
     malformed = False
-    if isinstance(document, str) and not document.isascii():
-        # A lone surrogate cannot be encoded for the parser; it is a replacement character.
-        document = _SURROGATE.sub("\ufffd", document)
+    if isinstance(document, str):
+        document = _readable(document)
     try:
         parser = etree.HTMLParser(
             target=target,
