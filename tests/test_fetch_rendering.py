@@ -9,9 +9,11 @@ entry point.
 from __future__ import annotations
 
 import html
+import time
 import unicodedata
 from typing import Any
 
+import pytest
 from fetch_helpers import fetch_config, fetching_rypsok
 from fetch_sites import Page, serve_site
 from hypothesis import given, settings
@@ -20,6 +22,7 @@ from markdown_it import MarkdownIt
 
 from rypsok.core.boundary import remove_invisible
 from rypsok.core.fetch.extract import DocumentKind, extract_document
+from rypsok.core.fetch.markdown import MAX_TABLE_CELLS
 from rypsok.core.fetch.parse import OFF_SCREEN_PX, STYLE_BUDGET_CHARS
 from rypsok.core.model import FetchRequest, NoticeCode, ToolError
 
@@ -346,3 +349,63 @@ async def test_req_fetch_008_an_xhtml_doctypes_internal_subset_is_not_text() -> 
     )
     for response in results.values():
         assert response.content == "A short page."
+
+
+# --- REQ-FETCH-004: tables with spans, each cell under its column --------------------------------
+
+
+def table_cells(markdown: str) -> list[list[str]]:
+    """The cells of the first pipe table a Markdown reader finds, row by row."""
+    rows: list[list[str]] = []
+    for token in READER.parse(markdown):
+        if token.type == "tr_open":
+            rows.append([])
+        elif token.type == "inline" and rows and token.level >= 4:
+            rows[-1].append(token.content)
+        elif token.type == "table_close":
+            break
+    return rows
+
+
+SPANNED = (
+    "<table><thead><tr><th rowspan='2'>Region</th><th colspan='2'>Sales</th>"
+    "<th rowspan='2'>Note</th></tr><tr><th>2024</th><th>2025</th></tr></thead><tbody>"
+    "<tr><td rowspan='2'>North</td><td>10</td><td>12</td><td>steady</td></tr>"
+    "<tr><td>11</td><td colspan='2'>no figure for 2025</td></tr>"
+    "<tr><td>South</td><td colspan=' 2px'>merged</td><td rowspan='0'>to the end</td></tr>"
+    "<tr><td>West</td><td>1</td><td>2</td></tr></tbody></table>"
+)
+
+
+async def test_req_fetch_004_spanning_cells_stay_under_their_columns() -> None:
+    results = await fetch_pages({"/t": Page.html(page(f"{ARTICLE}{SPANNED}"))})
+    assert table_cells(results["/t"].content) == [
+        ["Region", "Sales", "", "Note"],
+        ["Region", "2024", "2025", "Note"],
+        ["North", "10", "12", "steady"],
+        ["North", "11", "no figure for 2025", ""],
+        ["South", "merged", "", "to the end"],
+        ["West", "1", "2", "to the end"],
+    ]
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        # Spans far past HTML's limits, and a table whose spans would spread to millions of
+        # cells: bounded, and the text is still there.
+        "<table><tr><td colspan='99999999999999999999'>wide</td><td>b</td></tr>"
+        "<tr><td rowspan='99999999999'>tall</td><td>c</td></tr></table>",
+        "<table><tr><td colspan='1000' rowspan='0'>everywhere</td><td>b</td></tr>"
+        + "<tr><td>row</td></tr>" * 3000
+        + "</table>",
+        "<table><tr>" + "<td colspan='1000'>x</td>" * 200 + "</tr></table>",
+    ],
+)
+def test_req_fetch_004_lim_f10_spans_are_bounded(table: str) -> None:
+    started = time.monotonic()
+    content = extract(page(f"{ARTICLE}{table}"))
+    assert time.monotonic() - started < 2.0
+    assert "The main text of this page" in content
+    assert len(content) < 2_000_000
+    assert content.count("|") <= 2 * MAX_TABLE_CELLS + 4000

@@ -367,34 +367,68 @@ class _Writer:
         self.blocks.append(f"{fence}{_code_language(element)}\n{text}\n{fence}")
 
     def table(self, element: etree._Element) -> None:
-        rows: list[list[str]] = []
-        layout = False
-        for row in _rows(element):
-            cells: list[str] = []
-            for cell in row:
-                if cell.tag not in ("td", "th"):
-                    continue
-                if next(cell.iter(*_BLOCK_CONTENT), None) is not None:
-                    layout = True
-                    break
-                cells.append(_escape_pipes(self.inline_text(cell).replace("\n", " ")))
-            if layout:
-                break
-            if any(cells):
-                rows.append(cells)
-        width = max((len(r) for r in rows), default=0)
-        if layout or width < 2:
-            # A table used for layout, or a single column: its cells are ordinary blocks.
+        grid = self.table_grid(element)
+        width = max((len(r) for r in grid), default=0) if grid is not None else 0
+        if grid is None or width < 2 or len(grid) * width > MAX_TABLE_CELLS:
+            # A table used for layout, a single column, or one whose spans would make more
+            # cells than the bound: its cells are ordinary blocks.
             self.children(element)
             self.flush()
             return
         lines = []
-        for index, cells in enumerate(rows):
+        for index, cells in enumerate(grid):
             padded = cells + [""] * (width - len(cells))
             lines.append("| " + " | ".join(padded) + " |")
             if index == 0:
                 lines.append("|" + " --- |" * width)
         self.blocks.append("\n".join(lines))
+
+    def table_grid(self, element: etree._Element) -> list[list[str]] | None:
+        """The table's rows with each cell under its column, or None for a layout table
+        (a cell holding blocks) or one of more than MAX_TABLE_CELLS cells.
+
+        A cell spanning rows is repeated in each of them (a row of a pipe table is read on
+        its own: its key must be in it); a cell spanning columns stands in the first and
+        leaves the others empty.
+        """
+        rows = _rows(element)
+        grid: list[list[str]] = []
+        # Columns taken by a cell of an earlier row: column -> (text, rows still to take).
+        carried: dict[int, tuple[str, int]] = {}
+        total = 0
+        for row_index, row in enumerate(rows):
+            line: list[str] = []
+            spans: dict[int, tuple[str, int]] = {}
+            for cell in row:
+                if cell.tag not in ("td", "th"):
+                    continue
+                if next(cell.iter(*_BLOCK_CONTENT), None) is not None:
+                    return None
+                while len(line) in carried:
+                    line.append(carried[len(line)][0])
+                text = _escape_pipes(self.inline_text(cell).replace("\n", " "))
+                columns = _span(cell.get("colspan"), MAX_COLSPAN) or 1
+                down = _span(cell.get("rowspan"), MAX_ROWSPAN)
+                if down == 0:
+                    down = len(rows) - row_index  # 0: to the end of the table
+                total += columns
+                if total > MAX_TABLE_CELLS:
+                    return None
+                for offset in range(columns):
+                    if down > 1:
+                        spans[len(line)] = (text if offset == 0 else "", down - 1)
+                    line.append(text if offset == 0 else "")
+            for column in sorted(c for c in carried if c >= len(line)):
+                line.extend([""] * (column - len(line)))
+                line.append(carried[column][0])
+            total += len(line)
+            if total > MAX_TABLE_CELLS:
+                return None
+            carried = {c: (t, n - 1) for c, (t, n) in carried.items() if n > 1}
+            carried.update(spans)
+            if any(line):
+                grid.append(line)
+        return grid
 
 
 # --- Escaping: only the Markdown rypsok writes is Markdown ---------------------------------
@@ -553,6 +587,27 @@ def _code_span(text: str) -> str:
         # A space on each side is taken off again by the reader, and keeps the fence apart.
         return f"{fence} {text} {fence}"
     return f"{fence}{text}{fence}"
+
+
+# What a page's spans may ask for: HTML's own limits on colspan and rowspan, and a bound on
+# the cells of one table once its spans are spread out (a page of 100 000 nodes can hold no
+# more cells of its own; only spans can ask for more).
+MAX_COLSPAN: Final = 1000
+MAX_ROWSPAN: Final = 65534
+MAX_TABLE_CELLS: Final = 100_000
+_SPAN_VALUE: Final = re.compile(r"[\t\n\f\r ]*\+?([0-9]+)")
+
+
+def _span(value: str | None, limit: int) -> int:
+    """A colspan or rowspan as HTML reads it (leading digits; 1 when there are none),
+    clamped to `limit`."""
+    match = _SPAN_VALUE.match(value or "")
+    if match is None:
+        return 1
+    digits = match.group(1).lstrip("0")
+    if len(digits) > len(str(limit)):
+        return limit
+    return min(int(digits or "0"), limit)
 
 
 _LANGUAGE: Final = re.compile(r"(?:^|\s)(?:language|lang)-([A-Za-z0-9_+#.-]{1,32})(?:\s|$)")

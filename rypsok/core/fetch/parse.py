@@ -101,7 +101,19 @@ _OPTIONAL_END: Final = frozenset(
 
 # The attributes the extraction and the Markdown writer read; the others are dropped.
 KEPT_ATTRIBUTES: Final = frozenset(
-    {"id", "class", "role", "itemprop", "href", "alt", "src", "start", "colspan", "open"}
+    {
+        "id",
+        "class",
+        "role",
+        "itemprop",
+        "href",
+        "alt",
+        "src",
+        "start",
+        "colspan",
+        "rowspan",
+        "open",
+    }
 )
 
 # What an inline style can say that hides an element, read as CSS reads it (tinycss2): names
