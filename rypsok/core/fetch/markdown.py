@@ -19,7 +19,7 @@ from urllib.parse import urljoin, urlsplit
 
 from lxml import etree
 
-from rypsok.core.boundary import INVISIBLE_RANGES
+from rypsok.core.boundary import INVISIBLE_RANGES, remove_invisible
 from rypsok.core.model import Reason
 from rypsok.core.search.urls import returned_url
 
@@ -437,11 +437,11 @@ class _Writer:
 # syntax is escaped with a backslash (CommonMark renders a backslash before ASCII punctuation
 # as that character alone, so the escapes never show). What is escaped, and where:
 #
-# - anywhere in text: `\`, a backtick, `*`, `[`, `]`, `<` (links, images, autolinks, raw
-#   HTML, code spans, emphasis), `_` unless it stands between two letters or digits (which
-#   CommonMark never reads as emphasis: snake_case stays as it is), `~` next to another
-#   (strikethrough, a code fence), and `&` when it starts what reads as a character
-#   reference (`&amp;`, `&#91;`);
+# - anywhere in text: `\`, a backtick, `*`, `[`, `]` (links, images, code spans, emphasis);
+#   `<` unless what follows cannot start raw HTML or an autolink ("a < b" stays); `_` unless
+#   between two letters or digits (CommonMark never reads that as emphasis: snake_case
+#   stays); `~` next to another (strikethrough, a code fence); `&` when it starts what reads
+#   as a character reference (`&amp;`, `&#91;`);
 # - at the start of a line: `#` (a heading), `>` (a quote), `-`, `+` followed by a space or
 #   the end (a list item), a line of `-` or `=` (a rule or a heading underline), digits
 #   followed by `.` or `)` and a space (an ordered list), and a line that could be a table's
@@ -451,12 +451,16 @@ class _Writer:
 # Not escaped: `!` elsewhere, `|` in running text (a pipe table needs a delimiter row, which
 # is escaped), a lone `~` (only GitHub's own renderer strikes text with single tildes, and
 # striking is all it can do), bare URLs (a host may link them, but only as http(s) links,
-# never as images). Invisible characters are removed and the
-# text NFC-normalised after extraction (content boundary): every check here looks through
-# them, and the text is normalised first, since NFC turns U+1FEF into a backtick.
+# never as images). Invisible characters are removed and the text NFC-normalised after
+# extraction (content boundary): every check here looks through them, and the text is
+# normalised first, since NFC turns U+1FEF into a backtick (and U+0338 after `<`, `=` or `>`
+# into one character, which the checks allow for).
 
 _ESCAPE_ANYWHERE: Final = re.compile(r"[\\`*\[\]<_~&]")
 _REFERENCE: Final = re.compile(r"#?[A-Za-z0-9]+;")
+_AFTER_ANGLE: Final = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.!#$%&'*+/=?^_`{|}~-"
+)
 _ORDERED_MARKER: Final = re.compile(r"[0-9]{1,9}[.)]")
 
 
@@ -495,6 +499,13 @@ def _escape_match(match: re.Match[str]) -> str:
         after = text[start + 1] if start + 1 < len(text) else ""
         if before.isalnum() and after.isalnum():
             return char
+    elif char == "<":
+        # Raw HTML and autolinks (an e-mail autolink may start with any of these) need one
+        # of these next; "a < b" is left as it is, and so is "<" before U+0338, which NFC
+        # makes "≮".
+        following = _visible_neighbour(match.string, match.start(), 1)
+        if following and following not in _AFTER_ANGLE:
+            return char
     elif char == "&":
         # A character reference is at most 32 characters long ("&CounterClockwiseContour…;").
         following = _strip_invisible(match.string[match.end() : match.end() + 64])
@@ -530,7 +541,8 @@ def escape_line_start(line: str) -> str:
         first += 1
     if first == len(line):
         return line
-    seen = _strip_invisible(line[first:])
+    # The first characters decide, looked at as the agent will see them.
+    seen = _strip_invisible(line[first : first + 80])
     lead = seen[0]
     after = seen[1:2]
     at: int | None = None
@@ -539,9 +551,10 @@ def escape_line_start(line: str) -> str:
         mark_end = seen[hashes : hashes + 1]
         if hashes <= 6 and (not mark_end or mark_end.isspace()):
             at = first
-    elif lead == ">" or (lead in "-+" and (not after or after.isspace())):
+    elif (lead == ">" and after != "\u0338") or (lead in "-+" and (not after or after.isspace())):
+        # (">" before U+0338 is "≯" once the text is NFC-normalised: no quote.)
         at = first
-    elif lead in "-=" and not seen.replace(lead, "").strip():
+    elif lead in "-=" and _only(line, first, lead):
         at = first  # a rule, or the underline of a heading
     elif lead.isdigit():
         match = _ORDERED_MARKER.match(seen)
@@ -551,23 +564,21 @@ def escape_line_start(line: str) -> str:
                 at = _nth_visible(line, first, match.end() - 1)
     if at is not None:
         line = line[:at] + "\\" + line[at:]
-    if "|" in seen and _looks_like_delimiter_row(seen):
+    if lead in "|:-" and "|" in line and "-" in line and _only(line, first, "|:-"):
         # A table's delimiter row under a line with pipes would make both a table.
         line = _escape_pipes(line)
     return line
 
 
+def _only(line: str, start: int, chars: str) -> bool:
+    """Whether `line` from `start` holds only `chars`, white space and invisible characters
+    (stopping at the first other character, which ordinary text has at once)."""
+    return all(c in chars or c.isspace() or _is_invisible(c) for c in line[start:])
+
+
 def _strip_invisible(text: str) -> str:
-    if text.isascii() and text.isprintable():
-        return text
-    return "".join(ch for ch in text if not _is_invisible(ch))
-
-
-_DELIMITER_ROW: Final = re.compile(r"[|:\-\s]*-[|:\-\s]*")
-
-
-def _looks_like_delimiter_row(text: str) -> bool:
-    return "|" in text and _DELIMITER_ROW.fullmatch(text) is not None
+    """`text` as the agent will see it, after the content boundary."""
+    return remove_invisible(text)[0]
 
 
 # A pipe with no backslash escaping it (an even run of backslashes before it).
