@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 from fetch_helpers import fetch_config, fetching_rypsok
 from fetch_sites import Page, serve_site
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from rypsok.core.boundary import remove_invisible
 from rypsok.core.fetch.extract import DocumentKind, extract_document
-from rypsok.core.fetch.markdown import MAX_TABLE_CELLS
-from rypsok.core.fetch.parse import OFF_SCREEN_PX, STYLE_BUDGET_CHARS
+from rypsok.core.fetch.markdown import MAX_TABLE_CELLS, render_markdown
+from rypsok.core.fetch.parse import OFF_SCREEN_PX, STYLE_BUDGET_CHARS, parse_html
 from rypsok.core.model import FetchRequest, NoticeCode, ToolError
 
 ROBOTS_OPEN = Page.text("User-agent: *\nAllow: /\n")
@@ -96,7 +96,10 @@ def as_received(markdown: str) -> str:
     return unicodedata.normalize("NFC", remove_invisible(markdown)[0]).strip()
 
 
-def extract(html: str, base: str = "https://example.org/notes/page") -> str:
+BASE = "https://example.org/notes/page"
+
+
+def extract(html: str, base: str = BASE) -> str:
     return extract_document(
         html, DocumentKind.HTML, base, max_nodes=MAX_NODES, max_depth=MAX_DEPTH
     ).content
@@ -255,6 +258,40 @@ def test_req_sec_001_any_paragraph_text_reads_back_as_itself(text: str) -> None:
         assert expected in rendered_text(received)
 
 
+CONTEXTS = [
+    "<p>{}</p>",
+    "<h2>{}</h2>",
+    "<ul><li>{}</li></ul>",
+    "<ol><li><p>{}</p></li></ol>",
+    "<blockquote>{}</blockquote>",
+    "<table><tr><th>head</th><th>{}</th></tr></table>",
+    "<p><a href='https://ok.example/'>{}</a></p>",
+    "<p><img alt='{}' src='i.png'></p>",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=TEXTS, context=st.sampled_from(CONTEXTS))
+@example(text="#######", context="<h2>{}</h2>")
+@example(text="a closing \u200b#", context="<h2>{}</h2>")
+@example(text="<\u200b\u0338 and &\u200b#91;", context="<p>{}</p>")
+@example(text="~\u200b~struck~~", context="<p>{}</p>")
+def test_req_sec_001_text_in_any_element_reads_back_as_itself(text: str, context: str) -> None:
+    # The writer alone, on the whole parsed page (the main block may leave a short element
+    # out): whatever the element, the reader shows the page's text and nothing active.
+    parsed = parse_html(
+        page(context.format(html.escape(text, quote=True))),
+        max_nodes=MAX_NODES,
+        max_depth=MAX_DEPTH,
+    )
+    assert parsed.root is not None
+    received = as_received(render_markdown([parsed.root], BASE))
+    assert {kind for kind, _ in active(received)} <= {"link"}
+    expected = as_received(" ".join(text.split()))
+    if expected:
+        assert expected in rendered_text(received)
+
+
 @settings(max_examples=300, deadline=None)
 @given(parts=st.lists(TEXTS, min_size=1, max_size=6))
 def test_req_sec_001_only_the_links_rypsok_writes_are_markdown(parts: list[str]) -> None:
@@ -266,7 +303,12 @@ def test_req_sec_001_only_the_links_rypsok_writes_are_markdown(parts: list[str])
         f"</th><th>{t[1]}</th></tr><tr><td>{t[2]}<code>{t[3]}</code></td><td><a href='{SITE}b'>"
         f"x{t[4]}</a></td></tr></table><pre>{t[5]}</pre><p>{t[1]}!<a href='{SITE}c'>y</a></p>"
     )
-    received = as_received(extract(page(body)))
+    result = extract_document(
+        page(body), DocumentKind.HTML, BASE, max_nodes=MAX_NODES, max_depth=MAX_DEPTH
+    )
+    # Never a page lost to the writer (extraction answers "nothing" when anything raises).
+    assert "The main text of this page" in result.content
+    received = as_received(result.content)
     found = active(received)
     assert {kind for kind, _ in found} <= {"link"}
     assert {href for _, href in found} <= {SITE + "a", SITE + "b", SITE + "c"}

@@ -99,7 +99,6 @@ _SPACE: Final = re.compile(r"\s+")
 # survives the parser (libxml2 replaces it), and text nodes are scrubbed of it anyway.
 _BREAK: Final = "\x00"
 _BLANK_LINES: Final = re.compile(r"\n{3,}")
-_CLOSING_HASHES: Final = re.compile(r"(?:^|\s)#+$")
 _BLOCK_CONTENT: Final = frozenset(
     {"p", "div", "table", "ul", "ol", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6"}
 )
@@ -232,10 +231,7 @@ class _Writer:
             self.flush()
             text = self.inline_text(element)
             if text:
-                text = text.replace("\n", " ")
-                if _CLOSING_HASHES.search(text) is not None:
-                    # A heading's trailing " #" would be read as its closing sequence.
-                    text = text[: text.rindex(" ") + 1] + "\\" + text[text.rindex(" ") + 1 :]
+                text = _escape_closing_hashes(text.replace("\n", " "))
                 self.blocks.append("#" * level + " " + text)
             return
         if tag in ("ul", "ol", "menu"):
@@ -574,6 +570,24 @@ def _only(line: str, start: int, chars: str) -> bool:
     """Whether `line` from `start` holds only `chars`, white space and invisible characters
     (stopping at the first other character, which ordinary text has at once)."""
     return all(c in chars or c.isspace() or _is_invisible(c) for c in line[start:])
+
+
+def _escape_closing_hashes(heading: str) -> str:
+    """A heading's text with a trailing run of `#` after a space (or alone) escaped: it
+    would be read as the heading's closing sequence and dropped."""
+    end = len(heading)
+    while end and _is_invisible(heading[end - 1]):
+        end -= 1
+    start = end
+    while start and (heading[start - 1] == "#" or _is_invisible(heading[start - 1])):
+        start -= 1
+    run = heading.find("#", start, end)
+    if run == -1:
+        return heading
+    before = _visible_neighbour(heading, run, -1)
+    if before and not before.isspace():
+        return heading
+    return heading[:run] + "\\" + heading[run:]
 
 
 def _strip_invisible(text: str) -> str:
