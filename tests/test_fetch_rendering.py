@@ -23,7 +23,7 @@ from markdown_it import MarkdownIt
 from rypsok.core.boundary import remove_invisible
 from rypsok.core.fetch.extract import DocumentKind, extract_document
 from rypsok.core.fetch.markdown import MAX_TABLE_CELLS, render_markdown
-from rypsok.core.fetch.parse import OFF_SCREEN_PX, STYLE_BUDGET_CHARS, parse_html
+from rypsok.core.fetch.parse import OFF_SCREEN_PX, STYLE_BUDGET_CHARS, is_hidden, parse_html
 from rypsok.core.model import FetchRequest, NoticeCode, ToolError
 
 ROBOTS_OPEN = Page.text("User-agent: *\nAllow: /\n")
@@ -188,7 +188,7 @@ def test_req_ctx_005_inline_styles_cost_a_bounded_reading() -> None:
 def test_req_ctx_005_a_style_repeated_on_every_element_is_read_once() -> None:
     # The same style on thousands of elements costs one reading, so a page that styles
     # every item the same way is never taken past the budget.
-    style = "display:block;" + "x" * 400
+    style = "\\64isplay:block;" + "color:red;" * 40  # an escape: read whole by tinycss2
     items = "".join(
         f'<p style="{style}">Item number {n}, visible to every reader of it.</p>'
         for n in range(2 * STYLE_BUDGET_CHARS // len(style))
@@ -451,3 +451,66 @@ def test_req_fetch_004_lim_f10_spans_are_bounded(table: str) -> None:
     assert "The main text of this page" in content
     assert len(content) < 2_000_000
     assert content.count("|") <= 2 * MAX_TABLE_CELLS + 4000
+
+
+def test_req_ctx_005_a_page_styled_inline_throughout_is_read_whole() -> None:
+    # A word processor's export styles every span, each a little differently: only the
+    # declarations that could hide are read as CSS, so such a page stays within the budget.
+    spans = "".join(
+        f'<p><span style=\'font-size:11.0pt;font-family:"Calibri",sans-serif;'
+        f'mso-fareast-font-family:"Times New Roman";color:#{n:06x};mso-bidi-{n}:x\'>'
+        f"Paragraph {n} of the exported document, with its words.</span></p>"
+        for n in range(3 * STYLE_BUDGET_CHARS // 100)
+    )
+    content = extract(page(f"{ARTICLE}{spans}"))
+    assert f"Paragraph {3 * STYLE_BUDGET_CHARS // 100 - 1} of the exported" in content
+
+
+STYLE_PIECES = st.sampled_from(
+    [
+        "display:none",
+        "display:block",
+        "display: none !important",
+        "display:inline",
+        "visibility:hidden",
+        "visibility:visible",
+        "font-size:0",
+        "font-size:12px",
+        "position:absolute",
+        "position:static",
+        "left:-9999px",
+        "top:0",
+        "text-indent:-5000px",
+        "color:red",
+        "font-family:'a;b'",
+        'content:"x;display:none"',
+        "background:url(a;b)",
+        "margin:calc(1px + (2px))",
+        "display:var(--x)",
+        "x:(display:none;)",
+        ";",
+        " ",
+        "'",
+        '"',
+        "(",
+        ")",
+        "[",
+        "]",
+        "DISPLAY:NONE",
+        "display:nonsense",
+        "background:url([)",
+        "background:URL( ( )",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(STYLE_PIECES, max_size=8))
+def test_req_ctx_005_a_style_cut_by_hand_reads_as_css_reads_it(pieces: list[str]) -> None:
+    # Styles without escapes are cut into declarations by hand; one with an escape is read
+    # whole by the CSS tokenizer. An escaped declaration of no consequence in front must not
+    # change the verdict.
+    style = ";".join(pieces)
+    plain = is_hidden("div", {"style": style})
+    read_whole = is_hidden("div", {"style": "\\63 olor:blue;" + style})
+    assert plain == read_whole

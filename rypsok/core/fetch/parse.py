@@ -346,6 +346,46 @@ def _style_could_hide(style: str) -> bool:
     return any(word in lowered for word in _STYLE_WORDS)
 
 
+# Where a style without escapes, comments or blocks can be cut into its declarations: its
+# strings (on one line) and the brackets a `;` inside does not end a declaration within.
+_STYLE_STRUCTURE: Final = re.compile(r"\"[^\"\n\r\f]*\"|'[^'\n\r\f]*'|[()\[\];\"']")
+
+
+def _declarations_read(style: str) -> str:
+    """What of `style` needs reading as CSS: the declarations of the properties above, in
+    their order, when the style can be cut into declarations exactly without a tokenizer
+    (no escape, comment, block, url or unclosed string); else the whole style."""
+    if any(mark in style for mark in ("\\", "/*", "{", "}", "@")) or "url(" in style.lower():
+        # (An unquoted url(…) is one token, brackets and all: the tokenizer reads it.)
+        return style
+    kept: list[str] = []
+    # The closing brackets awaited: a block ends only at its own (`[)]` is still open).
+    awaited: list[str] = []
+    start = 0
+    for match in _STYLE_STRUCTURE.finditer(style):
+        char = match.group()
+        if char in "\"'":
+            return style  # a quote that opens no string on its line: the tokenizer decides
+        if char == "(":
+            awaited.append(")")
+        elif char == "[":
+            awaited.append("]")
+        elif char in ")]":
+            if awaited and awaited[-1] == char:
+                awaited.pop()
+        elif char == ";" and not awaited:
+            _keep_declaration(style[start : match.start()], kept)
+            start = match.end()
+    _keep_declaration(style[start:], kept)
+    return ";".join(kept)
+
+
+def _keep_declaration(declaration: str, kept: list[str]) -> None:
+    name = declaration.split(":", 1)[0].strip().lower()
+    if name in _STYLE_PROPERTIES:
+        kept.append(declaration)
+
+
 def is_hidden(tag: str, attrib: dict[str, str]) -> bool:
     """Whether a browser would not show this element to a reader (REQ-CTX-005)."""
     if "hidden" in attrib:
@@ -356,14 +396,15 @@ def is_hidden(tag: str, attrib: dict[str, str]) -> bool:
     if style is not None and _style_could_hide(style):
         budget = _STYLE_BUDGET.get()
         if budget is None:
-            return _style_hides(style)
+            return _style_hides(_declarations_read(style))
         verdict = budget.seen.get(style)
         if verdict is None:
-            if len(style) > budget.left:
+            css = _declarations_read(style)
+            if len(css) > budget.left:
                 budget.left = 0
                 return True
-            budget.left -= len(style)
-            verdict = budget.seen[style] = _style_hides(style)
+            budget.left -= len(css)
+            verdict = budget.seen[style] = _style_hides(css)
         if verdict:
             return True
     # A closed dialog is not rendered; an open one is content.
