@@ -125,6 +125,9 @@ HIDING_STYLES = [
     "font-size:0px",
     "font-size:0%",
     "font-size:12px;font-size:0em",
+    "font:0/0 a",  # the shorthand sets the size
+    "font:bold 0 Arial, sans-serif",
+    "font-size:0;font:0px",  # a shorthand without a family is invalid: the 0 stands
     f"position:absolute;left:-{OFF_SCREEN_PX:.0f}px",
     "position:absolute;left:-9999px",
     "position:fixed;top:-200em",
@@ -139,6 +142,10 @@ VISIBLE_STYLES = [
     "visibility:hidden;visibility:visible",
     "font-size:0;font-size:16px",
     "font-size:small",
+    "font:0/0 a;font-size:12px",
+    "font-size:0;font:inherit",
+    "font-size:0;font:italic 12px serif",
+    "font:caption",
     # opacity 0 is how server-rendered animations start (revealed by a script): not hidden.
     "opacity:0",
     "position:absolute;left:-20px",  # a layout nudge, not off the page
@@ -498,6 +505,9 @@ STYLE_PIECES = st.sampled_from(
         "]",
         "DISPLAY:NONE",
         "display:nonsense",
+        "font:0/0 a",
+        "font:12px a",
+        "font:0",
         "background:url([)",
         "background:URL( ( )",
     ]

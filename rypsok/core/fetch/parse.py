@@ -132,11 +132,12 @@ _STYLE_PROPERTIES: Final = frozenset(
         "right",
         "bottom",
         "text-indent",
+        "font",
     }
 )
 # A style naming none of these (nor holding an escape, which could spell one) hides nothing,
 # and is not read further: most inline styles on a page are of that kind.
-_STYLE_WORDS: Final = ("display", "visibility", "font-size", "position", "text-indent", "\\")
+_STYLE_WORDS: Final = ("display", "visibility", "font", "position", "text-indent", "\\")
 _CSS_WIDE: Final = frozenset({"inherit", "initial", "unset", "revert", "revert-layer"})
 _DISPLAY: Final = frozenset(
     {
@@ -304,17 +305,48 @@ def _accepted(name: str, tokens: list[Any]) -> tuple[str, float | None] | None:
     return None
 
 
+def _font_size_in_shorthand(tokens: list[Any]) -> tuple[str, float | None] | None:
+    """The font size a `font` shorthand sets (`font: 0/0 a`, the old hide-text idiom), as
+    `_accepted` gives a `font-size`; None when it names none (the declaration is invalid,
+    or a system font, whose size is not zero)."""
+    words = [t for t in tokens if t.type not in ("whitespace", "comment")]
+    if len(words) == 1 and words[0].type == "ident":
+        return (words[0].lower_value, None)  # a system font, or inherit, initial…
+    for index, token in enumerate(words):
+        # Style, variant, weight and stretch come first: keywords, or a weight's number
+        # (never 0). The first length or percentage, or a bare 0, is the size; then an
+        # optional "/" and line height, then the family, without which nothing is set.
+        if token.type in ("dimension", "percentage") or (
+            token.type == "number" and token.value == 0
+        ):
+            px = _length_px(token)
+            rest = words[index + 1 :]
+            if rest and rest[0].type == "literal" and rest[0].value == "/":
+                rest = rest[2:]
+            family = bool(rest) and all(t.type in ("ident", "string", "literal") for t in rest)
+            return ("", px) if px is not None and family else None
+        if token.type not in ("ident", "number"):
+            return None
+    return None
+
+
 def _style_hides(style: str) -> bool:
     values: dict[str, tuple[tuple[str, float | None], bool]] = {}
     for item in tinycss2.parse_blocks_contents(style, skip_comments=True, skip_whitespace=True):
         if item.type != "declaration" or item.lower_name not in _STYLE_PROPERTIES:
             continue
-        value = _accepted(item.lower_name, item.value)
+        name = item.lower_name
+        if name == "font":
+            # The shorthand sets the size like a font-size declaration in its place.
+            name = "font-size"
+            value = _font_size_in_shorthand(item.value)
+        else:
+            value = _accepted(name, item.value)
         if value is None:
             continue
-        earlier = values.get(item.lower_name)
+        earlier = values.get(name)
         if earlier is None or item.important or not earlier[1]:
-            values[item.lower_name] = (value, item.important)
+            values[name] = (value, item.important)
 
     def keyword(name: str) -> str:
         found = values.get(name)
