@@ -226,13 +226,15 @@ async def test_req_sec_001_page_text_never_becomes_markdown() -> None:
         f"{ARTICLE}<p>{lines}</p><p># Not a heading<br>&gt; not a quote<br>- not an item<br>"
         "1. not a list<br>---<br>a | b<br>--|--<br>~~~</p>"
         '<p>Wow!<a href="http://127.0.0.1/pic.png">a link rypsok writes</a>, and '
-        '<a href="/path with spaces/(x)\n\\next`y&lt;">another</a>.</p>'
+        '<a href="/path with spaces/(x)\n\\next`y&lt;">another</a>, '
+        '<a href="/q?x=&amp;lt;y&amp;z=1">a third</a>.</p>'
     )
     results = await fetch_pages({"/h": Page.html(page(body))}, host="site.test")
     content = results["/h"].content
     assert active(content) == [
         ("link", "http://127.0.0.1/pic.png"),
         ("link", "http://site.test/path%20with%20spaces/%28x%29%5Cnext%60y%3C"),
+        ("link", "http://site.test/q?x=&lt;y&z=1"),
     ]
     shown = rendered_text(content)
     for text in HOSTILE_TEXT:

@@ -1,10 +1,13 @@
 """Markdown from the main block of a parsed page (REQ-FETCH-004).
 
 The writer renders structure an agent can use and nothing made for the eye (REQ-CTX-008):
-headings as ``#``, lists as ``-`` or ``1.``, tables as pipe tables, preformatted text as
-fenced code, quotes as ``>``, links as ``[text](url)`` with the URL made absolute against the
-page's URL. A link whose scheme is not http or https (javascript:, data:, mailto:…) keeps
-only its text, and an image becomes its alternative text. Emphasis and layout are dropped.
+headings as ``#``, lists as ``-`` or ``1.``, tables as pipe tables (each cell under its
+column, spans spread), preformatted text as fenced code, quotes as ``>``, links as
+``[text](url)`` with the URL made absolute against the page's URL and written in ASCII as
+web_search writes URLs. A link whose scheme is not http or https (javascript:, data:,
+mailto:…) keeps only its text, and an image becomes its alternative text. Emphasis and
+layout are dropped. The page's own text is escaped where it could start Markdown, so that
+the only Markdown in the answer is what this writer writes (REQ-SEC-001).
 
 The tree is at most LIM-F11 deep, so the recursion here is bounded by the parse.
 """
@@ -125,6 +128,9 @@ def absolute_http_url(base_url: str, href: str) -> str | None:
 _LINK_UNSAFE: Final = re.compile(r'[^\x21-\x7e]|[()<>\\`"]')
 
 
+_REFERENCE_IN_URL: Final = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
+
+
 def _percent_encoded(match: re.Match[str]) -> str:
     return "".join(f"%{byte:02X}" for byte in match.group().encode("utf-8", "replace"))
 
@@ -148,7 +154,10 @@ def link_target(base_url: str, href: str) -> str | None:
         return None
     url = head + _LINK_UNSAFE.sub(_percent_encoded, _nfc(url[len(head) :]))
     shown = returned_url(url)
-    return None if isinstance(shown, Reason) else shown
+    if isinstance(shown, Reason):
+        return None
+    # A reader decodes character references in a target too: "&lt;" would become "<".
+    return _REFERENCE_IN_URL.sub("\\\\&", shown)
 
 
 def _collapse(text: str) -> str:
