@@ -526,3 +526,26 @@ def test_req_ctx_005_a_style_cut_by_hand_reads_as_css_reads_it(pieces: list[str]
     plain = is_hidden("div", {"style": style})
     read_whole = is_hidden("div", {"style": "\\63 olor:blue;" + style})
     assert plain == read_whole
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        "<!DOCTYPE x [" + "<!--a-->" * 9000 + '"',
+        "<!--a-->" * 9000 + "<!DOCTYPE x [",
+        "<!DOCTYPE x [<!--" + "-" * 65000,
+        "<!DOCTYPE x [" + "<a" * 40000,
+        "<!DOCTYPE x [" + '"a"' * 30000,
+        "<!DOCTYPE" + " " * 65000 + "[",
+    ],
+)
+def test_req_page_006_a_hostile_doctype_costs_what_an_ordinary_one_costs(head: str) -> None:
+    started = time.monotonic()
+    extract_document(
+        head + f"<body>{ARTICLE}</body>",
+        DocumentKind.XHTML,
+        BASE,
+        max_nodes=MAX_NODES,
+        max_depth=MAX_DEPTH,
+    )
+    assert time.monotonic() - started < 1.0

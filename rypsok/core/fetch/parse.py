@@ -649,11 +649,13 @@ class _BoundedTarget:
 # tools), after an optional BOM, XML declaration and comments. libxml2's HTML parser ends the
 # DOCTYPE at its first `>` and reads the rest of the subset as text (`]>`); an XML parser, which
 # XHTML is written for, reads it as a declaration. Each alternative of the subset starts with
-# a different character, so matching is linear; it is looked for in the document's head only.
+# a different character and every repetition is possessive, so matching is linear whatever
+# the bytes; it is looked for in the document's head only.
+_COMMENT: Final = r"<!--(?:[^-]|-(?!->))*+-->"  # ends at its first "-->", never later
 _INTERNAL_SUBSET: Final = re.compile(
-    r"(\A\ufeff?\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<!DOCTYPE\b[^\[>]*)"
-    r"\[(?:[^\]\"'<]|\"[^\"]*\"|'[^']*'|<!--.*?-->|<(?!!--))*\]\s*>",
-    re.IGNORECASE | re.DOTALL,
+    rf"(\A\ufeff?\s*+(?:<\?xml[^>]*+>\s*+)?(?:{_COMMENT}\s*+)*+<!DOCTYPE\b[^\[>]*+)"
+    rf"\[(?:[^\]\"'<]++|\"[^\"]*+\"|'[^']*+'|{_COMMENT}|<(?!!--))*+\]\s*>",
+    re.IGNORECASE,
 )
 _SUBSET_SCAN: Final = 65536
 
