@@ -86,6 +86,39 @@ def classify(essence: str | None, head: bytes | bytearray) -> Kind | None:
     return _READABLE.get(essence)
 
 
+# The encodings of the WHATWG Encoding Standard, by the name Python's codecs give them (a
+# browser reads no other: UTF-7, UTF-32, EBCDIC and Python's own codecs such as
+# unicode_escape, idna or base64 are not charsets of the web). A label naming anything else
+# counts as no declaration.
+_WEB_ENCODINGS: Final = frozenset(
+    {
+        "utf-8",
+        "utf-16",
+        "utf-16-be",
+        "utf-16-le",
+        "cp866",
+        *(f"iso8859-{n}" for n in (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16)),
+        "koi8-r",
+        "koi8-u",
+        "mac-roman",
+        "mac-cyrillic",
+        "cp874",
+        *(f"cp{n}" for n in range(1250, 1259)),
+        "gbk",
+        "gb2312",
+        "gb18030",
+        "big5",
+        "big5hkscs",
+        "euc_jp",
+        "iso2022_jp",
+        "shift_jis",
+        "cp932",
+        "euc_kr",
+        "cp949",
+    }
+)
+
+
 def _known(label: str | None) -> str | None:
     if not label:
         return None
@@ -94,7 +127,9 @@ def _known(label: str | None) -> str | None:
     except LookupError:
         return None
     # The HTML standard reads a declared Latin-1 as windows-1252, its superset.
-    return "cp1252" if name in ("latin-1", "iso8859-1", "ascii") else name
+    if name in ("latin-1", "iso8859-1", "ascii"):
+        return "cp1252"
+    return name if name in _WEB_ENCODINGS else None
 
 
 def declared_charset(content_type: str | None, body: bytes | bytearray, kind: Kind) -> str | None:
@@ -127,7 +162,7 @@ def decode(content_type: str | None, body: bytes | bytearray, kind: Kind) -> str
         except UnicodeDecodeError:
             pass
         best = charset_normalizer.from_bytes(body).best()
-        charset = best.encoding if best is not None else "utf-8"
+        charset = (_known(best.encoding) if best is not None else None) or "utf-8"
     if charset == "utf-8" and body.startswith(codecs.BOM_UTF8):
         charset = "utf-8-sig"
     return body.decode(charset, errors="replace")

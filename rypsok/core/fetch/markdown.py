@@ -1,27 +1,42 @@
 """Markdown from the main block of a parsed page (REQ-FETCH-004).
 
 The writer renders structure an agent can use and nothing made for the eye (REQ-CTX-008):
-headings as ``#``, lists as ``-`` or ``1.``, tables as pipe tables, preformatted text as
-fenced code, quotes as ``>``, links as ``[text](url)`` with the URL made absolute against the
-page's URL. A link whose scheme is not http or https (javascript:, data:, mailto:…) keeps
-only its text, and an image becomes its alternative text. Emphasis and layout are dropped.
+headings as ``#``, lists as ``-`` or ``1.``, tables as pipe tables (each cell under its
+column, spans spread), preformatted text as fenced code, quotes as ``>``, links as
+``[text](url)`` with the URL made absolute against the page's URL and written in ASCII as
+web_search writes URLs. A link whose scheme is not http or https (javascript:, data:,
+mailto:…) keeps only its text, and an image becomes its alternative text. Emphasis and
+layout are dropped. The page's own text is escaped where it could start Markdown, so that
+the only Markdown in the answer is what this writer writes (REQ-SEC-001).
 
 The tree is at most LIM-F11 deep, so the recursion here is bounded by the parse.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
+import unicodedata
 from typing import TYPE_CHECKING, Final
 from urllib.parse import urljoin, urlsplit
 
 from lxml import etree
 
+from rypsok.core.boundary import INVISIBLE_RANGES, remove_invisible
+from rypsok.core.model import Reason
+from rypsok.core.search.urls import returned_url
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
 
-__all__ = ["absolute_http_url", "render_markdown"]
+__all__ = [
+    "absolute_http_url",
+    "escape_line_start",
+    "escape_text",
+    "link_target",
+    "render_markdown",
+]
 
 # Elements that stand apart from what surrounds them. Any other element, unknown and custom
 # ones included, is inline, as a browser renders it, unless it holds blocks.
@@ -108,6 +123,43 @@ def absolute_http_url(base_url: str, href: str) -> str | None:
     return url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
 
 
+# In a link's target: what is not printable ASCII, and what could end the target or change
+# how it is read (a space or a parenthesis ends it, `<` and a backslash change its form).
+_LINK_UNSAFE: Final = re.compile(r'[^\x21-\x7e]|[()<>\\`"]')
+
+
+_REFERENCE_IN_URL: Final = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
+
+
+def _percent_encoded(match: re.Match[str]) -> str:
+    return "".join(f"%{byte:02X}" for byte in match.group().encode("utf-8", "replace"))
+
+
+def link_target(base_url: str, href: str) -> str | None:
+    """The target of a link as rypsok writes it, or None when the link keeps only its text.
+
+    The URL is resolved as `absolute_http_url` does, then written in ASCII: everything after
+    the host that is not printable ASCII, and every character that would end or change the
+    Markdown target, percent-encoded as UTF-8 (as a browser sends it), and the rest as
+    web_search writes its URLs (`returned_url`, REQ-RANK-003: the host in its IDNA form,
+    THR-24, tracking parameters removed). A target web_search would not return (a host
+    web_fetch refuses, credentials, longer than LIM-F9) keeps only the link's text.
+    """
+    url = absolute_http_url(base_url, href)
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    head = f"{parts.scheme}://{parts.netloc}"
+    if not url.startswith(head):
+        return None
+    url = head + _LINK_UNSAFE.sub(_percent_encoded, _nfc(url[len(head) :]))
+    shown = returned_url(url)
+    if isinstance(shown, Reason):
+        return None
+    # A reader decodes character references in a target too: "&lt;" would become "<".
+    return _REFERENCE_IN_URL.sub("\\\\&", shown)
+
+
 def _collapse(text: str) -> str:
     return _SPACE.sub(" ", text)
 
@@ -115,10 +167,10 @@ def _collapse(text: str) -> str:
 def _finish_inline(parts: list[str]) -> str:
     text = _collapse("".join(parts))
     if _BREAK in text:
-        text = "\n".join(line.strip() for line in text.split(_BREAK))
+        text = "\n".join(escape_line_start(line.strip()) for line in text.split(_BREAK))
         # Line breaks in a row are at most one blank line.
-        text = _BLANK_LINES.sub("\n\n", text)
-    return text.strip()
+        return _BLANK_LINES.sub("\n\n", text).strip()
+    return escape_line_start(text.strip())
 
 
 class _Writer:
@@ -159,7 +211,17 @@ class _Writer:
                 self.text(child.tail)
 
     def text(self, text: str) -> None:
-        self.inline.append(text.replace(_BREAK, ""))
+        self.inline.append(escape_text(text.replace(_BREAK, "")))
+
+    def _last_visible(self) -> tuple[int, int] | None:
+        """Where the last character the agent will see in the pending inline output is
+        (the piece and the position in it), or None when there is none."""
+        for piece_index in range(len(self.inline) - 1, -1, -1):
+            piece = self.inline[piece_index]
+            for index in range(len(piece) - 1, -1, -1):
+                if not _is_invisible(piece[index]) or piece[index] == _BREAK:
+                    return piece_index, index
+        return None
 
     def node(self, element: etree._Element) -> None:
         tag = element.tag
@@ -178,7 +240,8 @@ class _Writer:
             self.flush()
             text = self.inline_text(element)
             if text:
-                self.blocks.append("#" * level + " " + text.replace("\n", " "))
+                text = _escape_closing_hashes(text.replace("\n", " "))
+                self.blocks.append("#" * level + " " + text)
             return
         if tag in ("ul", "ol", "menu"):
             self.flush()
@@ -225,7 +288,7 @@ class _Writer:
             alt = " ".join(element.get("alt", "").split())
             if alt and alt not in self.seen_alts and not _names_the_file(alt, element.get("src")):
                 self.seen_alts.add(alt)
-                self.inline.append(" " + alt + " ")
+                self.inline.append(" " + escape_text(alt) + " ")
             return
         if tag == "a":
             text = self.inline_text(element)
@@ -234,21 +297,28 @@ class _Writer:
             href = element.get("href")
             # A link within the page (an anchor, a table of contents) is only its text.
             url = (
-                absolute_http_url(self.base_url, href)
+                link_target(self.base_url, href)
                 if href is not None and not href.strip().startswith("#")
                 else None
             )
             if url is None:
                 self.inline.append(text)
             else:
-                label = text.replace("\n", " ").replace("[", "\\[").replace("]", "\\]")
-                self.inline.append(f"[{label}]({url})")
+                last = self._last_visible()
+                if last is not None and self.inline[last[0]][last[1]] == "!":
+                    # "!" before a link would make it an image of the link's target.
+                    piece = self.inline[last[0]]
+                    self.inline[last[0]] = piece[: last[1]] + "\\" + piece[last[1] :]
+                self.inline.append(f"[{text.replace(chr(10), ' ')}]({url})")
             return
         if tag == "code" and not _has_block_child(element):
-            text = _collapse(element.xpath("string()")).strip()
+            text = _nfc(_collapse(element.xpath("string()")).strip())
             if text:
-                fence = "``" if "`" in text else "`"
-                self.inline.append(f"{fence}{text}{fence}")
+                last = self._last_visible()
+                if last is not None and self.inline[last[0]][last[1]] == "`":
+                    # Two code spans side by side would read as one fence of both.
+                    self.inline.append(" ")
+                self.inline.append(_code_span(text))
             return
         if _has_block_child(element):
             # A span wrapping paragraphs is a block in all but name.
@@ -292,43 +362,286 @@ class _Writer:
         return writer.blocks
 
     def code_block(self, element: etree._Element) -> None:
-        text = _pre_text(element).strip("\n").rstrip()
+        text = _nfc(_pre_text(element).strip("\n").rstrip())
         if not text.strip():
             return
         fence = "```"
-        while fence in text:
+        seen = _strip_invisible(text)
+        while fence in seen:
             fence += "`"
         self.blocks.append(f"{fence}{_code_language(element)}\n{text}\n{fence}")
 
     def table(self, element: etree._Element) -> None:
-        rows: list[list[str]] = []
-        layout = False
-        for row in _rows(element):
-            cells: list[str] = []
-            for cell in row:
-                if cell.tag not in ("td", "th"):
-                    continue
-                if next(cell.iter(*_BLOCK_CONTENT), None) is not None:
-                    layout = True
-                    break
-                cells.append(self.inline_text(cell).replace("\n", " ").replace("|", "\\|"))
-            if layout:
-                break
-            if any(cells):
-                rows.append(cells)
-        width = max((len(r) for r in rows), default=0)
-        if layout or width < 2:
-            # A table used for layout, or a single column: its cells are ordinary blocks.
+        grid = self.table_grid(element)
+        width = max((len(r) for r in grid), default=0) if grid is not None else 0
+        if grid is None or width < 2 or len(grid) * width > MAX_TABLE_CELLS:
+            # A table used for layout, a single column, or one whose spans would make more
+            # cells than the bound: its cells are ordinary blocks.
             self.children(element)
             self.flush()
             return
         lines = []
-        for index, cells in enumerate(rows):
+        for index, cells in enumerate(grid):
             padded = cells + [""] * (width - len(cells))
             lines.append("| " + " | ".join(padded) + " |")
             if index == 0:
                 lines.append("|" + " --- |" * width)
         self.blocks.append("\n".join(lines))
+
+    def table_grid(self, element: etree._Element) -> list[list[str]] | None:
+        """The table's rows with each cell under its column, or None for a layout table
+        (a cell holding blocks) or one of more than MAX_TABLE_CELLS cells.
+
+        A cell spanning rows is repeated in each of them (a row of a pipe table is read on
+        its own: its key must be in it); a cell spanning columns stands in the first and
+        leaves the others empty.
+        """
+        rows = _rows(element)
+        grid: list[list[str]] = []
+        # Columns taken by a cell of an earlier row: column -> (text, rows still to take).
+        carried: dict[int, tuple[str, int]] = {}
+        total = 0
+        for row_index, row in enumerate(rows):
+            line: list[str] = []
+            spans: dict[int, tuple[str, int]] = {}
+            for cell in row:
+                if cell.tag not in ("td", "th"):
+                    continue
+                if next(cell.iter(*_BLOCK_CONTENT), None) is not None:
+                    return None
+                while len(line) in carried:
+                    line.append(carried[len(line)][0])
+                text = _escape_pipes(self.inline_text(cell).replace("\n", " "))
+                columns = _span(cell.get("colspan"), MAX_COLSPAN) or 1
+                down = _span(cell.get("rowspan"), MAX_ROWSPAN)
+                if down == 0:
+                    down = len(rows) - row_index  # 0: to the end of the table
+                total += columns
+                if total > MAX_TABLE_CELLS:
+                    return None
+                for offset in range(columns):
+                    if down > 1:
+                        spans[len(line)] = (text if offset == 0 else "", down - 1)
+                    line.append(text if offset == 0 else "")
+            for column in sorted(c for c in carried if c >= len(line)):
+                line.extend([""] * (column - len(line)))
+                line.append(carried[column][0])
+            total += len(line)
+            if total > MAX_TABLE_CELLS:
+                return None
+            carried = {c: (t, n - 1) for c, (t, n) in carried.items() if n > 1}
+            carried.update(spans)
+            if any(line):
+                grid.append(line)
+        return grid
+
+
+# --- Escaping: only the Markdown rypsok writes is Markdown ---------------------------------
+#
+# A page's text reaches the agent as Markdown text, so whatever in it could start Markdown
+# syntax is escaped with a backslash (CommonMark renders a backslash before ASCII punctuation
+# as that character alone, so the escapes never show). What is escaped, and where:
+#
+# - anywhere in text: `\`, a backtick, `*`, `[`, `]` (links, images, code spans, emphasis);
+#   `<` unless what follows cannot start raw HTML or an autolink ("a < b" stays); `_` unless
+#   between two letters or digits (CommonMark never reads that as emphasis: snake_case
+#   stays); `~` next to another (strikethrough, a code fence); `&` when it starts what reads
+#   as a character reference (`&amp;`, `&#91;`);
+# - at the start of a line: `#` (a heading), `>` (a quote), `-`, `+` followed by a space or
+#   the end (a list item), a line of `-` or `=` (a rule or a heading underline), digits
+#   followed by `.` or `)` and a space (an ordered list), and a line that could be a table's
+#   delimiter row (only `|`, `-`, `:` and spaces);
+# - a `!` directly before a link rypsok writes (it would make the link an image).
+#
+# Not escaped: `!` elsewhere, `|` in running text (a pipe table needs a delimiter row, which
+# is escaped), a lone `~` (only GitHub's own renderer strikes text with single tildes, and
+# striking is all it can do), bare URLs (a host may link them, but only as http(s) links,
+# never as images). Invisible characters are removed and the text NFC-normalised after
+# extraction (content boundary): every check here looks through them, and the text is
+# normalised first, since NFC turns U+1FEF into a backtick (and U+0338 after `<`, `=` or `>`
+# into one character, which the checks allow for).
+
+_ESCAPE_ANYWHERE: Final = re.compile(r"[\\`*\[\]<_~&]")
+_REFERENCE: Final = re.compile(r"#?[A-Za-z0-9]+;")
+_AFTER_ANGLE: Final = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.!#$%&'*+/=?^_`{|}~-"
+)
+_ORDERED_MARKER: Final = re.compile(r"[0-9]{1,9}[.)]")
+
+
+def _is_invisible(ch: str) -> bool:
+    """Whether the content boundary removes this character (REQ-SEC-015)."""
+    code = ord(ch)
+    index = bisect.bisect_right(_INVISIBLE_STARTS, code) - 1
+    return index >= 0 and code <= INVISIBLE_RANGES[index][1]
+
+
+_INVISIBLE_STARTS: Final = tuple(low for low, _ in INVISIBLE_RANGES)
+
+
+def _nfc(text: str) -> str:
+    if text.isascii() or unicodedata.is_normalized("NFC", text):
+        return text
+    return unicodedata.normalize("NFC", text)
+
+
+def _visible_neighbour(text: str, index: int, step: int) -> str:
+    """The nearest character to `text[index]` in direction `step` that will be seen."""
+    index += step
+    while 0 <= index < len(text):
+        if not _is_invisible(text[index]):
+            return text[index]
+        index += step
+    return ""
+
+
+def _escape_match(match: re.Match[str]) -> str:
+    char = match.group()
+    if char == "_":
+        text = match.string
+        start = match.start()
+        before = text[start - 1] if start > 0 else ""
+        after = text[start + 1] if start + 1 < len(text) else ""
+        if before.isalnum() and after.isalnum():
+            return char
+    elif char == "<":
+        # Raw HTML and autolinks (an e-mail autolink may start with any of these) need one
+        # of these next; "a < b" is left as it is, and so is "<" before U+0338, which NFC
+        # makes "≮".
+        following = _visible_neighbour(match.string, match.start(), 1)
+        if following and following not in _AFTER_ANGLE:
+            return char
+    elif char == "&":
+        # A character reference is at most 32 characters long ("&CounterClockwiseContour…;").
+        following = _strip_invisible(match.string[match.end() : match.end() + 64])
+        if _REFERENCE.match(following[:40]) is None:
+            return char
+    elif char == "~":
+        start = match.start()
+        text = match.string
+        if "~" not in (_visible_neighbour(text, start, -1), _visible_neighbour(text, start, 1)):
+            return char
+    return "\\" + char
+
+
+def escape_text(text: str) -> str:
+    """A page's text with what could start inline Markdown escaped (see above)."""
+    return _ESCAPE_ANYWHERE.sub(_escape_match, _nfc(text))
+
+
+def _nth_visible(line: str, start: int, n: int) -> int:
+    """The position in `line` of its `n`-th visible character from `start` (0-based)."""
+    for index in range(start, len(line)):
+        if not _is_invisible(line[index]):
+            if n == 0:
+                return index
+            n -= 1
+    return len(line)
+
+
+def escape_line_start(line: str) -> str:
+    """`line` with what would start a block at its beginning escaped (see above)."""
+    first = 0
+    while first < len(line) and (line[first].isspace() or _is_invisible(line[first])):
+        first += 1
+    if first == len(line):
+        return line
+    # The first characters decide, looked at as the agent will see them.
+    seen = _strip_invisible(line[first : first + 80])
+    lead = seen[0]
+    after = seen[1:2]
+    at: int | None = None
+    if lead == "#":
+        hashes = len(seen) - len(seen.lstrip("#"))
+        mark_end = seen[hashes : hashes + 1]
+        if hashes <= 6 and (not mark_end or mark_end.isspace()):
+            at = first
+    elif (lead == ">" and after != "\u0338") or (lead in "-+" and (not after or after.isspace())):
+        # (">" before U+0338 is "≯" once the text is NFC-normalised: no quote.)
+        at = first
+    elif lead in "-=" and _only(line, first, lead):
+        at = first  # a rule, or the underline of a heading
+    elif lead.isdigit():
+        match = _ORDERED_MARKER.match(seen)
+        if match is not None:
+            mark_end = seen[match.end() : match.end() + 1]
+            if not mark_end or mark_end.isspace():
+                at = _nth_visible(line, first, match.end() - 1)
+    if at is not None:
+        line = line[:at] + "\\" + line[at:]
+    if lead in "|:-" and "|" in line and "-" in line and _only(line, first, "|:-"):
+        # A table's delimiter row under a line with pipes would make both a table.
+        line = _escape_pipes(line)
+    return line
+
+
+def _only(line: str, start: int, chars: str) -> bool:
+    """Whether `line` from `start` holds only `chars`, white space and invisible characters
+    (stopping at the first other character, which ordinary text has at once)."""
+    return all(c in chars or c.isspace() or _is_invisible(c) for c in line[start:])
+
+
+def _escape_closing_hashes(heading: str) -> str:
+    """A heading's text with a trailing run of `#` after a space (or alone) escaped: it
+    would be read as the heading's closing sequence and dropped."""
+    end = len(heading)
+    while end and _is_invisible(heading[end - 1]):
+        end -= 1
+    start = end
+    while start and (heading[start - 1] == "#" or _is_invisible(heading[start - 1])):
+        start -= 1
+    run = heading.find("#", start, end)
+    if run == -1:
+        return heading
+    before = _visible_neighbour(heading, run, -1)
+    if before and not before.isspace():
+        return heading
+    return heading[:run] + "\\" + heading[run:]
+
+
+def _strip_invisible(text: str) -> str:
+    """`text` as the agent will see it, after the content boundary."""
+    return remove_invisible(text)[0]
+
+
+# A pipe with no backslash escaping it (an even run of backslashes before it).
+_BARE_PIPE: Final = re.compile(r"(?<!\\)((?:\\\\)*)\|")
+
+
+def _escape_pipes(text: str) -> str:
+    return _BARE_PIPE.sub(lambda m: m.group(1) + "\\|", text)
+
+
+def _code_span(text: str) -> str:
+    """`text` as an inline code span, its fence longer than any backtick run inside."""
+    seen = _strip_invisible(text)
+    runs = re.findall(r"`+", seen)
+    fence = "`" * (max((len(r) for r in runs), default=0) + 1)
+    if seen.startswith("`") or seen.endswith("`"):
+        # A space on each side is taken off again by the reader, and keeps the fence apart.
+        return f"{fence} {text} {fence}"
+    return f"{fence}{text}{fence}"
+
+
+# What a page's spans may ask for: HTML's own limits on colspan and rowspan, and a bound on
+# the cells of one table once its spans are spread out (a page of 100 000 nodes can hold no
+# more cells of its own; only spans can ask for more).
+MAX_COLSPAN: Final = 1000
+MAX_ROWSPAN: Final = 65534
+MAX_TABLE_CELLS: Final = 100_000
+_SPAN_VALUE: Final = re.compile(r"[\t\n\f\r ]*\+?([0-9]+)")
+
+
+def _span(value: str | None, limit: int) -> int:
+    """A colspan or rowspan as HTML reads it (leading digits; 1 when there are none),
+    clamped to `limit`."""
+    match = _SPAN_VALUE.match(value or "")
+    if match is None:
+        return 1
+    digits = match.group(1).lstrip("0")
+    if len(digits) > len(str(limit)):
+        return limit
+    return min(int(digits or "0"), limit)
 
 
 _LANGUAGE: Final = re.compile(r"(?:^|\s)(?:language|lang)-([A-Za-z0-9_+#.-]{1,32})(?:\s|$)")
