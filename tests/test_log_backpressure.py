@@ -1,0 +1,213 @@
+"""A host that never reads standard error costs log lines, counted, never a call (issue 18.1).
+
+The real console script serves over stdio with its standard error on a pipe; the engine is a
+loopback port that refuses connections, and only `engine_status` is called, so nothing leaves
+the machine. The writer thread and its bounded buffer are also tested alone, on a pipe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+import trio
+from mcp_helpers import modern
+from stdio_process import ROOT
+
+from rypsok.core import telemetry
+from rypsok.core.telemetry._writer import BackgroundWriter
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+CALLS = 2000
+# The console script itself, as a host starts it.
+RYPSOK = os.path.join(os.path.dirname(sys.executable), "rypsok")
+
+
+def _config(tmp_path: Path, port: int) -> Path:
+    path = tmp_path / "rypsok.toml"
+    path.write_text(
+        'config_version = 1\n[logging]\nlevel = "debug"\n'
+        f'[engines.wiki]\ntype = "wikipedia"\ncategories = ["general"]\n'
+        f'base_url = "http://127.0.0.1:{port}/w"\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("RYPSOK_", "BRAVE_"))}
+
+
+async def _serve_calls(tmp_path: Path, *, read_stderr: bool) -> tuple[list[Any], bytes]:
+    """Send CALLS engine_status calls; the answers, and standard error once it is read (at
+    the end, after every answer, when `read_stderr` is False)."""
+    refusing = socket.socket()
+    refusing.bind(("127.0.0.1", 0))
+    answers: list[Any] = []
+    stderr = bytearray()
+    try:
+        process = await trio.lowlevel.open_process(
+            [RYPSOK, "serve", "--config", str(_config(tmp_path, refusing.getsockname()[1]))],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            env=_env(),
+        )
+        assert process.stdin is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
+        err = process.stderr
+
+        async def drain_stderr() -> None:
+            while data := await err.receive_some(65536):
+                stderr.extend(data)
+
+        async def read_answers() -> None:
+            assert process.stdout is not None
+            buffer = b""
+            while len(answers) < CALLS:
+                data = await process.stdout.receive_some(65536)
+                assert data, "stdout closed before every call was answered"
+                buffer += data
+                *lines, buffer = buffer.split(b"\n")
+                answers.extend(json.loads(line) for line in lines)
+
+        try:
+            async with trio.open_nursery() as nursery:
+                if read_stderr:
+                    nursery.start_soon(drain_stderr)
+                # Before the fix the ~112th answer was the last: a timeout, not a hang.
+                with trio.fail_after(60):
+                    async with trio.open_nursery() as calls:
+                        calls.start_soon(read_answers)
+                        await process.stdin.send_all(
+                            b"".join(
+                                json.dumps(
+                                    modern(
+                                        "tools/call",
+                                        request_id=n,
+                                        name="engine_status",
+                                        arguments={},
+                                    )
+                                ).encode()
+                                + b"\n"
+                                for n in range(1, CALLS + 1)
+                            )
+                        )
+                if not read_stderr:
+                    nursery.start_soon(drain_stderr)  # the pipe drains from now on
+                await process.stdin.aclose()
+                with trio.fail_after(20):
+                    assert await process.wait() == 0
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+    finally:
+        refusing.close()
+    return answers, bytes(stderr)
+
+
+def _log(stderr: bytes) -> list[dict[str, Any]]:
+    # Every line whole and JSON, the notices included.
+    assert stderr.endswith(b"\n")
+    return [json.loads(line) for line in stderr.splitlines()]
+
+
+async def test_req_obs_005_a_host_that_never_reads_stderr_gets_every_answer(
+    tmp_path: Path,
+) -> None:
+    answers, stderr = await _serve_calls(tmp_path, read_stderr=False)
+    assert sorted(answer["id"] for answer in answers) == list(range(1, CALLS + 1))
+    assert all("result" in answer for answer in answers)
+    log = _log(stderr)
+    notices = [line for line in log if line["event"] == "log_lines_dropped"]
+    assert notices, "lines were lost without a line saying so"
+    assert all(n["level"] == "warn" and n["count"] > 0 for n in notices)
+    # `total` is the process's counter (the `counters` event's `log_lines_dropped`).
+    assert notices[-1]["total"] == sum(n["count"] for n in notices) > 0
+    # What was written is what was not dropped: the end of the calls is missing, not a mix.
+    calls = [line for line in log if line["event"] == "call"]
+    assert 0 < len(calls) < CALLS
+
+
+async def test_req_obs_005_a_host_that_reads_stderr_loses_no_line(tmp_path: Path) -> None:
+    answers, stderr = await _serve_calls(tmp_path, read_stderr=True)
+    assert len(answers) == CALLS
+    log = _log(stderr)
+    assert [line for line in log if line["event"] == "log_lines_dropped"] == []
+    assert len([line for line in log if line["event"] == "call"]) == CALLS
+
+
+def test_req_obs_005_the_writer_drops_counts_and_reports_once_the_pipe_drains() -> None:
+    read_fd, write_fd = os.pipe()
+    # The pipe full before the first line, as a host's that stopped reading: the test's own
+    # pipe, so its flag harms nobody.
+    os.set_blocking(write_fd, False)
+    filler = 0
+    try:
+        while True:
+            filler += os.write(write_fd, b"\n" * 4096)
+    except BlockingIOError:
+        pass
+    os.set_blocking(write_fd, True)
+    reader = os.fdopen(read_fd, "rb", buffering=0)
+    stream = os.fdopen(write_fd, "w", encoding="ascii")
+    dropped: list[int] = []
+    writer = BackgroundWriter(
+        lambda: stream,
+        lambda count, total: json.dumps({"event": "lost", "count": count, "total": total}) + "\n",
+        dropped.append,
+        max_bytes=4096,
+    )
+    try:
+        line = json.dumps({"event": "x", "pad": "p" * 90}) + "\n"  # 115 bytes
+        start = time.monotonic()
+        for _ in range(5000):  # ~575 KB: several times the pipe and the buffer
+            writer.put(line)
+        # No put waited for the pipe nobody reads.
+        assert time.monotonic() - start < 2
+        assert not writer.flush(0.05)
+        assert dropped
+        assert set(dropped) == {1}
+        assert writer.total_lost == len(dropped)
+        received = bytearray()
+
+        def drain() -> None:
+            while data := reader.read(65536):
+                received.extend(data)
+
+        draining = threading.Thread(target=drain, daemon=True)
+        draining.start()
+        assert writer.flush(5)
+        stream.close()
+        draining.join(5)
+    finally:
+        reader.close()
+        if not stream.closed:
+            stream.close()
+    assert received[:filler] == b"\n" * filler
+    lines = [json.loads(raw) for raw in bytes(received[filler:]).splitlines()]
+    kept = [x for x in lines if x["event"] == "x"]
+    (notice,) = [x for x in lines if x["event"] == "lost"]
+    assert lines[-1] == notice  # after the last line kept, before nothing
+    assert notice["count"] == notice["total"] == len(dropped)
+    assert len(kept) + len(dropped) == 5000
+
+
+def test_req_obs_007_dropped_log_lines_are_in_the_counters() -> None:
+    counters = telemetry.Counters()
+    counters.log_lines_dropped(3)
+    counters.log_lines_dropped(1)
+    assert counters.snapshot()["log_lines_dropped"] == 4
+    counters.reset()
+    assert counters.snapshot()["log_lines_dropped"] == 0
