@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -16,7 +17,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import trio
+from http_helpers import CALLERS, CALLERS_ENV, TOKEN_A, call_body, modern_headers
 from mcp_helpers import modern
 from stdio_process import ROOT
 
@@ -146,6 +149,72 @@ async def test_req_obs_005_a_host_that_reads_stderr_loses_no_line(tmp_path: Path
     log = _log(stderr)
     assert [line for line in log if line["event"] == "log_lines_dropped"] == []
     assert len([line for line in log if line["event"] == "call"]) == CALLS
+
+
+async def test_req_obs_005_over_http_a_stalled_log_reader_holds_up_no_call(
+    tmp_path: Path,
+) -> None:
+    # The journal under systemd can stall like an unread pipe: the same writer serves HTTP.
+    refusing = socket.socket()
+    refusing.bind(("127.0.0.1", 0))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = _config(tmp_path, refusing.getsockname()[1])
+    config.write_text(
+        config.read_text().replace(
+            "[logging]", f'[service.http]\nbind = "127.0.0.1:{port}"\n{CALLERS}[logging]'
+        )
+    )
+    stderr = bytearray()
+    answered = 0
+    try:
+        process = await trio.lowlevel.open_process(
+            [RYPSOK, "serve", "--transport", "http", "--config", str(config)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            env={**_env(), **CALLERS_ENV},
+        )
+        assert process.stderr is not None
+        err = process.stderr
+        try:
+            # Read up to the listening line, then not a byte more until every call is answered.
+            with trio.fail_after(20):
+                while b'"listening"' not in stderr:
+                    stderr.extend(await err.receive_some(1))
+            url = f"http://127.0.0.1:{port}/mcp"
+            headers = modern_headers("tools/call", "engine_status", TOKEN_A)
+            body = json.dumps(call_body("engine_status"))
+            with trio.fail_after(60):
+                async with httpx.AsyncClient() as client:
+                    for _ in range(CALLS):
+                        response = await client.post(url, content=body, headers=headers)
+                        assert response.status_code == 200
+                        answered += 1
+            async with trio.open_nursery() as nursery:
+
+                async def drain() -> None:
+                    while data := await err.receive_some(65536):
+                        stderr.extend(data)
+
+                nursery.start_soon(drain)
+                process.send_signal(signal.SIGTERM)
+                with trio.fail_after(20):
+                    assert await process.wait() == 0
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+    finally:
+        refusing.close()
+    assert answered == CALLS
+    log = _log(bytes(stderr))
+    notices = [line for line in log if line["event"] == "log_lines_dropped"]
+    assert notices
+    assert notices[-1]["total"] == sum(n["count"] for n in notices) > 0
+    assert TOKEN_A.encode() not in stderr
 
 
 def test_req_obs_005_the_writer_drops_counts_and_reports_once_the_pipe_drains() -> None:
