@@ -7,6 +7,7 @@ the machine. The writer thread and its bounded buffer are also tested alone, on 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -27,6 +28,7 @@ from rypsok.core import telemetry
 from rypsok.core.telemetry._writer import BackgroundWriter
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator
     from pathlib import Path
 
 CALLS = 2000
@@ -34,89 +36,91 @@ CALLS = 2000
 RYPSOK = os.path.join(os.path.dirname(sys.executable), "rypsok")
 
 
-def _config(tmp_path: Path, port: int) -> Path:
+@contextlib.contextmanager
+def _engine_port() -> Iterator[int]:
+    """A loopback port bound but never listening: the engine's connections are refused."""
+    with socket.socket() as refusing:
+        refusing.bind(("127.0.0.1", 0))
+        yield refusing.getsockname()[1]
+
+
+def _config(tmp_path: Path, engine_port: int, http_port: int | None = None) -> Path:
     path = tmp_path / "rypsok.toml"
+    http = f'[service.http]\nbind = "127.0.0.1:{http_port}"\n{CALLERS}' if http_port else ""
     path.write_text(
-        'config_version = 1\n[logging]\nlevel = "debug"\n'
+        f'config_version = 1\n{http}[logging]\nlevel = "debug"\n'
         f'[engines.wiki]\ntype = "wikipedia"\ncategories = ["general"]\n'
-        f'base_url = "http://127.0.0.1:{port}/w"\n',
+        f'base_url = "http://127.0.0.1:{engine_port}/w"\n',
         encoding="utf-8",
     )
     return path
 
 
-def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("RYPSOK_", "BRAVE_"))}
+@contextlib.asynccontextmanager
+async def _rypsok(argv: list[str], **pipes: int) -> AsyncIterator[trio.Process]:
+    """The console script with standard error on a pipe; killed if the test failed."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RYPSOK_", "BRAVE_"))}
+    process = await trio.lowlevel.open_process(
+        [RYPSOK, "serve", *argv],
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env={**env, **CALLERS_ENV},
+        **pipes,
+    )
+    try:
+        yield process
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def _drain(stream: trio.abc.ReceiveStream, into: bytearray) -> None:
+    while data := await stream.receive_some(65536):
+        into.extend(data)
 
 
 async def _serve_calls(tmp_path: Path, *, read_stderr: bool) -> tuple[list[Any], bytes]:
-    """Send CALLS engine_status calls; the answers, and standard error once it is read (at
-    the end, after every answer, when `read_stderr` is False)."""
-    refusing = socket.socket()
-    refusing.bind(("127.0.0.1", 0))
+    """Send CALLS engine_status calls over stdio; the answers, and standard error once it is
+    read (at the end, after every answer, when `read_stderr` is False)."""
     answers: list[Any] = []
     stderr = bytearray()
-    try:
-        process = await trio.lowlevel.open_process(
-            [RYPSOK, "serve", "--config", str(_config(tmp_path, refusing.getsockname()[1]))],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=ROOT,
-            env=_env(),
-        )
-        assert process.stdin is not None
-        assert process.stdout is not None
-        assert process.stderr is not None
-        err = process.stderr
-
-        async def drain_stderr() -> None:
-            while data := await err.receive_some(65536):
-                stderr.extend(data)
-
-        async def read_answers() -> None:
+    lines = b"".join(
+        json.dumps(modern("tools/call", request_id=n, name="engine_status", arguments={})).encode()
+        + b"\n"
+        for n in range(1, CALLS + 1)
+    )
+    with _engine_port() as engine_port:
+        config = _config(tmp_path, engine_port)
+        pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE}
+        async with _rypsok(["--config", str(config)], **pipes) as process:
+            assert process.stdin is not None
             assert process.stdout is not None
-            buffer = b""
-            while len(answers) < CALLS:
-                data = await process.stdout.receive_some(65536)
-                assert data, "stdout closed before every call was answered"
-                buffer += data
-                *lines, buffer = buffer.split(b"\n")
-                answers.extend(json.loads(line) for line in lines)
+            assert process.stderr is not None
+            out = process.stdout
 
-        try:
+            async def read_answers() -> None:
+                buffer = b""
+                while len(answers) < CALLS:
+                    data = await out.receive_some(65536)
+                    assert data, "stdout closed before every call was answered"
+                    buffer += data
+                    *whole, buffer = buffer.split(b"\n")
+                    answers.extend(json.loads(line) for line in whole)
+
             async with trio.open_nursery() as nursery:
                 if read_stderr:
-                    nursery.start_soon(drain_stderr)
+                    nursery.start_soon(_drain, process.stderr, stderr)
                 # Before the fix the ~112th answer was the last: a timeout, not a hang.
                 with trio.fail_after(60):
                     async with trio.open_nursery() as calls:
                         calls.start_soon(read_answers)
-                        await process.stdin.send_all(
-                            b"".join(
-                                json.dumps(
-                                    modern(
-                                        "tools/call",
-                                        request_id=n,
-                                        name="engine_status",
-                                        arguments={},
-                                    )
-                                ).encode()
-                                + b"\n"
-                                for n in range(1, CALLS + 1)
-                            )
-                        )
+                        await process.stdin.send_all(lines)
                 if not read_stderr:
-                    nursery.start_soon(drain_stderr)  # the pipe drains from now on
+                    nursery.start_soon(_drain, process.stderr, stderr)  # drains from now on
                 await process.stdin.aclose()
                 with trio.fail_after(20):
                     assert await process.wait() == 0
-        finally:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-    finally:
-        refusing.close()
     return answers, bytes(stderr)
 
 
@@ -126,6 +130,14 @@ def _log(stderr: bytes) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stderr.splitlines()]
 
 
+def _loss_reported(log: list[dict[str, Any]]) -> None:
+    notices = [line for line in log if line["event"] == "log_lines_dropped"]
+    assert notices, "lines were lost without a line saying so"
+    assert all(n["level"] == "warn" and n["count"] > 0 for n in notices)
+    # `total` is the process's counter (the `counters` event's `log_lines_dropped`).
+    assert notices[-1]["total"] == sum(n["count"] for n in notices) > 0
+
+
 async def test_req_obs_005_a_host_that_never_reads_stderr_gets_every_answer(
     tmp_path: Path,
 ) -> None:
@@ -133,11 +145,7 @@ async def test_req_obs_005_a_host_that_never_reads_stderr_gets_every_answer(
     assert sorted(answer["id"] for answer in answers) == list(range(1, CALLS + 1))
     assert all("result" in answer for answer in answers)
     log = _log(stderr)
-    notices = [line for line in log if line["event"] == "log_lines_dropped"]
-    assert notices, "lines were lost without a line saying so"
-    assert all(n["level"] == "warn" and n["count"] > 0 for n in notices)
-    # `total` is the process's counter (the `counters` event's `log_lines_dropped`).
-    assert notices[-1]["total"] == sum(n["count"] for n in notices) > 0
+    _loss_reported(log)
     # What was written is what was not dropped: the end of the calls is missing, not a mix.
     calls = [line for line in log if line["event"] == "call"]
     assert 0 < len(calls) < CALLS
@@ -155,35 +163,21 @@ async def test_req_obs_005_over_http_a_stalled_log_reader_holds_up_no_call(
     tmp_path: Path,
 ) -> None:
     # The journal under systemd can stall like an unread pipe: the same writer serves HTTP.
-    refusing = socket.socket()
-    refusing.bind(("127.0.0.1", 0))
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    config = _config(tmp_path, refusing.getsockname()[1])
-    config.write_text(
-        config.read_text().replace(
-            "[logging]", f'[service.http]\nbind = "127.0.0.1:{port}"\n{CALLERS}[logging]'
-        )
-    )
     stderr = bytearray()
     answered = 0
-    try:
-        process = await trio.lowlevel.open_process(
-            [RYPSOK, "serve", "--transport", "http", "--config", str(config)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            cwd=ROOT,
-            env={**_env(), **CALLERS_ENV},
-        )
-        assert process.stderr is not None
-        err = process.stderr
-        try:
+    with _engine_port() as engine_port:
+        config = _config(tmp_path, engine_port, port)
+        argv = ["--transport", "http", "--config", str(config)]
+        pipes = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL}
+        async with _rypsok(argv, **pipes) as process:
+            assert process.stderr is not None
             # Read up to the listening line, then not a byte more until every call is answered.
             with trio.fail_after(20):
                 while b'"listening"' not in stderr:
-                    stderr.extend(await err.receive_some(1))
+                    stderr.extend(await process.stderr.receive_some(1))
             url = f"http://127.0.0.1:{port}/mcp"
             headers = modern_headers("tools/call", "engine_status", TOKEN_A)
             body = json.dumps(call_body("engine_status"))
@@ -194,26 +188,12 @@ async def test_req_obs_005_over_http_a_stalled_log_reader_holds_up_no_call(
                         assert response.status_code == 200
                         answered += 1
             async with trio.open_nursery() as nursery:
-
-                async def drain() -> None:
-                    while data := await err.receive_some(65536):
-                        stderr.extend(data)
-
-                nursery.start_soon(drain)
+                nursery.start_soon(_drain, process.stderr, stderr)
                 process.send_signal(signal.SIGTERM)
                 with trio.fail_after(20):
                     assert await process.wait() == 0
-        finally:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-    finally:
-        refusing.close()
     assert answered == CALLS
-    log = _log(bytes(stderr))
-    notices = [line for line in log if line["event"] == "log_lines_dropped"]
-    assert notices
-    assert notices[-1]["total"] == sum(n["count"] for n in notices) > 0
+    _loss_reported(_log(bytes(stderr)))
     assert TOKEN_A.encode() not in stderr
 
 
