@@ -371,6 +371,10 @@ def test_req_sec_008_a_redirect_target_is_judged_by_the_same_profile() -> None:
         # A dot segment at the end leaves the directory, its slash kept.
         ("https://example.org/a/.", "https://example.org/a/"),
         ("https://example.org/a/b/..", "https://example.org/a/"),
+        # Every spelling of the dot segments with %2e (either case), as a browser reads them.
+        ("https://example.org/a/%2E/b", "https://example.org/a/b"),
+        ("https://example.org/a/b/.%2e/c", "https://example.org/a/c"),
+        ("https://example.org/a/b/%2e./c", "https://example.org/a/c"),
         ("https://example.org/../../etc", "https://example.org/etc"),
         ("https://example.org\\a\\b", "https://example.org/a/b"),
         ("https:example.org/x", "https://example.org/x"),
@@ -522,7 +526,10 @@ _BASE: Final = "https://example.org/a/b?x=1"
         # Tabs and newlines go in an absolute target too, before its host is read.
         ("https://exam\tple.org/z", "https://example.org/z"),
         ("//news.exam\nple.net/x", "https://news.example.net/x"),
+        ("https://exam\rple.org/z", "https://example.org/z"),
         ("/fX", "https://example.org/fX"),  # only spaces and controls are trimmed
+        ("/g!", "https://example.org/g!"),  # "!" (0x21) is neither
+        ("?z=\\", "https://example.org/a/b?z=\\"),  # a query from the start keeps its "\\"
         ("https:other", "https://example.org/a/other"),
         ("//news.example.net/x", "https://news.example.net/x"),
         ("\\\\news.example.net\\x?q=\\", "https://news.example.net/x?q=\\"),
