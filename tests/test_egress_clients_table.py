@@ -345,3 +345,28 @@ async def test_req_sec_009_a_streams_own_accept_and_coding_replace_the_defaults(
     (request,) = server.requests
     assert request.header("accept") == "text/plain"
     assert request.header("accept-encoding") == "identity"
+
+
+async def test_req_fetch_005_a_stream_without_its_own_timeouts_keeps_the_clients() -> None:
+    # A server that accepts and never answers: the client's deadline ends the wait.
+    async def silent(stream: trio.SocketStream) -> None:
+        await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        (listener,) = await nursery.start(
+            functools.partial(trio.serve_tcp, silent, 0, host="127.0.0.1")
+        )
+        port = listener.socket.getsockname()[1]
+        policy = EgressPolicy(allow_http=True, ports=frozenset({port})).with_allow("127.0.0.1")
+        client = build_fetch_client(
+            policy,
+            user_agent="rypsok/0 (+test)",
+            resolver=MapResolver({"example.org": ["127.0.0.1"]}),
+            deadline_s=0.3,
+        )
+        async with client:
+            target = _judged(client, f"http://example.org:{port}/p")
+            with trio.fail_after(5), pytest.raises(httpx.ReadTimeout):
+                async with client.stream(target):
+                    pass
+        nursery.cancel_scope.cancel()
