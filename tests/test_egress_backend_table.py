@@ -108,7 +108,11 @@ async def test_req_sec_006_a_stream_without_a_socket_has_no_socket_facts() -> No
         assert view.get_extra_info(info) is None
 
 
-async def test_req_sec_006_over_tls_the_facts_are_those_of_the_socket_under_it() -> None:
+async def _tls_pair() -> tuple[
+    httpcore.AsyncNetworkStream, trio.SocketStream, trio.SSLStream[trio.SocketStream],
+    trio.SocketListener,
+]:  # fmt: skip
+    """The backend's view of a client TLS connection, its socket, and the server's ends."""
     authority = Authority()
     client, server, listener = await _pair()
     server_tls = trio.SSLStream(server, authority.server_context("localhost"), server_side=True)
@@ -116,6 +120,11 @@ async def test_req_sec_006_over_tls_the_facts_are_those_of_the_socket_under_it()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(server_tls.do_handshake)
         secured = await view.start_tls(authority.client_context(), "localhost", timeout=5)
+    return secured, client, server_tls, listener
+
+
+async def test_req_sec_006_over_tls_the_facts_are_those_of_the_socket_under_it() -> None:
+    secured, client, server_tls, listener = await _tls_pair()
     assert secured.get_extra_info("ssl_object") is not None
     assert secured.get_extra_info("ssl_object").server_hostname == "localhost"
     assert secured.get_extra_info("socket") is client.socket
@@ -221,15 +230,9 @@ async def test_req_sec_006_an_empty_write_sends_nothing() -> None:
 async def test_req_sec_011_a_tls_body_ended_by_the_close_alone_is_read_to_its_end() -> None:
     # Many servers end a body read until the close without TLS's close_notify: the abrupt
     # end is the body's end (https_compatible), not a broken connection.
-    authority = Authority()
-    client, server, listener = await _pair()
-    server_tls = trio.SSLStream(server, authority.server_context("localhost"), server_side=True)
-    view = _Stream(client)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server_tls.do_handshake)
-        secured = await view.start_tls(authority.client_context(), "localhost", timeout=5)
+    secured, _client, server_tls, listener = await _tls_pair()
     await server_tls.send_all(b"HTTP/1.0 200 OK\r\n\r\nbody")
-    await trio.aclose_forcefully(server)  # the TCP close, no close_notify
+    await trio.aclose_forcefully(server_tls.transport_stream)  # the TCP close, no close_notify
     received = b""
     with trio.fail_after(5):
         while data := await secured.read(65536, timeout=5):
