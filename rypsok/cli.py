@@ -132,7 +132,10 @@ def _serve(transport: str, path: str | None, env: Mapping[str, str]) -> int:
         _err(PREFIX + str(exc))
         return EXIT_CONFIG
     config = validated.config
-    telemetry.configure(level=config.logging.level, log_queries=config.logging.log_queries)
+    # In the background: a host that never reads standard error must not stop serving (18.1).
+    telemetry.configure(
+        level=config.logging.level, log_queries=config.logging.log_queries, background=True
+    )
     if transport == "http":
         try:
             from rypsok.mcp.listener import run_http

@@ -108,7 +108,11 @@ async def test_req_sec_006_a_stream_without_a_socket_has_no_socket_facts() -> No
         assert view.get_extra_info(info) is None
 
 
-async def test_req_sec_006_over_tls_the_facts_are_those_of_the_socket_under_it() -> None:
+async def _tls_pair() -> tuple[
+    httpcore.AsyncNetworkStream, trio.SocketStream, trio.SSLStream[trio.SocketStream],
+    trio.SocketListener,
+]:  # fmt: skip
+    """The backend's view of a client TLS connection, its socket, and the server's ends."""
     authority = Authority()
     client, server, listener = await _pair()
     server_tls = trio.SSLStream(server, authority.server_context("localhost"), server_side=True)
@@ -116,6 +120,11 @@ async def test_req_sec_006_over_tls_the_facts_are_those_of_the_socket_under_it()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(server_tls.do_handshake)
         secured = await view.start_tls(authority.client_context(), "localhost", timeout=5)
+    return secured, client, server_tls, listener
+
+
+async def test_req_sec_006_over_tls_the_facts_are_those_of_the_socket_under_it() -> None:
+    secured, client, server_tls, listener = await _tls_pair()
     assert secured.get_extra_info("ssl_object") is not None
     assert secured.get_extra_info("ssl_object").server_hostname == "localhost"
     assert secured.get_extra_info("socket") is client.socket
@@ -145,5 +154,98 @@ async def test_req_sec_006_a_write_to_a_closed_stream_is_httpcores_write_error()
         await view.write(b"GET / HTTP/1.1\r\n\r\n")
     with pytest.raises(httpcore.ReadError):
         await view.read(10)
+    await server.aclose()
+    await listener.aclose()
+
+
+@pytest.mark.parametrize(("position", "admitted"), [(32, True), (33, False)])
+async def test_req_sec_007_only_the_first_32_addresses_of_an_answer_are_judged(
+    position: int, admitted: bool
+) -> None:
+    # A hostile resolver's long answer is read up to the bound: an admitted address in 32nd
+    # place is used, one in 33rd place is never seen, and the refusal of the others stands.
+    answer: list[object] = [ipaddress.ip_address(f"10.0.0.{n}") for n in range(1, position)]
+    answer.append(ipaddress.ip_address("127.0.0.2"))
+    backend = EgressBackend(EgressPolicy().with_allow("127.0.0.2"), resolver=_ListResolver(answer))
+    if admitted:
+        assert await backend.admitted_addresses("docs.python.org", 443) == [answer[-1]]
+    else:
+        with pytest.raises(EgressRefused) as caught:
+            await backend.admitted_addresses("docs.python.org", 443)
+        assert caught.value.refusal is Refusal.PRIVATE
+
+
+def test_req_sec_007_the_refusals_message_is_fixed_and_names_no_destination() -> None:
+    # httpx's handlers and a log may print a transport error: this one says what happened
+    # and nothing of the host or the address.
+    refused = EgressRefused(Refusal.METADATA)
+    assert str(refused) == "the destination was refused by the egress policy"
+    assert refused.refusal is Refusal.METADATA
+
+
+class _FailingStream(trio.abc.Stream):
+    """A stream of any connector (the Connector protocol admits any Trio stream) whose
+    reads and writes fail with `error`, as it raises it."""
+
+    def __init__(self, error: type[Exception]) -> None:
+        self.error = error
+        self.sends = 0
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        raise self.error
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        self.sends += 1
+        raise self.error
+
+    async def wait_send_all_might_not_block(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    "error", [ConnectionResetError, trio.BrokenResourceError, trio.ClosedResourceError]
+)
+async def test_req_sec_006_a_failing_stream_is_httpcores_error(error: type[Exception]) -> None:
+    view = _Stream(_FailingStream(error))
+    with pytest.raises(httpcore.ReadError):
+        await view.read(10)
+    with pytest.raises(httpcore.WriteError):
+        await view.write(b"GET / HTTP/1.1\r\n\r\n")
+    # A TLS start over it fails as a connection that could not be made.
+    with pytest.raises(httpcore.ConnectError):
+        await view.start_tls(Authority().client_context(), "localhost", timeout=2)
+
+
+async def test_req_sec_006_an_empty_write_sends_nothing() -> None:
+    # httpcore hands over an empty buffer at the end of a message: nothing to send, so not
+    # even a stream that has failed is asked.
+    stream = _FailingStream(trio.BrokenResourceError)
+    await _Stream(stream).write(b"")
+    assert stream.sends == 0
+
+
+async def test_req_sec_011_a_tls_body_ended_by_the_close_alone_is_read_to_its_end() -> None:
+    # Many servers end a body read until the close without TLS's close_notify: the abrupt
+    # end is the body's end (https_compatible), not a broken connection.
+    secured, _client, server_tls, listener = await _tls_pair()
+    await server_tls.send_all(b"HTTP/1.0 200 OK\r\n\r\nbody")
+    await trio.aclose_forcefully(server_tls.transport_stream)  # the TCP close, no close_notify
+    received = b""
+    with trio.fail_after(5):
+        while data := await secured.read(65536, timeout=5):
+            received += data
+    assert received == b"HTTP/1.0 200 OK\r\n\r\nbody"
+    await secured.aclose()
+    await listener.aclose()
+
+
+async def test_req_sec_011_a_tls_start_on_a_closed_connection_is_a_connect_error() -> None:
+    client, server, listener = await _pair()
+    await client.aclose()
+    with pytest.raises(httpcore.ConnectError):
+        await _Stream(client).start_tls(Authority().client_context(), "localhost", timeout=2)
     await server.aclose()
     await listener.aclose()

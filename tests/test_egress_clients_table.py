@@ -8,6 +8,7 @@ production client, reached by an allow rule added in code and a test resolver.
 
 from __future__ import annotations
 
+import functools
 import http.cookiejar
 import ssl
 from typing import TYPE_CHECKING, Final
@@ -15,10 +16,11 @@ from typing import TYPE_CHECKING, Final
 import httpcore
 import httpx
 import pytest
+import trio
 from fetch_helpers import fetch_config
 from servers import Reply, serve_http
 
-from rypsok.core.egress import EgressPolicy, EgressRefused, build_fetch_client
+from rypsok.core.egress import EgressPolicy, EgressRefused, TcpConnector, build_fetch_client
 from rypsok.core.egress.clients import (
     DEFAULT_ACCEPT,
     REQUEST_HEADERS,
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from rypsok.core.egress import FetchClient
+    from rypsok.core.egress.ranges import Address
 
 
 def _client(port: int) -> FetchClient:
@@ -244,3 +247,126 @@ async def test_req_sec_009_a_page_is_read_over_http_1_1_even_where_h2_is_offered
                 body = await response.aread()
     assert response.http_version == "HTTP/1.1"
     assert body == b"over 1.1"
+
+
+class _TrackedStream(trio.abc.Stream):
+    """A loopback connection whose closing the test can see."""
+
+    def __init__(self, inner: trio.abc.Stream) -> None:
+        self.inner = inner
+        self.closed = False
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        return bytes(await self.inner.receive_some(max_bytes))
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self.inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def aclose(self) -> None:
+        self.closed = True
+        await self.inner.aclose()
+
+
+class _TrackingConnector:
+    def __init__(self) -> None:
+        self.streams: list[_TrackedStream] = []
+
+    async def connect(self, address: Address, port: int) -> trio.abc.Stream:
+        stream = _TrackedStream(await TcpConnector().connect(address, port))
+        self.streams.append(stream)
+        return stream
+
+
+def _tracking_client(port: int, connector: _TrackingConnector) -> FetchClient:
+    policy = EgressPolicy(allow_http=True, ports=frozenset({port})).with_allow("127.0.0.1")
+    return build_fetch_client(
+        policy,
+        user_agent="rypsok/0 (+test)",
+        resolver=MapResolver({"example.org": ["127.0.0.1"]}),
+        connector=RecordingConnector(connector),
+    )
+
+
+def _judged(client: FetchClient, url: str) -> Target:
+    judged = client.policy.judge_url(url)
+    assert isinstance(judged, Target)
+    return judged
+
+
+async def test_req_fetch_005_a_body_left_unread_closes_its_connection_at_once() -> None:
+    # A page given up before its end (too large, a deadline) does not keep its connection
+    # open until the client closes: the stream's end closes it.
+    async with serve_http({"/big": Reply(body=b"x" * 2_000_000)}) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        connector = _TrackingConnector()
+        async with _tracking_client(port, connector) as client:
+            async with client.stream(_judged(client, f"http://example.org:{port}/big")) as r:
+                assert r.status_code == 200
+            (stream,) = connector.streams
+            assert stream.closed
+
+
+async def test_req_fetch_005_closing_the_client_closes_its_kept_connections() -> None:
+    # A server that keeps its connection (the fixture server closes each one): the pool
+    # keeps it for the origin's next request, and closing the client closes it.
+    async def keep_alive(stream: trio.SocketStream) -> None:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += await stream.receive_some(65536)
+        await stream.send_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx")
+        await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        (listener,) = await nursery.start(
+            functools.partial(trio.serve_tcp, keep_alive, 0, host="127.0.0.1")
+        )
+        port = listener.socket.getsockname()[1]
+        connector = _TrackingConnector()
+        async with _tracking_client(port, connector) as client:
+            async with client.stream(_judged(client, f"http://example.org:{port}/p")) as r:
+                assert await r.aread() == b"x"
+            (stream,) = connector.streams
+            assert not stream.closed
+        assert stream.closed
+        nursery.cancel_scope.cancel()
+
+
+async def test_req_sec_009_a_streams_own_accept_and_coding_replace_the_defaults() -> None:
+    # robots.txt asks for text and no coding; the values given are the values sent.
+    async with serve_http({"/robots.txt": Reply(body=b"")}) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        async with _tracking_client(port, _TrackingConnector()) as client:
+            target = _judged(client, f"http://example.org:{port}/robots.txt")
+            async with client.stream(target, accept="text/plain", accept_encoding="identity") as r:
+                await r.aread()
+    (request,) = server.requests
+    assert request.header("accept") == "text/plain"
+    assert request.header("accept-encoding") == "identity"
+
+
+async def test_req_fetch_005_a_stream_without_its_own_timeouts_keeps_the_clients() -> None:
+    # A server that accepts and never answers: the client's deadline ends the wait.
+    async def silent(stream: trio.SocketStream) -> None:
+        await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        (listener,) = await nursery.start(
+            functools.partial(trio.serve_tcp, silent, 0, host="127.0.0.1")
+        )
+        port = listener.socket.getsockname()[1]
+        policy = EgressPolicy(allow_http=True, ports=frozenset({port})).with_allow("127.0.0.1")
+        client = build_fetch_client(
+            policy,
+            user_agent="rypsok/0 (+test)",
+            resolver=MapResolver({"example.org": ["127.0.0.1"]}),
+            deadline_s=0.3,
+        )
+        async with client:
+            target = _judged(client, f"http://example.org:{port}/p")
+            with trio.fail_after(5), pytest.raises(httpx.ReadTimeout):
+                async with client.stream(target):
+                    pass
+        nursery.cancel_scope.cancel()

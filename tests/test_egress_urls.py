@@ -369,6 +369,13 @@ def test_req_sec_008_a_redirect_target_is_judged_by_the_same_profile() -> None:
         ("https://example.org/a/./b/../c", "https://example.org/a/c"),
         ("https://example.org/a/%2e%2E/c", "https://example.org/c"),
         ("https://example.org/a/..", "https://example.org/"),
+        # A dot segment at the end leaves the directory, its slash kept.
+        ("https://example.org/a/.", "https://example.org/a/"),
+        ("https://example.org/a/b/..", "https://example.org/a/"),
+        # Every spelling of the dot segments with %2e (either case), as a browser reads them.
+        ("https://example.org/a/%2E/b", "https://example.org/a/b"),
+        ("https://example.org/a/b/.%2e/c", "https://example.org/a/c"),
+        ("https://example.org/a/b/%2e./c", "https://example.org/a/c"),
         ("https://example.org/../../etc", "https://example.org/etc"),
         ("https://example.org\\a\\b", "https://example.org/a/b"),
         ("https:example.org/x", "https://example.org/x"),
@@ -376,6 +383,7 @@ def test_req_sec_008_a_redirect_target_is_judged_by_the_same_profile() -> None:
         ("https://example.org/p?q=1#frag", "https://example.org/p?q=1"),
         ("https://example.org/caf\u00e9?q=\u00e9", "https://example.org/caf%C3%A9?q=%C3%A9"),
         ("https://example.org/%zz%41", "https://example.org/%25zz%41"),
+        ("https://example.org/%XA%aF", "https://example.org/%25XA%aF"),  # X is no hex digit
         ('https://example.org/a"b<c>', "https://example.org/a%22b%3Cc%3E"),
         ("https://example.org?x", "https://example.org/?x"),
         ("https://[2606:4700::1]:443/x", "https://[2606:4700::1]/x"),
@@ -534,6 +542,13 @@ _BASE: Final = "https://example.org/a/b?x=1"
         ("#frag", "https://example.org/a/b?x=1"),
         ("  /d \r\n", "https://example.org/d"),
         ("/e\tf", "https://example.org/ef"),
+        # Tabs and newlines go in an absolute target too, before its host is read.
+        ("https://exam\tple.org/z", "https://example.org/z"),
+        ("//news.exam\nple.net/x", "https://news.example.net/x"),
+        ("https://exam\rple.org/z", "https://example.org/z"),
+        ("/fX", "https://example.org/fX"),  # only spaces and controls are trimmed
+        ("/g!", "https://example.org/g!"),  # "!" (0x21) is neither
+        ("?z=\\", "https://example.org/a/b?z=\\"),  # a query from the start keeps its "\\"
         ("https:other", "https://example.org/a/other"),
         ("//news.example.net/x", "https://news.example.net/x"),
         ("\\\\news.example.net\\x?q=\\", "https://news.example.net/x?q=\\"),
@@ -565,6 +580,7 @@ def test_req_sec_008_a_location_is_read_relative_to_the_url_that_answered(
         ("https://example.org:6379/", Refusal.PORT),
         ("https://exa mple.org/", Refusal.MALFORMED_URL),
         ("/\ud800", Refusal.MALFORMED_URL),
+        ("/\\", Refusal.MALFORMED_HOST),  # "//": a new host, here an empty one
     ],
 )
 def test_req_sec_008_every_redirect_target_passes_the_same_profile(

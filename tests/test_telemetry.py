@@ -555,6 +555,7 @@ def test_req_obs_007_refused_calls_are_counted_per_tool_and_reason() -> None:
         "engines": {},
         "errors": {},
         "coordination_unavailable": 0,
+        "log_lines_dropped": 0,
     }
     # A copy: changing it leaves the counts alone.
     snapshot["tools"]["web_search"]["invalid_request"] = 99
@@ -597,6 +598,7 @@ def test_req_obs_003_engine_failures_by_class_and_call_errors_by_kind_are_counte
         "engines": {},
         "errors": {},
         "coordination_unavailable": 0,
+        "log_lines_dropped": 0,
     }
 
 

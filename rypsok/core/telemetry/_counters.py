@@ -27,6 +27,7 @@ class CountersSnapshot(TypedDict):
     engines: dict[str, dict[str, int]]  # engine -> failure class -> failed requests
     errors: dict[str, dict[str, int]]  # tool -> error kind -> calls that ended in it
     coordination_unavailable: int  # limiter decisions made without the shared store
+    log_lines_dropped: int  # log lines lost because standard error was not read (18.1)
 
 
 def _nest(items: list[tuple[tuple[str, str], int]]) -> dict[str, dict[str, int]]:
@@ -48,6 +49,7 @@ class Counters:
         self._engines: Counter[tuple[str, str]] = Counter()
         self._errors: Counter[tuple[str, str]] = Counter()
         self._coordination = 0  # limiter decisions made without the shared store
+        self._log_dropped = 0
         # Increments may come from worker threads as well as from Trio tasks.
         self._lock = threading.Lock()
 
@@ -74,6 +76,11 @@ class Counters:
         with self._lock:
             self._coordination += 1
 
+    def log_lines_dropped(self, count: int) -> None:
+        """`count` log lines lost because the log's reader did not keep up."""
+        with self._lock:
+            self._log_dropped += count
+
     def snapshot(self) -> CountersSnapshot:
         """A fresh copy, keys sorted; changing it changes nothing here."""
         with self._lock:
@@ -82,8 +89,10 @@ class Counters:
             engines = sorted(self._engines.items())
             errors = sorted(self._errors.items())
             coordination = self._coordination
+            log_dropped = self._log_dropped
         return {
             "coordination_unavailable": coordination,
+            "log_lines_dropped": log_dropped,
             "tools": _nest(tools),
             "http": dict(http),
             "engines": _nest(engines),
@@ -98,6 +107,7 @@ class Counters:
             self._engines.clear()
             self._errors.clear()
             self._coordination = 0
+            self._log_dropped = 0
 
 
 COUNTERS: Final = Counters()
@@ -127,5 +137,6 @@ async def run_counters_reporter(
             engine_failures=snapshot["engines"],
             call_errors=snapshot["errors"],
             coordination_unavailable=snapshot["coordination_unavailable"],
+            log_lines_dropped=snapshot["log_lines_dropped"],
         )
         due += interval_s

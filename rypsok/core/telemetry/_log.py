@@ -9,6 +9,7 @@ Implements REQ-OBS-005 and REQ-OBS-006.
 
 from __future__ import annotations
 
+import atexit
 import enum
 import json
 import sys
@@ -21,6 +22,7 @@ import attrs
 
 from ._context import current_call
 from ._secret import REDACTED, Secret
+from ._writer import BackgroundWriter
 
 __all__ = [
     "LEVELS",
@@ -50,14 +52,30 @@ class _Settings:
     rank: int
     log_queries: bool
     stream: TextIO | None
+    writer: BackgroundWriter | None = None
 
 
 _settings = _Settings(rank=_RANK["info"], log_queries=False, stream=None)
 _write_lock = threading.Lock()
+# The one writer thread of the process, started by the first `configure(background=True)`.
+_background: BackgroundWriter | None = None
+# How long the process's exit waits for queued lines: enough for a reader that reads, a
+# small part of the exit reserve (LIM-O1) for one that does not.
+_EXIT_FLUSH_S: Final = 0.2
 
 
-def configure(level: str = "info", log_queries: bool = False, stream: TextIO | None = None) -> None:
+def configure(
+    level: str = "info",
+    log_queries: bool = False,
+    stream: TextIO | None = None,
+    *,
+    background: bool = False,
+) -> None:
     """Set the level (LIM-P2) and the debug query switch (LIM-P3); `stream` None is stderr.
+
+    With `background` (what `serve` uses), lines go through the writer thread of
+    `_writer`: a reader that stops reading costs log lines, counted, never a call.
+    Without it a line is written before `log` returns, which tests rely on.
 
     Turning the query switch on is announced at once with a warning, so that an operator
     who left it on sees it at every start (REQ-PRIV-004).
@@ -65,7 +83,10 @@ def configure(level: str = "info", log_queries: bool = False, stream: TextIO | N
     global _settings
     if level not in _RANK:
         raise ValueError(f"log level must be one of {', '.join(LEVELS)}")
-    _settings = _Settings(rank=_RANK[level], log_queries=bool(log_queries), stream=stream)
+    writer = _background_writer() if background else None
+    _settings = _Settings(
+        rank=_RANK[level], log_queries=bool(log_queries), stream=stream, writer=writer
+    )
     if log_queries:
         log(
             "warn",
@@ -173,6 +194,9 @@ def _emit(
         record[f"field_{name}" if name in reserved else name] = value
     record.update(own)
     line = _encode(record) + "\n"
+    if settings.writer is not None:
+        settings.writer.put(line)
+        return
     stream = settings.stream if settings.stream is not None else sys.stderr
     with _write_lock:
         try:
@@ -181,6 +205,34 @@ def _emit(
         except (OSError, ValueError):
             # A closed or broken stderr cannot be reported anywhere; the call goes on.
             pass
+
+
+def _background_writer() -> BackgroundWriter:
+    global _background
+    if _background is None:
+        # Imported here: the counters module imports this one for its minute's event.
+        from ._counters import COUNTERS
+
+        _background = BackgroundWriter(_current_stream, _dropped_notice, COUNTERS.log_lines_dropped)
+        atexit.register(_background.flush, _EXIT_FLUSH_S)
+    return _background
+
+
+def _current_stream() -> TextIO:
+    settings = _settings
+    return settings.stream if settings.stream is not None else sys.stderr
+
+
+def _dropped_notice(count: int, total: int) -> str:
+    """The line that follows lost lines, whatever the level: the log says it has a gap."""
+    record: dict[str, object] = {
+        "timestamp": _timestamp(),
+        "level": "warn",
+        "event": "log_lines_dropped",
+        "count": count,
+        "total": total,
+    }
+    return _encode(record) + "\n"
 
 
 # The formatted second of the last line: most lines share theirs with the one before, and
