@@ -62,6 +62,35 @@ def _certificate(
     return builder.sign(signer, hashes.SHA256())
 
 
+def signed_server(
+    hosts: tuple[str, ...], folder: Path, authority: str
+) -> tuple[bytes, ssl.SSLContext]:
+    """An authority made for the run (its certificate as PEM) and a server context whose
+    certificate, signed by it, covers `hosts`; the key files go to `folder`."""
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = _certificate(
+        ca_key,
+        authority,
+        x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, authority)]),
+        ca_key,
+        authority=True,
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    leaf = _certificate(key, hosts[0], ca.subject, ca_key, authority=False, also=hosts[1:])
+    cert_file, key_file = folder / "site.pem", folder / "site.key"
+    cert_file.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server.load_cert_chain(str(cert_file), str(key_file))
+    return ca.public_bytes(serialization.Encoding.PEM), server
+
+
 class FixtureSite:
     """Serves the pages over TLS; `ca_file` is the authority's certificate (PEM).
 
@@ -76,31 +105,10 @@ class FixtureSite:
         hosts: tuple[str, ...] = (HOST,),
         pages: dict[str, tuple[int, tuple[tuple[str, str], ...], bytes]] | None = None,
     ) -> None:
-        ca_key = ec.generate_private_key(ec.SECP256R1())
-        ca_name = "rypsok conformance authority"
-        ca = _certificate(
-            ca_key,
-            ca_name,
-            x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, ca_name)]),
-            ca_key,
-            authority=True,
-        )
-        key = ec.generate_private_key(ec.SECP256R1())
-        leaf = _certificate(key, hosts[0], ca.subject, ca_key, authority=False, also=hosts[1:])
         folder = Path(directory)
+        ca_pem, self._tls = signed_server(hosts, folder, "rypsok conformance authority")
         self.ca_file = folder / "ca.pem"
-        self.ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-        cert_file, key_file = folder / "site.pem", folder / "site.key"
-        cert_file.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
-        key_file.write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-        )
-        self._tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self._tls.load_cert_chain(str(cert_file), str(key_file))
+        self.ca_file.write_bytes(ca_pem)
         self._pages = pages if pages is not None else _pages()
 
     async def _answer(self, raw: trio.SocketStream) -> None:

@@ -19,14 +19,10 @@ from typing import TYPE_CHECKING
 
 import trio
 import trio.testing
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from rypsok.core.egress.testing import MapResolver
 from rypsok.core.engines.http import EngineNetwork
-from testkit.fetch_site import _certificate
+from testkit.fetch_site import signed_server
 
 if TYPE_CHECKING:
     from rypsok.core.egress.ranges import Address
@@ -42,32 +38,11 @@ class TlsFronts:
         }
         self._ports = {self._addresses[host]: port for host, port in routes.items()}
         self.resolver = MapResolver({h: [str(a)] for h, a in self._addresses.items()})
-        ca_key = ec.generate_private_key(ec.SECP256R1())
-        ca_name = "rypsok conformance provider authority"
-        ca = _certificate(
-            ca_key,
-            ca_name,
-            x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, ca_name)]),
-            ca_key,
-            authority=True,
-        )
-        key = ec.generate_private_key(ec.SECP256R1())
-        leaf = _certificate(key, hosts[0], ca.subject, ca_key, authority=False, also=hosts[1:])
-        self._server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         with tempfile.TemporaryDirectory(prefix="rypsok-providers-") as folder:
-            cert_file, key_file = Path(folder) / "leaf.pem", Path(folder) / "leaf.key"
-            cert_file.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
-            key_file.write_bytes(
-                key.private_bytes(
-                    serialization.Encoding.PEM,
-                    serialization.PrivateFormat.PKCS8,
-                    serialization.NoEncryption(),
-                )
+            ca_pem, self._server_tls = signed_server(
+                hosts, Path(folder), "rypsok conformance provider authority"
             )
-            self._server_tls.load_cert_chain(str(cert_file), str(key_file))
-        self.ssl_context = ssl.create_default_context(
-            cadata=ca.public_bytes(serialization.Encoding.PEM).decode("ascii")
-        )
+        self.ssl_context = ssl.create_default_context(cadata=ca_pem.decode("ascii"))
 
     @property
     def engine_network(self) -> EngineNetwork:
