@@ -208,6 +208,14 @@ def test_req_obs_005_the_writer_drops_counts_and_reports_once_the_pipe_drains() 
             filler += os.write(write_fd, b"\n" * 4096)
     except BlockingIOError:
         pass
+    # A write of up to PIPE_BUF bytes is all or nothing: up to 4095 bytes may still be free.
+    # Fill them a byte at a time, so that the writer's first line already waits for a reader
+    # (otherwise it writes into the rest while lines are dropped, and reports twice).
+    try:
+        while True:
+            filler += os.write(write_fd, b"\n")
+    except BlockingIOError:
+        pass
     os.set_blocking(write_fd, True)
     reader = os.fdopen(read_fd, "rb", buffering=0)
     stream = os.fdopen(write_fd, "w", encoding="ascii")
