@@ -85,11 +85,13 @@ async def _serve_calls(tmp_path: Path, *, read_stderr: bool) -> tuple[list[Any],
     read (at the end, after every answer, when `read_stderr` is False)."""
     answers: list[Any] = []
     stderr = bytearray()
-    lines = b"".join(
+    pending = bytearray()
+    call_lines = [
         json.dumps(modern("tools/call", request_id=n, name="engine_status", arguments={})).encode()
         + b"\n"
         for n in range(1, CALLS + 1)
-    )
+    ]
+    lines = b"".join(call_lines)
     with _engine_port() as engine_port:
         config = _config(tmp_path, engine_port)
         pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE}
@@ -113,9 +115,25 @@ async def _serve_calls(tmp_path: Path, *, read_stderr: bool) -> tuple[list[Any],
                     nursery.start_soon(_drain, process.stderr, stderr)
                 # Before the fix the ~112th answer was the last: a timeout, not a hang.
                 with trio.fail_after(60):
-                    async with trio.open_nursery() as calls:
-                        calls.start_soon(read_answers)
-                        await process.stdin.send_all(lines)
+                    if read_stderr:
+                        # A host that reads as it goes: the calls in steps, each answered
+                        # before the next, so the reader keeps pace on a loaded machine
+                        # (the writer's buffer is bounded by design; what it keeps for a
+                        # reader that lags by more is counted, not held up).
+                        step = 100
+                        for start in range(0, CALLS, step):
+                            await process.stdin.send_all(b"".join(call_lines[start : start + step]))
+                            while len(answers) < min(CALLS, start + step):
+                                buffer = await out.receive_some(65536)
+                                assert buffer, "stdout closed before every call was answered"
+                                pending.extend(buffer)
+                                *whole, rest = bytes(pending).split(b"\n")
+                                pending[:] = rest
+                                answers.extend(json.loads(line) for line in whole)
+                    else:
+                        async with trio.open_nursery() as calls:
+                            calls.start_soon(read_answers)
+                            await process.stdin.send_all(lines)
                 if not read_stderr:
                     nursery.start_soon(_drain, process.stderr, stderr)  # drains from now on
                 await process.stdin.aclose()
@@ -255,9 +273,14 @@ def test_req_obs_005_the_writer_drops_counts_and_reports_once_the_pipe_drains() 
     assert received[:filler] == b"\n" * filler
     lines = [json.loads(raw) for raw in bytes(received[filler:]).splitlines()]
     kept = [x for x in lines if x["event"] == "x"]
-    (notice,) = [x for x in lines if x["event"] == "lost"]
-    assert lines[-1] == notice  # after the last line kept, before nothing
-    assert notice["count"] == notice["total"] == len(dropped)
+    notices = [x for x in lines if x["event"] == "lost"]
+    # A notice follows the batch it was taken with: once if the writer was waiting on the
+    # pipe before the first loss, twice if it took a batch between two runs of losses. Each
+    # counts its own gap, and the last one the whole total.
+    assert 1 <= len(notices) <= 2
+    assert lines[-1] == notices[-1]  # after the last line kept, before nothing
+    assert sum(notice["count"] for notice in notices) == len(dropped)
+    assert notices[-1]["total"] == len(dropped)
     assert len(kept) + len(dropped) == 5000
 
 
