@@ -43,6 +43,7 @@ import trio
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+from testkit import messages
 from testkit.mediawiki import first_search_sample
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,10 +81,7 @@ def _line(message: dict[str, object]) -> bytes:
 
 
 def _discover(request_id: int) -> bytes:
-    params = {"_meta": _META}
-    return _line(
-        {"jsonrpc": "2.0", "id": request_id, "method": "server/discover", "params": params}
-    )
+    return _line(messages.discover(request_id))
 
 
 def _search(request_id: int) -> bytes:

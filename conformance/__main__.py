@@ -19,7 +19,7 @@ import trio
 
 from conformance import keyless
 from conformance.http import http_cases
-from testkit import scraping
+from testkit import messages, scraping
 from testkit.fetch_site import HOST, FixtureSite, temporary_folder
 from testkit.mediawiki import FixtureWiki
 
@@ -107,23 +107,13 @@ async def host_entry_case(entry: dict[str, Any]) -> str:
     if "--config" in args:
         args[args.index("--config") + 1] = str(CONFIG)
     argv = [sys.executable, "-m", server["command"], *args]
-    discover = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "server/discover",
-        "params": {
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-            }
-        },
-    }
+    discover = messages.discover()
     done = await _run(argv, json.dumps(discover).encode() + b"\n")
     answer, why = _one_answer(done)
     if answer is None:
         return why
     result = answer.get("result", {})
-    if "2026-07-28" not in result.get("supportedVersions", []):
+    if messages.REVISION not in result.get("supportedVersions", []):
         return "server/discover did not list 2026-07-28"
     return ""
 

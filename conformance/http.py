@@ -24,6 +24,8 @@ from typing import Any
 import httpx
 import trio
 
+from testkit import messages
+
 __all__ = ["TUTORIAL_4", "http_cases"]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -178,11 +180,7 @@ async def _host_entry_case(listener: _Listener) -> str:
         name: value.replace("${RYPSOK_TOKEN_MIMLYS}", listener.token)
         for name, value in server["headers"].items()
     }
-    discover = {
-        "jsonrpc": "2.0", "id": 1, "method": "server/discover",
-        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                             "io.modelcontextprotocol/clientCapabilities": {}}},
-    }  # fmt: skip
+    discover = messages.discover()
     base = _headers(discover, listener.token)
     base.pop("Authorization")
     async with httpx.AsyncClient(timeout=CALL_TIMEOUT_S, trust_env=False) as client:
@@ -191,7 +189,7 @@ async def _host_entry_case(listener: _Listener) -> str:
         )
     if response.status_code != 200:
         return f"HTTP {response.status_code}"
-    if "2026-07-28" not in response.json()["result"].get("supportedVersions", []):
+    if messages.REVISION not in response.json()["result"].get("supportedVersions", []):
         return "server/discover did not list 2026-07-28"
     return ""
 

@@ -31,15 +31,11 @@ from typing import Any
 import attrs
 
 from releasing.build import ROOT
+from testkit.messages import discover, modern
 
 PINNED = ROOT / "tests" / "surface"
 PARTS = ("library", "cli", "configuration", "tools")
 TOOLS_CONFIG = ROOT / "examples" / "configs" / "tutorial-1.toml"
-MODERN = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientInfo": {"name": "surface", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
 
 
 def _rypsok(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
@@ -113,15 +109,15 @@ def configuration() -> dict[str, str]:
 
 
 def tools() -> dict[str, Any]:
-    messages = [
-        {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": MODERN}},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": MODERN}},
-    ]
-    stdin = "".join(json.dumps(m) + "\n" for m in messages).encode()
+    sent = [discover(1), modern("tools/list", 2)]
+    stdin = "".join(json.dumps(m) + "\n" for m in sent).encode()
     done = _rypsok("serve", "--config", str(TOOLS_CONFIG), stdin=stdin)
     answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
-    discover = answers[1]["result"]
-    return {"instructions": discover.get("instructions"), "tools": answers[2]["result"]["tools"]}
+    discovered = answers[1]["result"]
+    return {
+        "instructions": discovered.get("instructions"),
+        "tools": answers[2]["result"]["tools"],
+    }
 
 
 def collect() -> dict[str, Any]:

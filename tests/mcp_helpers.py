@@ -7,21 +7,9 @@ from typing import Any
 from rypsok import __version__
 from rypsok.mcp.protocol import Dispatcher, build_toolset
 from rypsok.shared.tooldefs import ToolSettings
+from testkit.messages import MODERN_META, modern
 
-MODERN_META: dict[str, Any] = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
-
-
-def modern(method: str, request_id: int | str = 1, **params: Any) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "method": method,
-        "params": {**params, "_meta": dict(MODERN_META)},
-    }
+__all__ = ["MODERN_META", "dispatcher", "modern", "tutorial_toolset"]
 
 
 def tutorial_toolset(
