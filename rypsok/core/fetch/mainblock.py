@@ -111,43 +111,29 @@ _NEGATIVE: Final = re.compile(
 _UNSCORED: Final = frozenset(
     {"li", "h1", "h2", "h3", "h4", "h5", "h6", "th", "dt", "caption", "figcaption", "body", "html"}
 )
-_BLOCK_TAGS: Final = frozenset(
-    {
-        "address",
-        "article",
-        "aside",
-        "blockquote",
-        "dd",
-        "details",
-        "dialog",
-        "div",
-        "dl",
-        "dt",
-        "fieldset",
-        "figcaption",
-        "figure",
-        "footer",
-        "form",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "header",
-        "hgroup",
-        "hr",
-        "li",
-        "main",
-        "nav",
-        "ol",
-        "p",
-        "pre",
-        "section",
-        "table",
-        "ul",
-    }
-)
+# Blocks whose text straight inside counts as a paragraph of their own: every block of the
+# writer (markdown.BLOCK_ELEMENTS) but the document's frame, the table's inner parts, and the
+# legacy and summary blocks whose text is a label rather than prose.
+_BLOCK_TAGS: Final = BLOCK_ELEMENTS - {
+    "body",
+    "html",
+    "caption",
+    "tbody",
+    "td",
+    "tfoot",
+    "th",
+    "thead",
+    "tr",
+    "center",
+    "dir",
+    "legend",
+    "listing",
+    "menu",
+    "plaintext",
+    "search",
+    "summary",
+    "xmp",
+}
 _TAG_WEIGHT: Final = {
     "div": 5,
     "article": 10,
