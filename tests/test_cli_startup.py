@@ -223,3 +223,21 @@ def test_req_perf_005_a_prefetch_that_failed_is_raised_by_the_caller(
     )
     # The thread said nothing of its own failure: the caller's is the one sentence.
     assert capfd.readouterr() == ("", "")
+
+
+@pytest.mark.usefixtures("no_prefetch")
+def test_req_sec_017_each_outbound_client_has_a_trust_context_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # httpcore sets a context's ALPN protocols before each handshake: two clients sharing one
+    # could each negotiate what the other asked for (issue 19). The first client takes the
+    # context the start built and checked; every later one gets its own.
+    monkeypatch.setattr(trust, "_taken", set())
+    shared = trust.system_trust_context()
+    first = trust.own_trust_context()
+    second = trust.own_trust_context()
+    assert first is shared
+    assert second is not shared
+    assert isinstance(second, ssl.SSLContext)
+    assert second.verify_mode == ssl.CERT_REQUIRED
+    assert second.minimum_version == shared.minimum_version
