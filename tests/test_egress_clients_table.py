@@ -370,3 +370,58 @@ async def test_req_fetch_005_a_stream_without_its_own_timeouts_keeps_the_clients
                 async with client.stream(target):
                     pass
         nursery.cancel_scope.cancel()
+
+
+def _core_get(url: str, headers: list[tuple[bytes, bytes]] | None = None) -> httpcore.Request:
+    parsed = httpx.URL(url)
+    return httpcore.Request(
+        b"GET",
+        httpcore.URL(
+            scheme=parsed.raw_scheme, host=parsed.raw_host, port=parsed.port, target=parsed.raw_path
+        ),
+        headers=[(b"Host", parsed.netloc), *(headers or [])],
+    )
+
+
+async def test_req_sec_005_the_core_entry_uses_the_same_pool_and_refuses_other_methods() -> None:
+    # What the engines call (issue 19): the response of the pool itself, judged by the same
+    # backend; GET only, as for every request of the egress component.
+    async with serve_http({"/x": Reply(body=b"{}")}) as server:
+        policy = EgressPolicy(allow_http=True, ports=frozenset({server.port})).with_allow(
+            "127.0.0.1"
+        )
+        transport = EgressTransport(policy, ssl_context=_unused_tls(), allowed_headers=None)
+        response = await transport.handle_core(_core_get(f"{server.url}/x"))
+        assert response.status == 200
+        assert await response.aread() == b"{}"
+        await response.aclose()
+        with pytest.raises(EgressRefused) as caught:
+            await transport.handle_core(httpcore.Request(b"POST", _core_get(f"{server.url}/x").url))
+        await transport.aclose()
+    assert caught.value.refusal is not None
+    assert [r.method for r in server.requests] == ["GET"]
+
+
+async def test_req_res_008_through_a_proxy_the_request_and_its_credentials_go_to_the_proxy() -> (
+    None
+):
+    # An http origin through the operator's proxy: absolute form, with the proxy's own
+    # credentials; the origin is never dialled (nothing listens there).
+    async with serve_http(default=Reply(body=b"via proxy")) as proxy:
+        policy = EgressPolicy(allow_http=True, ports=frozenset({80, proxy.port})).with_allow(
+            "127.0.0.1"
+        )
+        transport = EgressTransport(
+            policy,
+            ssl_context=_unused_tls(),
+            allowed_headers=None,
+            proxy=(proxy.url, (b"user", b"secret")),
+        )
+        response = await transport.handle_core(_core_get("http://api.provider-of-search.net/x"))
+        body = await response.aread()
+        await response.aclose()
+        await transport.aclose()
+    assert body == b"via proxy"
+    (seen,) = proxy.requests
+    assert seen.target == "http://api.provider-of-search.net/x"
+    assert seen.header("proxy-authorization") == "Basic dXNlcjpzZWNyZXQ="
