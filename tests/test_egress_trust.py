@@ -231,3 +231,33 @@ def test_req_ops_001_a_system_bundle_that_cannot_be_read_is_named(
         caught.value.why
         == "the system certificate bundle names a file without readable certificates"
     )
+
+
+@pytest.mark.parametrize("settings", ["a bundle", "a directory", "a directory, no file named"])
+def test_req_ops_001_a_client_after_the_first_gets_its_own_context_of_the_same_store(
+    settings: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each outbound client has a context of its own (issue 19): the second one is built
+    # anew, from the same trust settings as the first (the system's store would differ).
+    from cryptography.hazmat.primitives import serialization
+    from fetch_helpers import Authority
+
+    bundle = tmp_path / "ca.pem"
+    bundle.write_bytes(Authority().cert.public_bytes(serialization.Encoding.PEM))
+    environ = {
+        "a bundle": {"SSL_CERT_FILE": str(bundle), "SSL_CERT_DIR": ""},
+        "a directory": {"SSL_CERT_FILE": "", "SSL_CERT_DIR": str(tmp_path)},
+        "a directory, no file named": {"SSL_CERT_DIR": str(tmp_path)},
+    }[settings]
+    monkeypatch.setattr(trust, "_pending", None)
+    monkeypatch.setattr(trust, "_taken", set())
+    trust._context_for.cache_clear()
+    first = trust.own_trust_context(environ)
+    second = trust.own_trust_context(environ)
+    assert first is trust.system_trust_context(environ)
+    assert second is not first
+    expected = 1 if settings == "a bundle" else 0
+    assert len(first.get_ca_certs()) == expected
+    assert [c["subject"] for c in second.get_ca_certs()] == [
+        c["subject"] for c in first.get_ca_certs()
+    ]
