@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qs, urlsplit
 
 import attrs
 
 from rypsok.config.rules import RuleError
+from rypsok.config.schema import CoordinationConfig
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -156,7 +157,7 @@ def _url(text: str) -> None:
 
 def read_coordination(
     t: Table, *, env_name: Callable[[str], object], path: Callable[[str], object]
-) -> dict[str, Any]:
+) -> CoordinationConfig:
     """The values of a `[coordination]` table that is present in the file.
 
     `env_name` and `path` are the validator's checks for an environment variable's name and
@@ -176,11 +177,11 @@ def read_coordination(
     password_file = t.get_text("password_file", None, check=path)
     if password_env is not None and password_file is not None:
         raise t.v.fail(t.path, "give at most one of password_env or password_file")
-    return {
-        "url": url,
-        "password_env": password_env,
-        "password_file": password_file,
-        "key_prefix": t.get_text("key_prefix", DEFAULT_KEY_PREFIX, check=_key_prefix),
-        "timeout_ms": t.get_int("timeout_ms", 50, 1, 5000),
-        "replicas": t.get_int("replicas", 1, 1, 1024),
-    }
+    return CoordinationConfig(
+        url=url,
+        password_env=password_env,
+        password_file=password_file,
+        key_prefix=t.get_text("key_prefix", DEFAULT_KEY_PREFIX, check=_key_prefix),
+        timeout_ms=t.get_ranged(CoordinationConfig, "timeout_ms"),
+        replicas=t.get_int("replicas", 1, 1, 1024),
+    )

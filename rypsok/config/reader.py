@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from rypsok.config.messages import ConfigError, Place, kind_of, with_place
 from rypsok.config.rules import RuleError
+from rypsok.config.schema import int_range
 from rypsok.config.toml import Path, Positions, format_path
 
 if TYPE_CHECKING:
@@ -100,6 +101,10 @@ class Table:
         if key not in self.data and not lo <= default <= hi:
             raise self.v.fail(self.key(set_key), message)
 
+    def get_ranged(self, cls: type, key: str) -> int:
+        """A key whose default and fixed range the schema's class gives (`ranged`)."""
+        return self.get_int(key, *int_range(cls, key))
+
     def get_int(self, key: str, default: int, lo: int, hi: int, why: str | None = None) -> int:
         """An integer from `lo` to `hi`; `why` names the other keys a dependent range has."""
         if key not in self.data:
@@ -113,7 +118,7 @@ class Table:
         self.default_fits(key, default, lo, hi, set_key, unfit)
         return self.get_int(key, default, lo, hi, why)
 
-    def get_ints(self, key: str, default: list[int], lo: int, hi: int) -> list[int]:
+    def get_ints(self, key: str, default: tuple[int, ...], lo: int, hi: int) -> tuple[int, ...]:
         if key not in self.data:
             return default
         items = self._array(key, f"expected an array of integers from {lo} to {hi}")
@@ -126,7 +131,7 @@ class Table:
             if value in out:
                 raise self.v.fail(path, "listed more than once")
             out.append(value)
-        return out
+        return tuple(out)
 
     def get_bool(self, key: str, default: bool) -> bool:
         if key not in self.data:
@@ -175,13 +180,13 @@ class Table:
     def get_texts(
         self,
         key: str,
-        default: list[str],
+        default: tuple[str, ...],
         *,
         check: Callable[[str], object] | None = None,
         non_empty: bool = False,
         unique: bool = False,
         words: str | None = None,
-    ) -> list[str]:
+    ) -> tuple[str, ...]:
         if key not in self.data:
             return default
         expected = f"expected an array of {'texts' if words is None else 'words: ' + words}"
@@ -201,4 +206,4 @@ class Table:
             if unique and item in out:
                 raise self.v.fail(path, "listed more than once")
             out.append(item)
-        return out
+        return tuple(out)

@@ -8,6 +8,8 @@ default engines when the file has no `[engines.*]` table.
 
 from __future__ import annotations
 
+from typing import Final, cast
+
 import attrs
 
 from rypsok.shared.vocabulary import Category, SafeSearch
@@ -29,7 +31,33 @@ __all__ = [
     "SearchConfig",
     "ServiceConfig",
     "StatusConfig",
+    "int_range",
+    "ranged",
+    "ranged_keys",
 ]
+
+# The metadata key of an integer field with a fixed range: (low, high), both accepted.
+_RANGE: Final = "rypsok.range"
+PREFERENCE_MAX: Final = 2**32 - 1
+
+
+def ranged(default: int, low: int, high: int) -> int:
+    """An integer key whose range is fixed: the reader (`rypsok.config.validate`) refuses a
+    value outside `low` to `high` with the message of the Configuration chapter. The range
+    lives here, beside the default, so that the two are written once."""
+    return attrs.field(default=default, metadata={_RANGE: (low, high)})
+
+
+def int_range(cls: type, name: str) -> tuple[int, int, int]:
+    """The default, the low end and the high end of a `ranged` field."""
+    field = attrs.fields_dict(cls)[name]
+    low, high = field.metadata[_RANGE]
+    return cast("int", field.default), low, high
+
+
+def ranged_keys(cls: type) -> tuple[str, ...]:
+    """The `ranged` fields of a table's class, in the class's order."""
+    return tuple(f.name for f in attrs.fields(cls) if _RANGE in f.metadata)
 
 
 @attrs.frozen(kw_only=True)
@@ -50,12 +78,12 @@ class HttpConfig:
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     legacy_revisions: bool = True
-    max_connections: int = 64  # LIM-H1
-    max_request_bytes: int = 65536  # LIM-H2
-    idle_timeout_s: int = 60  # LIM-H3
+    max_connections: int = ranged(64, 1, 4096)  # LIM-H1
+    max_request_bytes: int = ranged(65536, 4096, 1048576)  # LIM-H2
+    idle_timeout_s: int = ranged(60, 5, 600)  # LIM-H3
     head_timeout_s: int = 10  # below idle_timeout_s (decisions: issue 18)
-    max_streams: int = 16  # LIM-H4
-    max_sessions: int = 256  # LIM-H6
+    max_streams: int = ranged(16, 1, 256)  # LIM-H4
+    max_sessions: int = ranged(256, 1, 2048)  # LIM-H6
     request_timeout_s: int = 30  # LIM-H5
     auth: HttpAuthConfig = attrs.field(factory=HttpAuthConfig)
 
@@ -64,7 +92,7 @@ class HttpConfig:
 class ServiceConfig:
     structured_content: bool = True
     user_agent_contact: str = ""
-    shutdown_ms: int = 3000  # LIM-O1
+    shutdown_ms: int = ranged(3000, 500, 10000)  # LIM-O1
     http: HttpConfig = attrs.field(factory=HttpConfig)
 
 
@@ -74,16 +102,16 @@ class SearchConfig:
     region: str = "US"
     safe_search: SafeSearch = SafeSearch.MODERATE
     max_results: int = 5  # LIM-S2
-    max_results_ceiling: int = 20  # LIM-S2
-    query_max_chars: int = 400  # LIM-S1
-    deadline_ms: int = 2500  # LIM-S4
+    max_results_ceiling: int = ranged(20, 1, 20)  # LIM-S2
+    query_max_chars: int = ranged(400, 1, 600)  # LIM-S1
+    deadline_ms: int = ranged(2500, 500, 10000)  # LIM-S4
     engine_timeout_ms: int = 2000  # LIM-S5
-    connect_timeout_ms: int = 1000  # LIM-S12
-    reserve_ms: int = 200  # LIM-S6
-    engines_per_request: int = 8  # LIM-S8
-    results_per_engine: int = 10  # LIM-S3
-    snippet_max_chars: int = 300  # LIM-S9
-    title_max_chars: int = 150  # LIM-S10
+    connect_timeout_ms: int = ranged(1000, 200, 5000)  # LIM-S12
+    reserve_ms: int = ranged(200, 50, 1000)  # LIM-S6
+    engines_per_request: int = ranged(8, 1, 16)  # LIM-S8
+    results_per_engine: int = ranged(10, 5, 20)  # LIM-S3
+    snippet_max_chars: int = ranged(300, 50, 1000)  # LIM-S9
+    title_max_chars: int = ranged(150, 50, 300)  # LIM-S10
     drop_flagged_results: bool = False
     engine_attribution: bool = False
 
@@ -91,11 +119,11 @@ class SearchConfig:
 @attrs.frozen(kw_only=True)
 class FetchConfig:
     max_chars: int = 3000  # LIM-F1
-    max_chars_ceiling: int = 20000  # LIM-F2
-    max_bytes: int = 5242880  # LIM-F3
-    deadline_ms: int = 10000  # LIM-F4
-    connect_timeout_ms: int = 3000  # LIM-F6
-    max_redirects: int = 5  # LIM-F7
+    max_chars_ceiling: int = ranged(20000, 500, 100000)  # LIM-F2
+    max_bytes: int = ranged(5242880, 65536, 10485760)  # LIM-F3
+    deadline_ms: int = ranged(10000, 1000, 30000)  # LIM-F4
+    connect_timeout_ms: int = ranged(3000, 500, 10000)  # LIM-F6
+    max_redirects: int = ranged(5, 0, 10)  # LIM-F7
     ports: tuple[int, ...] = (80, 443)  # LIM-F8
     robots_txt: bool = True
     follow_cross_host_redirects: bool = False
@@ -112,22 +140,22 @@ class EgressConfig:
 
 @attrs.frozen(kw_only=True)
 class LimitsConfig:
-    outbound_in_flight: int = 32  # LIM-C1
-    per_engine_in_flight: int = 2  # LIM-C2
-    fetches_in_flight: int = 4  # LIM-C3
-    parsing_in_flight: int = 2  # LIM-C5
-    web_search_per_minute: int = 60  # LIM-C6
-    web_fetch_per_minute: int = 30  # LIM-C7
-    engine_status_per_minute: int = 30  # LIM-C8
-    strict_mode_urls: int = 10000  # LIM-F14
-    robots_cache_entries: int = 1000  # LIM-F15
+    outbound_in_flight: int = ranged(32, 1, 256)  # LIM-C1
+    per_engine_in_flight: int = ranged(2, 1, 8)  # LIM-C2
+    fetches_in_flight: int = ranged(4, 1, 64)  # LIM-C3
+    parsing_in_flight: int = ranged(2, 1, 16)  # LIM-C5
+    web_search_per_minute: int = ranged(60, 1, 6000)  # LIM-C6
+    web_fetch_per_minute: int = ranged(30, 1, 6000)  # LIM-C7
+    engine_status_per_minute: int = ranged(30, 1, 6000)  # LIM-C8
+    strict_mode_urls: int = ranged(10000, 100, 1000000)  # LIM-F14
+    robots_cache_entries: int = ranged(1000, 10, 100000)  # LIM-F15
 
 
 @attrs.frozen(kw_only=True)
 class ResilienceConfig:
-    failures_to_open: int = 3  # LIM-B1
+    failures_to_open: int = ranged(3, 1, 10)  # LIM-B1
     first_cooldown_s: int = 60  # LIM-B2
-    max_cooldown_s: int = 900  # LIM-B3
+    max_cooldown_s: int = ranged(900, 10, 3600)  # LIM-B3
 
 
 @attrs.frozen(kw_only=True)
@@ -149,9 +177,9 @@ class StatusConfig:
 @attrs.frozen(kw_only=True)
 class CacheConfig:
     enabled: bool = False  # LIM-K1
-    ttl_s: int = 300  # LIM-K2
-    max_entries: int = 1000  # LIM-K3
-    max_entry_bytes: int = 32768  # LIM-K4
+    ttl_s: int = ranged(300, 10, 3600)  # LIM-K2
+    max_entries: int = ranged(1000, 1, 100000)  # LIM-K3
+    max_entry_bytes: int = ranged(32768, 1024, 1048576)  # LIM-K4
 
 
 @attrs.frozen(kw_only=True)
@@ -168,7 +196,7 @@ class CoordinationConfig:
     password_env: str | None = None
     password_file: str | None = None
     key_prefix: str = "rypsok:"
-    timeout_ms: int = 50  # a bound on every store round trip
+    timeout_ms: int = ranged(50, 1, 5000)  # a bound on every store round trip
 
 
 @attrs.frozen(kw_only=True)
@@ -179,7 +207,7 @@ class EngineConfig:
     type: str  # one of rypsok.shared.drivers.DRIVER_TYPES
     categories: tuple[Category, ...]
     enabled: bool = True
-    preference: int = 100
+    preference: int = ranged(100, 0, PREFERENCE_MAX)
     api_key_env: str | None = None
     api_key_file: str | None = None
     endpoint: str = "web"  # brave: web, news

@@ -9,15 +9,9 @@ Implements REQ-MAIN-003.
 
 from __future__ import annotations
 
-import enum
-import functools
 import math
 import re
-import types
-import typing
-from typing import TYPE_CHECKING, Any, Final, TypeVar
-
-import attrs
+from typing import TYPE_CHECKING, Any, Final
 
 from rypsok.config.coordination import read_coordination
 from rypsok.config.messages import ConfigError, kind_of, with_place
@@ -33,7 +27,27 @@ from rypsok.config.rules import (
     validate_origin,
     validate_proxy,
 )
-from rypsok.config.schema import Config
+from rypsok.config.schema import (
+    CacheConfig,
+    CallerConfig,
+    Config,
+    CoordinationConfig,
+    EgressConfig,
+    EngineConfig,
+    FetchConfig,
+    HttpAuthConfig,
+    HttpConfig,
+    LimitsConfig,
+    LoggingConfig,
+    PrivacyConfig,
+    ResilienceConfig,
+    ScrapingConfig,
+    SearchConfig,
+    ServiceConfig,
+    StatusConfig,
+    default_engines,
+    ranged_keys,
+)
 from rypsok.config.toml import format_path
 from rypsok.config.tooling import tool_settings
 from rypsok.shared.drivers import DRIVER_TYPES
@@ -41,9 +55,7 @@ from rypsok.shared.tooldefs import LIM_I1_CHARS, definition_chars
 from rypsok.shared.vocabulary import Category, SafeSearch
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
-
-    import cattrs
+    from collections.abc import Sequence
 
 __all__ = ["CONFIG_VERSION", "Validator"]
 
@@ -52,10 +64,6 @@ _CATEGORIES: Final = tuple(c.value for c in Category)
 _SAFE_SEARCH: Final = tuple(s.value for s in SafeSearch)
 _LANGUAGE: Final = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8}){0,3}")
 _REGION: Final = re.compile(r"[A-Z]{2}")
-_PREFERENCE_MAX: Final = 2**32 - 1
-
-T = TypeVar("T")
-E = TypeVar("E", bound=enum.Enum)
 
 
 class Validator(Reader):
@@ -94,55 +102,52 @@ class Validator(Reader):
         search = self.search(root.sub("search"))
         fetch = self.fetch(root.sub("fetch"))
         egress = self.egress(root.sub("egress"))
-        service = self.service(root.sub("service"), fetch_deadline_ms=fetch["deadline_ms"])
-        limits = self.simple_ints(root.sub("limits"), _LIMITS)
+        service = self.service(root.sub("service"), fetch_deadline_ms=fetch.deadline_ms)
+        limits = LimitsConfig(**self.ranged_ints(root.sub("limits"), LimitsConfig))
         resilience = self.resilience(root.sub("resilience"))
         privacy_table = root.sub("privacy")
         privacy_table.known(keys={"secret_detection"})
-        privacy = {
-            "secret_detection": privacy_table.get_choice(
+        privacy = PrivacyConfig(
+            secret_detection=privacy_table.get_choice(
                 "secret_detection", "refuse", ("off", "warn", "mask", "refuse")
             )
-        }
+        )
         logging_table = root.sub("logging")
         logging_table.known(keys={"level", "log_queries"})
-        logging = {
-            "level": logging_table.get_choice("level", "info", ("error", "warn", "info", "debug")),
-            "log_queries": logging_table.get_bool("log_queries", False),
-        }
+        logging = LoggingConfig(
+            level=logging_table.get_choice("level", "info", ("error", "warn", "info", "debug")),
+            log_queries=logging_table.get_bool("log_queries", False),
+        )
         status_table = root.sub("status")
         status_table.known(keys={"enabled"})
-        status = {"enabled": status_table.get_bool("enabled", True)}
+        status = StatusConfig(enabled=status_table.get_bool("enabled", True))
         cache = self.cache(root.sub("cache"))
         scraping_table = root.sub("scraping")
         scraping_table.known(keys={"enabled"})
-        scraping = {"enabled": scraping_table.get_bool("enabled", False)}
-        engines = self.engines(root.sub("engines"), scraping_on=scraping["enabled"])
-        coordination = None
+        scraping = ScrapingConfig(enabled=scraping_table.get_bool("enabled", False))
+        engines = self.engines(root.sub("engines"), scraping_on=scraping.enabled)
+        coordination: CoordinationConfig | None = None
         if "coordination" in data:
             coordination = read_coordination(
                 root.sub("coordination"), env_name=_env_name, path=_path
             )
-        self.ports_need_allow(fetch["ports"], egress["allow"])
-        structured: dict[str, Any] = {
-            "config_version": version,
-            "service": service,
-            "search": search,
-            "fetch": fetch,
-            "egress": egress,
-            "limits": limits,
-            "resilience": resilience,
-            "privacy": privacy,
-            "logging": logging,
-            "status": status,
-            "cache": cache,
-            "scraping": scraping,
-        }
-        if engines is not None:
-            structured["engines"] = engines
-        if coordination is not None:
-            structured["coordination"] = coordination
-        config = _structure_config(structured)
+        self.ports_need_allow(fetch.ports, egress.allow)
+        config = Config(
+            config_version=version,
+            service=service,
+            search=search,
+            fetch=fetch,
+            egress=egress,
+            limits=limits,
+            resilience=resilience,
+            privacy=privacy,
+            logging=logging,
+            status=status,
+            cache=cache,
+            scraping=scraping,
+            coordination=coordination,
+            engines=default_engines() if engines is None else engines,
+        )
         self.definitions_fit(config)
         return config
 
@@ -163,22 +168,24 @@ class Validator(Reader):
                 f"{LIM_I1_CHARS} allowed (LIM-I1); list fewer languages",
             )
 
-    def simple_ints(
+    def ranged_ints(
         self,
         table: Table,
-        spec: Mapping[str, tuple[int, int, int]],
+        cls: type,
         *,
         others: frozenset[str] = frozenset(),
         tables: frozenset[str] = frozenset(),
     ) -> dict[str, Any]:
-        """The integers of `spec`, once no key outside `spec`, `others` and `tables` is set."""
-        table.known(keys=set(spec) | others, tables=tables)
-        return {key: table.get_int(key, *bounds) for key, bounds in spec.items()}
+        """The integers of `cls` that have a fixed range (the schema's `ranged` fields), once
+        no key outside them, `others` and `tables` is set."""
+        keys = ranged_keys(cls)
+        table.known(keys={*keys, *others}, tables=tables)
+        return {key: table.get_ranged(cls, key) for key in keys}
 
-    def search(self, t: Table) -> dict[str, Any]:
-        out = self.simple_ints(
+    def search(self, t: Table) -> SearchConfig:
+        out = self.ranged_ints(
             t,
-            _SEARCH_INTS,
+            SearchConfig,
             others=frozenset(
                 {
                     "languages",
@@ -223,18 +230,19 @@ class Validator(Reader):
             why=f"search.deadline_ms {out['deadline_ms']} minus search.reserve_ms "
             f"{out['reserve_ms']}",
         )
-        languages = t.get_texts("languages", ["en"], check=_language, non_empty=True, unique=True)
-        out["languages"] = languages
+        out["languages"] = t.get_texts(
+            "languages", ("en",), check=_language, non_empty=True, unique=True
+        )
         out["region"] = t.get_text("region", "US", check=_region)
-        out["safe_search"] = t.get_choice("safe_search", "moderate", _SAFE_SEARCH)
+        out["safe_search"] = SafeSearch(t.get_choice("safe_search", "moderate", _SAFE_SEARCH))
         out["drop_flagged_results"] = t.get_bool("drop_flagged_results", False)
         out["engine_attribution"] = t.get_bool("engine_attribution", False)
-        return out
+        return SearchConfig(**out)
 
-    def fetch(self, t: Table) -> dict[str, Any]:
-        out = self.simple_ints(
+    def fetch(self, t: Table) -> FetchConfig:
+        out = self.ranged_ints(
             t,
-            _FETCH_INTS,
+            FetchConfig,
             others=frozenset(
                 {"max_chars", "ports", "robots_txt", "follow_cross_host_redirects", "strict_mode"}
             ),
@@ -249,22 +257,22 @@ class Validator(Reader):
             unfit="must be at least 3000 (fetch.max_chars, default 3000)",
             why=f"fetch.max_chars_ceiling {ceiling}",
         )
-        out["ports"] = t.get_ints("ports", [80, 443], 1, 65535)
+        out["ports"] = t.get_ints("ports", (80, 443), 1, 65535)
         out["robots_txt"] = t.get_bool("robots_txt", True)
         out["follow_cross_host_redirects"] = t.get_bool("follow_cross_host_redirects", False)
         out["strict_mode"] = t.get_bool("strict_mode", False)
-        return out
+        return FetchConfig(**out)
 
-    def egress(self, t: Table) -> dict[str, Any]:
+    def egress(self, t: Table) -> EgressConfig:
         t.known(keys={"allow_http", "allow", "deny", "proxy"})
-        return {
-            "allow_http": t.get_bool("allow_http", False),
-            "allow": t.get_texts("allow", [], check=parse_egress_rule),
-            "deny": t.get_texts("deny", [], check=parse_egress_rule),
-            "proxy": t.get_text("proxy", "", check=_proxy),
-        }
+        return EgressConfig(
+            allow_http=t.get_bool("allow_http", False),
+            allow=t.get_texts("allow", (), check=parse_egress_rule),
+            deny=t.get_texts("deny", (), check=parse_egress_rule),
+            proxy=t.get_text("proxy", "", check=_proxy),
+        )
 
-    def ports_need_allow(self, ports: list[int], allow: list[str]) -> None:
+    def ports_need_allow(self, ports: Sequence[int], allow: Sequence[str]) -> None:
         for index, port in enumerate(ports):
             if port not in (80, 443) and not allow:
                 raise self.fail(
@@ -272,17 +280,17 @@ class Validator(Reader):
                     "a port other than 80 and 443 needs an egress.allow rule",
                 )
 
-    def service(self, t: Table, *, fetch_deadline_ms: int) -> dict[str, Any]:
+    def service(self, t: Table, *, fetch_deadline_ms: int) -> ServiceConfig:
         t.known(keys={"structured_content", "user_agent_contact", "shutdown_ms"}, tables={"http"})
         out: dict[str, Any] = {
             "structured_content": t.get_bool("structured_content", True),
             "user_agent_contact": t.get_text("user_agent_contact", "", check=_contact),
-            "shutdown_ms": t.get_int("shutdown_ms", 3000, 500, 10000),
+            "shutdown_ms": t.get_ranged(ServiceConfig, "shutdown_ms"),
         }
         h = t.sub("http")
-        http = self.simple_ints(
+        http = self.ranged_ints(
             h,
-            _HTTP_INTS,
+            HttpConfig,
             others=frozenset(
                 {
                     "bind",
@@ -324,13 +332,13 @@ class Validator(Reader):
             else None,
         )
         http["bind"] = h.get_text("bind", "127.0.0.1:8737", check=parse_bind)
-        http["allowed_hosts"] = h.get_texts("allowed_hosts", [], check=validate_allowed_host)
-        http["allowed_origins"] = h.get_texts("allowed_origins", [], check=validate_origin)
+        http["allowed_hosts"] = h.get_texts("allowed_hosts", (), check=validate_allowed_host)
+        http["allowed_origins"] = h.get_texts("allowed_origins", (), check=validate_origin)
         http["legacy_revisions"] = h.get_bool("legacy_revisions", True)
         auth = h.sub("auth")
         auth.known(keys={"callers"})
         callers = self.callers(auth)
-        http["auth"] = {"callers": callers}
+        http["auth"] = HttpAuthConfig(callers=callers)
         bind = parse_bind(http["bind"])
         if not bind.is_loopback and not callers:
             raise self.fail(
@@ -344,10 +352,10 @@ class Validator(Reader):
                 "a bind on an unspecified address (0.0.0.0, ::) needs service.http.allowed_hosts",
                 placed=False,
             )
-        out["http"] = http
-        return out
+        out["http"] = HttpConfig(**http)
+        return ServiceConfig(**out)
 
-    def callers(self, auth: Table) -> list[dict[str, Any]]:
+    def callers(self, auth: Table) -> tuple[CallerConfig, ...]:
         path = (*auth.path, "callers")
         raw = auth.data.get("callers", [])
         if not isinstance(raw, list):
@@ -356,7 +364,7 @@ class Validator(Reader):
                 f"expected an array of tables ([[service.http.auth.callers]]), "
                 f"found {kind_of(raw)}",
             )
-        callers: list[dict[str, Any]] = []
+        callers: list[CallerConfig] = []
         seen: set[str] = set()
         for index, item in enumerate(raw):
             c = self.table(item, (*path, index))
@@ -381,12 +389,12 @@ class Validator(Reader):
                 raise self.fail(
                     (*c.path, "token_file"), "give one of token_env or token_file, not both"
                 )
-            callers.append({"id": caller_id, "token_env": token_env, "token_file": token_file})
-        return callers
+            callers.append(CallerConfig(id=caller_id, token_env=token_env, token_file=token_file))
+        return tuple(callers)
 
-    def resilience(self, t: Table) -> dict[str, Any]:
+    def resilience(self, t: Table) -> ResilienceConfig:
         t.known(keys={"failures_to_open", "first_cooldown_s", "max_cooldown_s"})
-        longest = t.get_int("max_cooldown_s", 900, 10, 3600)
+        longest = t.get_ranged(ResilienceConfig, "max_cooldown_s")
         first_max = min(600, longest)
         t.default_fits(
             "first_cooldown_s",
@@ -396,31 +404,28 @@ class Validator(Reader):
             "max_cooldown_s",
             "must be at least 60 (resilience.first_cooldown_s, default 60)",
         )
-        return {
-            "failures_to_open": t.get_int("failures_to_open", 3, 1, 10),
-            "first_cooldown_s": t.get_int(
+        return ResilienceConfig(
+            failures_to_open=t.get_ranged(ResilienceConfig, "failures_to_open"),
+            first_cooldown_s=t.get_int(
                 "first_cooldown_s",
                 60,
                 10,
                 first_max,
                 why=f"resilience.max_cooldown_s {longest}" if longest < 600 else None,
             ),
-            "max_cooldown_s": longest,
-        }
+            max_cooldown_s=longest,
+        )
 
-    def cache(self, t: Table) -> dict[str, Any]:
-        t.known(keys={"enabled", "ttl_s", "max_entries", "max_entry_bytes"})
-        return {
-            "enabled": t.get_bool("enabled", False),
-            "ttl_s": t.get_int("ttl_s", 300, 10, 3600),
-            "max_entries": t.get_int("max_entries", 1000, 1, 100000),
-            "max_entry_bytes": t.get_int("max_entry_bytes", 32768, 1024, 1048576),
-        }
+    def cache(self, t: Table) -> CacheConfig:
+        t.known(keys={"enabled", *ranged_keys(CacheConfig)})
+        enabled = t.get_bool("enabled", False)
+        ints = {key: t.get_ranged(CacheConfig, key) for key in ranged_keys(CacheConfig)}
+        return CacheConfig(enabled=enabled, **ints)
 
-    def engines(self, t: Table, *, scraping_on: bool) -> list[dict[str, Any]] | None:
+    def engines(self, t: Table, *, scraping_on: bool) -> tuple[EngineConfig, ...] | None:
         if not t.data:
             return None  # no [engines.*] table: the two default engines
-        engines: list[dict[str, Any]] = []
+        engines: list[EngineConfig] = []
         for engine_id, raw in t.data.items():
             path = (*t.path, engine_id)
             if not is_identifier(engine_id):
@@ -433,7 +438,7 @@ class Validator(Reader):
                     )
                 )
             engines.append(self.engine(self.table(raw, path), engine_id, scraping_on))
-        arxiv = [e["id"] for e in engines if e["type"] == "arxiv" and e["enabled"]]
+        arxiv = [e.id for e in engines if e.type == "arxiv" and e.enabled]
         if len(arxiv) > 1:
             # arXiv's terms allow one request every three seconds on one connection; each
             # engine has its own limiter, so a second enabled arxiv engine would double it.
@@ -442,9 +447,9 @@ class Validator(Reader):
                 "only one arxiv engine can be enabled: the provider allows one request "
                 "every three seconds on one connection",
             )
-        return engines
+        return tuple(engines)
 
-    def engine(self, e: Table, engine_id: str, scraping_on: bool) -> dict[str, Any]:
+    def engine(self, e: Table, engine_id: str, scraping_on: bool) -> EngineConfig:
         if "api_key" in e.data:
             raise self.fail((*e.path, "api_key"), "give the secret by api_key_env or api_key_file")
         e.known(
@@ -485,7 +490,7 @@ class Validator(Reader):
             )
         categories = e.get_texts(
             "categories",
-            [],
+            (),
             check=_category,
             non_empty=True,
             unique=True,
@@ -494,9 +499,9 @@ class Validator(Reader):
         out: dict[str, Any] = {
             "id": engine_id,
             "type": kind,
-            "categories": categories,
+            "categories": tuple(Category(c) for c in categories),
             "enabled": e.get_bool("enabled", True),
-            "preference": e.get_int("preference", 100, 0, _PREFERENCE_MAX),
+            "preference": e.get_ranged(EngineConfig, "preference"),
             "api_key_env": e.get_text("api_key_env", None, check=_env_name),
             "api_key_file": e.get_text("api_key_file", None, check=_path),
         }
@@ -522,48 +527,11 @@ class Validator(Reader):
         if "site" in e.data and not traits.has_site:
             raise self.fail((*e.path, "site"), "only the stackexchange driver has a site")
         out["site"] = e.get_text("site", "stackoverflow", check=_site)
-        return out
+        return EngineConfig(**out)
 
 
-# Integer keys without a dependent range: default, low, high (the limits table).
-_SEARCH_INTS: Final = {
-    "max_results_ceiling": (20, 1, 20),
-    "query_max_chars": (400, 1, 600),
-    "deadline_ms": (2500, 500, 10000),
-    "connect_timeout_ms": (1000, 200, 5000),
-    "reserve_ms": (200, 50, 1000),
-    "engines_per_request": (8, 1, 16),
-    "results_per_engine": (10, 5, 20),
-    "snippet_max_chars": (300, 50, 1000),
-    "title_max_chars": (150, 50, 300),
-}
-_FETCH_INTS: Final = {
-    "max_chars_ceiling": (20000, 500, 100000),
-    "max_bytes": (5242880, 65536, 10485760),
-    "deadline_ms": (10000, 1000, 30000),
-    "connect_timeout_ms": (3000, 500, 10000),
-    "max_redirects": (5, 0, 10),
-}
 HEAD_TIMEOUT_DEFAULT_S: Final = 10
 HEAD_TIMEOUT_MAX_S: Final = 60
-_HTTP_INTS: Final = {
-    "max_connections": (64, 1, 4096),
-    "max_request_bytes": (65536, 4096, 1048576),
-    "idle_timeout_s": (60, 5, 600),
-    "max_streams": (16, 1, 256),
-    "max_sessions": (256, 1, 2048),
-}
-_LIMITS: Final = {
-    "outbound_in_flight": (32, 1, 256),
-    "per_engine_in_flight": (2, 1, 8),
-    "fetches_in_flight": (4, 1, 64),
-    "parsing_in_flight": (2, 1, 16),
-    "web_search_per_minute": (60, 1, 6000),
-    "web_fetch_per_minute": (30, 1, 6000),
-    "engine_status_per_minute": (30, 1, 6000),
-    "strict_mode_urls": (10000, 100, 1000000),
-    "robots_cache_entries": (1000, 10, 100000),
-}
 
 
 # -- the forms of texts --------------------------------------------------------------------
@@ -624,128 +592,3 @@ def _contact(text: str) -> None:
             "expected a URL or an address of at most 200 printable ASCII characters, "
             "without parentheses or semicolons"
         )
-
-
-# -- structuring into the frozen classes -----------------------------------------------------
-
-
-def _strict(kind: type[T]) -> Callable[[object, type], T]:
-    def hook(value: object, _: type) -> T:
-        # cattrs would coerce (int("5"), bool("false")); the validator already produced the
-        # exact kinds, so anything else is a bug to surface, not to paper over.
-        if type(value) is not kind:
-            raise TypeError(f"expected {kind.__name__}, found {type(value).__name__}")
-        return value
-
-    return hook
-
-
-@functools.cache
-def _converter() -> cattrs.Converter:
-    """The cattrs converter, built when a configuration is not of the exact kinds."""
-    import cattrs
-
-    converter = cattrs.Converter(forbid_extra_keys=True)
-    for kind in (int, str, bool):
-        converter.register_structure_hook(kind, _strict(kind))
-    # The vocabularies subclass str: without their own hooks the str hook above would keep
-    # the plain text instead of the enumeration member.
-    for vocabulary in (Category, SafeSearch):
-        converter.register_structure_hook(vocabulary, _member(vocabulary))
-    return converter
-
-
-def _member(vocabulary: type[E]) -> Callable[[object, type], E]:
-    def hook(value: object, _: type) -> E:
-        if type(value) is not str:
-            raise TypeError(f"expected str, found {type(value).__name__}")
-        return vocabulary(value)
-
-    return hook
-
-
-# -- the exact kinds, without cattrs -------------------------------------------------------
-#
-# What the validator hands over is always of the exact kinds (dicts for tables, lists for
-# arrays, int, str and bool, the vocabularies' texts). For such values cattrs's structuring
-# with the hooks above is a plain construction: an attrs class from the keys present (the
-# others keep their defaults), a tuple from a list, None for an optional left out, a member
-# from its text. That is done here directly: cattrs imports and generates a function per class
-# (about 20 ms of a start). Anything else (a kind not exact, an extra key, a member that does
-# not exist, a type this does not know) goes to cattrs, which builds it or raises as before.
-
-
-class _NotExact(Exception):
-    pass
-
-
-_Build = typing.Callable[[object], object]
-
-
-def _structure_config(structured: dict[str, Any]) -> Config:
-    try:
-        config: Config = _structure(structured, Config)
-    except (_NotExact, TypeError, ValueError):
-        # Not of the exact kinds, a key missing (the class's TypeError) or a member that does
-        # not exist (the vocabulary's ValueError): cattrs builds it or raises as it always
-        # did. Anything else is a defect of the direct path and is not hidden.
-        return _converter().structure(structured, Config)
-    return config
-
-
-def _structure(value: object, cls: Any) -> Any:
-    if type(value) is not dict:
-        raise _NotExact
-    names, plan = _plan(cls)
-    if not value.keys() <= names:
-        raise _NotExact
-    return cls(**{name: build(value[name]) for name, build in plan if name in value})
-
-
-@functools.cache
-def _plan(cls: Any) -> tuple[frozenset[str], tuple[tuple[str, _Build], ...]]:
-    hints = typing.get_type_hints(cls)
-    plan = tuple((field.name, _builder(hints[field.name])) for field in attrs.fields(cls))
-    return frozenset(name for name, _ in plan), plan
-
-
-def _builder(kind: Any) -> _Build:
-    if kind in (int, str, bool):
-        return functools.partial(_exact, kind)
-    if kind in (Category, SafeSearch):
-        return functools.partial(_vocabulary, kind)
-    origin, args = typing.get_origin(kind), typing.get_args(kind)
-    if origin is types.UnionType and len(args) == 2 and type(None) in args:
-        (inner,) = (arg for arg in args if arg is not type(None))
-        return functools.partial(_optional, _builder(inner))
-    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
-        return functools.partial(_tuple, _builder(args[0]))
-    if isinstance(kind, type) and attrs.has(kind):
-        return functools.partial(_nested, kind)
-    raise _NotExact
-
-
-def _exact(kind: type, value: object) -> object:
-    if type(value) is not kind:
-        raise _NotExact
-    return value
-
-
-def _vocabulary(vocabulary: type[enum.Enum], value: object) -> object:
-    if type(value) is not str:
-        raise _NotExact
-    return vocabulary(value)
-
-
-def _optional(build: _Build, value: object) -> object:
-    return None if value is None else build(value)
-
-
-def _tuple(build: _Build, value: object) -> object:
-    if type(value) is not list and type(value) is not tuple:
-        raise _NotExact
-    return tuple(build(item) for item in value)
-
-
-def _nested(cls: type, value: object) -> object:
-    return _structure(value, cls)
