@@ -19,7 +19,7 @@ import trio.testing
 from fetch_helpers import Authority
 
 from rypsok.core.egress import EgressPolicy, EgressRefused, Refusal
-from rypsok.core.egress.backend import EgressBackend, SystemResolver, _Stream
+from rypsok.core.egress.backend import EgressBackend, SystemResolver, _TrioStream
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -85,7 +85,7 @@ async def _pair() -> tuple[trio.SocketStream, trio.SocketStream, trio.SocketList
 
 async def test_req_sec_006_the_connection_facts_httpcore_reads_are_the_sockets() -> None:
     client, server, listener = await _pair()
-    view = _Stream(client)
+    view = _TrioStream(client)
     assert view.get_extra_info("socket") is client.socket
     assert view.get_extra_info("client_addr") == client.socket.getsockname()
     assert view.get_extra_info("server_addr") == client.socket.getpeername()
@@ -103,7 +103,7 @@ async def test_req_sec_006_the_connection_facts_httpcore_reads_are_the_sockets()
 
 async def test_req_sec_006_a_stream_without_a_socket_has_no_socket_facts() -> None:
     left, _right = trio.testing.memory_stream_pair()
-    view = _Stream(left)
+    view = _TrioStream(left)
     for info in ("socket", "client_addr", "server_addr", "is_readable", "ssl_object"):
         assert view.get_extra_info(info) is None
 
@@ -116,7 +116,7 @@ async def _tls_pair() -> tuple[
     authority = Authority()
     client, server, listener = await _pair()
     server_tls = trio.SSLStream(server, authority.server_context("localhost"), server_side=True)
-    view = _Stream(client)
+    view = _TrioStream(client)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(server_tls.do_handshake)
         secured = await view.start_tls(authority.client_context(), "localhost", timeout=5)
@@ -136,7 +136,7 @@ async def test_req_sec_006_over_tls_the_facts_are_those_of_the_socket_under_it()
 
 async def test_req_sec_011_a_tls_handshake_that_times_out_closes_its_connection() -> None:
     client, server, listener = await _pair()
-    view = _Stream(client)
+    view = _TrioStream(client)
     with pytest.raises(httpcore.ConnectTimeout):
         await view.start_tls(Authority().client_context(), "localhost", timeout=0.2)
     with trio.fail_after(2):
@@ -148,7 +148,7 @@ async def test_req_sec_011_a_tls_handshake_that_times_out_closes_its_connection(
 
 async def test_req_sec_006_a_write_to_a_closed_stream_is_httpcores_write_error() -> None:
     client, server, listener = await _pair()
-    view = _Stream(client)
+    view = _TrioStream(client)
     await client.aclose()
     with pytest.raises(httpcore.WriteError):
         await view.write(b"GET / HTTP/1.1\r\n\r\n")
@@ -209,7 +209,7 @@ class _FailingStream(trio.abc.Stream):
     "error", [ConnectionResetError, trio.BrokenResourceError, trio.ClosedResourceError]
 )
 async def test_req_sec_006_a_failing_stream_is_httpcores_error(error: type[Exception]) -> None:
-    view = _Stream(_FailingStream(error))
+    view = _TrioStream(_FailingStream(error))
     with pytest.raises(httpcore.ReadError):
         await view.read(10)
     with pytest.raises(httpcore.WriteError):
@@ -223,7 +223,7 @@ async def test_req_sec_006_an_empty_write_sends_nothing() -> None:
     # httpcore hands over an empty buffer at the end of a message: nothing to send, so not
     # even a stream that has failed is asked.
     stream = _FailingStream(trio.BrokenResourceError)
-    await _Stream(stream).write(b"")
+    await _TrioStream(stream).write(b"")
     assert stream.sends == 0
 
 
@@ -246,6 +246,6 @@ async def test_req_sec_011_a_tls_start_on_a_closed_connection_is_a_connect_error
     client, server, listener = await _pair()
     await client.aclose()
     with pytest.raises(httpcore.ConnectError):
-        await _Stream(client).start_tls(Authority().client_context(), "localhost", timeout=2)
+        await _TrioStream(client).start_tls(Authority().client_context(), "localhost", timeout=2)
     await server.aclose()
     await listener.aclose()

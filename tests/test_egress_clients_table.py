@@ -25,9 +25,9 @@ from rypsok.core.egress.clients import (
     DEFAULT_ACCEPT,
     REQUEST_HEADERS,
     EgressTransport,
-    _Body,
-    _mapped,
-    _NoCookies,
+    _map_httpcore_exception,
+    _NoCookiePolicy,
+    _ResponseStream,
     build_fetch_client_from_config,
 )
 from rypsok.core.egress.policy import Target
@@ -121,7 +121,7 @@ _HTTPX_TABLE: Final = sorted(
 def test_req_sec_006_each_httpcore_error_becomes_httpxs_own(
     source: type[Exception], target: type[Exception]
 ) -> None:
-    mapped = _mapped(source("quoted server bytes"))
+    mapped = _map_httpcore_exception(source("quoted server bytes"))
     assert type(mapped) is target
     # The text is rypsok's, never the server's bytes httpcore's message may quote.
     assert "quoted" not in str(mapped)
@@ -129,7 +129,7 @@ def test_req_sec_006_each_httpcore_error_becomes_httpxs_own(
 
 def test_req_sec_006_another_error_is_left_as_it_is() -> None:
     error = RuntimeError("x")
-    assert _mapped(error) is error
+    assert _map_httpcore_exception(error) is error
 
 
 class _FailingStream:
@@ -151,7 +151,7 @@ class _FailingStream:
 async def test_req_sec_006_an_error_in_the_middle_of_a_body_is_httpxs_own(
     error: Exception, expected: type[Exception]
 ) -> None:
-    body = _Body(_FailingStream(error))  # type: ignore[arg-type]
+    body = _ResponseStream(_FailingStream(error))  # type: ignore[arg-type]
     seen: list[bytes] = []
 
     async def read_all() -> None:
@@ -173,12 +173,12 @@ def test_req_fetch_007_the_cookie_policy_takes_and_gives_nothing(method: str) ->
         0, "a", "b", None, False, "example.org", True, False, "/", True, False, None, False,
         None, None, {},
     )  # fmt: skip
-    assert getattr(_NoCookies(), method)(cookie, object()) is False
+    assert getattr(_NoCookiePolicy(), method)(cookie, object()) is False
 
 
 @pytest.mark.parametrize("method", ["domain_return_ok", "path_return_ok"])
 def test_req_fetch_007_no_domain_or_path_ever_gets_a_cookie_back(method: str) -> None:
-    assert getattr(_NoCookies(), method)("example.org", object()) is False
+    assert getattr(_NoCookiePolicy(), method)("example.org", object()) is False
 
 
 async def test_req_sec_009_the_body_is_not_read_before_the_caller_reads_it() -> None:

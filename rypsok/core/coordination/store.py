@@ -133,14 +133,14 @@ class Store:
             # in coredis's queue), but the pool's connections are closed, so that the next
             # round trip opens a fresh one. Round trips still waiting on them fail now and
             # decide alone, as they would have at their own timeout had the socket been dead.
-            self._drop_connections()
+            self._disconnect_pool()
             self._failed(exc.reason, exc)
             raise
         except Exception as exc:
             # coredis turns a connection attempt cut by our scope into its ConnectionError.
             reason = "timeout" if scope.cancel_called else _reason(exc)
             if scope.cancel_called:
-                self._drop_connections()
+                self._disconnect_pool()
             self._failed(reason, exc)
             raise StoreUnavailable(reason) from None
         if self._was_down:
@@ -165,7 +165,7 @@ class Store:
         except self._no_script:
             return await self._client.eval(script, keys=list(keys), args=list(args))
 
-    def _drop_connections(self) -> None:
+    def _disconnect_pool(self) -> None:
         """Close the pool's connections (coredis's `ConnectionPool.disconnect`): the next
         round trip opens a fresh one."""
         self._client.connection_pool.disconnect()

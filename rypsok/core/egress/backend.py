@@ -107,8 +107,9 @@ class TcpConnector:
         return await trio.open_tcp_stream(str(address), port)
 
 
-class _Stream(httpcore.AsyncNetworkStream):
-    """httpcore's view of a Trio stream, with Trio's errors mapped to httpcore's."""
+class _TrioStream(httpcore.AsyncNetworkStream):
+    """httpcore's view of a Trio stream, with Trio's errors mapped to httpcore's (httpcore's
+    own Trio backend calls its adapter `TrioStream` too)."""
 
     def __init__(self, stream: trio.abc.Stream) -> None:
         self._stream = stream
@@ -154,7 +155,7 @@ class _Stream(httpcore.AsyncNetworkStream):
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             await trio.aclose_forcefully(self._stream)
             raise httpcore.ConnectError("the TLS handshake failed") from exc
-        return _Stream(tls)
+        return _TrioStream(tls)
 
     def _socket_stream(self) -> trio.SocketStream | None:
         stream = self._stream
@@ -264,7 +265,7 @@ class EgressBackend(httpcore.AsyncNetworkBackend):
                         stream = await self._connector.connect(address, port)
                     except OSError:
                         continue  # the next admitted address, as a browser would
-                    return _Stream(stream)
+                    return _TrioStream(stream)
         except trio.TooSlowError:
             raise httpcore.ConnectTimeout("the connection timed out") from None
         raise httpcore.ConnectError("no address of the destination accepted a connection")

@@ -62,8 +62,9 @@ REQUEST_HEADERS: Final = frozenset(
 )
 
 
-def _mapped(exc: Exception) -> Exception:
-    """httpcore's exception as httpx's (the most specific class first); others unchanged."""
+def _map_httpcore_exception(exc: Exception) -> Exception:
+    """httpcore's exception as httpx's (the most specific class first); others unchanged.
+    httpx's own transport does this in `map_httpcore_exceptions`."""
     table: tuple[tuple[type[Exception], type[httpx.HTTPError]], ...] = (
         (httpcore.ConnectTimeout, httpx.ConnectTimeout),
         (httpcore.ReadTimeout, httpx.ReadTimeout),
@@ -89,7 +90,10 @@ def _mapped(exc: Exception) -> Exception:
     return exc
 
 
-class _Body(httpx.AsyncByteStream):
+class _ResponseStream(httpx.AsyncByteStream):
+    """An httpcore response's body as httpx reads it, httpcore's errors mapped on the way
+    (httpx's own transport names the same adapter `AsyncResponseStream`)."""
+
     def __init__(self, stream: httpcore.Response) -> None:
         self._response = stream
 
@@ -101,7 +105,7 @@ class _Body(httpx.AsyncByteStream):
             except StopAsyncIteration:
                 return
             except Exception as exc:
-                mapped = _mapped(exc)
+                mapped = _map_httpcore_exception(exc)
                 if mapped is exc:
                     raise
                 raise mapped from exc
@@ -196,14 +200,14 @@ class EgressTransport(httpx.AsyncBaseTransport):
         try:
             response = await self._pool.handle_async_request(core_request)
         except Exception as exc:
-            mapped = _mapped(exc)
+            mapped = _map_httpcore_exception(exc)
             if mapped is exc:
                 raise
             raise mapped from exc
         return httpx.Response(
             status_code=response.status,
             headers=response.headers,
-            stream=_Body(response),
+            stream=_ResponseStream(response),
             extensions=response.extensions,
         )
 
@@ -219,7 +223,7 @@ class EgressTransport(httpx.AsyncBaseTransport):
         await self._pool.aclose()
 
 
-class _NoCookies(http.cookiejar.CookiePolicy):
+class _NoCookiePolicy(http.cookiejar.CookiePolicy):
     """A cookie policy that accepts and returns nothing (REQ-FETCH-007)."""
 
     netscape = True
@@ -244,7 +248,7 @@ class _NoCookieJar(http.cookiejar.CookieJar):
     into a fresh jar per request, so the policy alone would not keep them out."""
 
     def __init__(self) -> None:
-        super().__init__(policy=_NoCookies())
+        super().__init__(policy=_NoCookiePolicy())
 
     def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
         return None

@@ -165,9 +165,10 @@ def _is_escape(text: str, index: int) -> bool:
     return len(pair) == 2 and all(c in "0123456789abcdefABCDEF" for c in pair)
 
 
-def _without_dot_segments(path: str) -> str:
-    # A browser removes "." and ".." segments (also written %2e) before sending the path;
-    # the request line is then the one the page's own links would produce.
+def _remove_dot_segments(path: str) -> str:
+    # RFC 3986's remove_dot_segments (5.2.4), as a browser applies it: "." and ".."
+    # segments (also written %2e) go before the path is sent, so the request line is the one
+    # the page's own links would produce.
     segments = path.split("/")[1:]
     out: list[str] = []
     for index, segment in enumerate(segments):
@@ -195,7 +196,7 @@ def _path_and_query(rest: str) -> str:
     path = path.replace("\\", "/")
     if not path.startswith("/"):
         path = "/" + path
-    out = _without_dot_segments(_encode(path, _PATH_KEEP))
+    out = _remove_dot_segments(_encode(path, _PATH_KEEP))
     if sep:
         out += "?" + _encode(query, _QUERY_KEEP)
     return out
@@ -213,14 +214,14 @@ def _port(text: str) -> int | None:
 
 
 @attrs.frozen(kw_only=True)
-class _Parsed:
+class _ParsedURL:
     scheme: str
     host: Host
     port: int
     path: str
 
 
-def _parse(url: str) -> _Parsed | Refusal:
+def _parse(url: str) -> _ParsedURL | Refusal:
     if any(ord(c) < 0x21 or ord(c) == 0x7F for c in url):
         return Refusal.MALFORMED_URL
     try:
@@ -259,7 +260,7 @@ def _parse(url: str) -> _Parsed | Refusal:
     host = parse_host(host_text)
     if isinstance(host, Refusal):
         return host
-    return _Parsed(
+    return _ParsedURL(
         scheme=scheme,
         host=host,
         port=DEFAULT_PORTS[scheme] if port is None else port,
@@ -400,14 +401,15 @@ class EgressPolicy:
         cut = min((i for i in (text.find("?"), text.find("#")) if i >= 0), default=len(text))
         text = text[:cut].replace("\\", "/") + text[cut:]
         try:
-            joined = _join(current, text)
+            joined = _resolve_reference(current, text)
         except ValueError:
             return Denial(refusal=Refusal.MALFORMED_URL)
         return self.judge_url(joined, upgrade_http=False)
 
 
-def _join(current: Target, text: str) -> str:
-    """A Location read against the URL that answered, as the WHATWG URL standard reads it.
+def _resolve_reference(current: Target, text: str) -> str:
+    """A Location read against the URL that answered (RFC 3986's reference resolution), as
+    the WHATWG URL standard reads it.
 
     `urljoin` differs where it matters: it reads `///host/` and `https:///host/` as a path
     on the current host, where a browser (and `judge_url`) skips every slash and reads a
