@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import attrs
 import trio
+
+from testkit.servers import serve_loopback
 
 __all__ = ["HOSTILE_SNIPPET", "HOSTILE_TITLE", "FixtureWiki", "first_search_sample"]
 
@@ -48,17 +49,14 @@ class FixtureWiki:
     """Start with `port = await nursery.start(wiki.serve)`."""
 
     requests: list[dict[str, list[str]]] = attrs.field(factory=list)
+    arrivals: list[float] = attrs.field(factory=list)  # time.monotonic() of each request
     hung_open_at: list[float] = attrs.field(factory=list)  # time.monotonic()
     hung_closed_at: list[float] = attrs.field(factory=list)
     hung: trio.Event = attrs.field(factory=trio.Event)
     hung_closed: trio.Event = attrs.field(factory=trio.Event)
 
-    async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-        port = listeners[0].socket.getsockname()[1]
-        async with trio.open_nursery() as nursery:
-            await nursery.start(trio.serve_listeners, self._connection, listeners)
-            task_status.started(port)
+    async def serve(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+        await serve_loopback(self._connection, task_status=task_status)
 
     async def _connection(self, stream: trio.SocketStream) -> None:
         buffer = b""
@@ -75,6 +73,7 @@ class FixtureWiki:
                 target = head.split(b"\r\n", 1)[0].split(b" ")[1].decode("latin-1")
                 query = parse_qs(urlsplit(target).query)
                 self.requests.append(query)
+                self.arrivals.append(time.monotonic())
                 text = " ".join(query.get("srsearch", [""]))
                 if "hang" in text:
                     await self._hang(stream)

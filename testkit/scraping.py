@@ -18,6 +18,8 @@ from typing import Any
 
 import trio
 
+from testkit.servers import Reply, serve_http
+
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "examples" / "configs" / "tutorial-5.toml"
 CHALLENGE = ROOT / "tests" / "fixtures" / "ddg-challenge.html"
@@ -30,38 +32,11 @@ REFUSAL = (
 BLOCKED = {"code": "engine_unavailable", "engine": "ddg", "reason": "blocked"}
 
 
-class ChallengePage:
-    """A loopback stand-in for html.duckduckgo.com that always challenges."""
-
-    def __init__(self) -> None:
-        self.requests = 0
-
-    async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-        port = listeners[0].socket.getsockname()[1]
-        async with trio.open_nursery() as nursery:
-            await nursery.start(trio.serve_listeners, self._connection, listeners)
-            task_status.started(port)
-
-    async def _connection(self, stream: trio.SocketStream) -> None:
-        body = CHALLENGE.read_bytes()
-        buffer = b""
-        try:
-            while b"\r\n\r\n" not in buffer and len(buffer) < 65536:
-                data = await stream.receive_some(65536)
-                if not data:
-                    return
-                buffer += data
-            self.requests += 1
-            await stream.send_all(
-                b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n"
-                + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
-                + body
-            )
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return
-        finally:
-            await stream.aclose()
+def _challenge() -> Reply:
+    """html.duckduckgo.com's challenge page, the answer to every request."""
+    return Reply(
+        headers=(("Content-Type", "text/html; charset=utf-8"),), body=CHALLENGE.read_bytes()
+    )
 
 
 async def _run(argv: list[str], stdin: bytes = b"") -> Any:
@@ -94,12 +69,11 @@ async def check_case() -> str:
 
 
 async def blocked_case(wiki_port: int) -> str:
-    page = ChallengePage()
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(page.serve)
+    async with serve_http(default=_challenge()) as page:
         argv = [
             sys.executable, "-m", "conformance.launch", "--config", str(CONFIG),
-            "--route", f"en.wikipedia.org={wiki_port}", "--route", f"html.duckduckgo.com={port}",
+            "--route", f"en.wikipedia.org={wiki_port}",
+            "--route", f"html.duckduckgo.com={page.port}",
         ]  # fmt: skip
         call = {
             "jsonrpc": "2.0",
@@ -115,7 +89,7 @@ async def blocked_case(wiki_port: int) -> str:
             },
         }
         done = await _run(argv, json.dumps(call).encode() + b"\n")
-        nursery.cancel_scope.cancel()
+        requests = len(page.requests)
     if done.returncode != 0:
         return f"exit code {done.returncode}"
     lines = done.stdout.splitlines()
@@ -126,8 +100,8 @@ async def blocked_case(wiki_port: int) -> str:
         return f"outcome {structured.get('outcome')!r}, expected 'partial'"
     if BLOCKED not in structured.get("notices", []):
         return "the notice of Tutorial 5, step 3 is missing"
-    if page.requests != 1:
-        return f"DuckDuckGo was asked {page.requests} times, expected once"
+    if requests != 1:
+        return f"DuckDuckGo was asked {requests} times, expected once"
     if b'"event": "scraping_enabled"' not in done.stderr:
         return "no scraping_enabled log line at start"
     return ""

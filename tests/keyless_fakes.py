@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from servers import Reply
-
 from rypsok.core.engines.base import EngineQuery
 from rypsok.core.model import Category, SafeSearch, TimeRange
+from testkit.servers import Reply
 
 RECORDED = Path(__file__).parent / "data" / "engines"
 
@@ -71,10 +70,9 @@ async def ask(
     """Serve `routes` on loopback, build the engine with `build(http, server_url)`, ask it
     once; returns the answer, or raises its EngineFailure outside the server's nursery, and
     the requests the server saw."""
-    from servers import serve_http
-
     from rypsok.core.engines.base import EngineFailure
     from rypsok.core.engines.http import EngineHttp
+    from testkit.servers import serve_http
 
     failure: EngineFailure | None = None
     answer: Any = None

@@ -20,18 +20,17 @@ from typing import TYPE_CHECKING, Any
 import trio
 import trio.testing
 from fetch_helpers import Authority
-from servers import RecordedRequest, read_request, write_reply
 
 from rypsok.core.egress.testing import MapResolver
 from rypsok.core.engines.http import EngineNetwork
+from testkit.servers import RecordedRequest, read_request, write_reply
 
 if TYPE_CHECKING:
     import ssl
     from collections.abc import Mapping
 
-    from servers import LocalHttpServer
-
     from rypsok.core.egress.ranges import Address
+    from testkit.servers import LocalHttpServer
 
 __all__ = ["MemoryProviders", "ProviderNetwork", "tls_for"]
 

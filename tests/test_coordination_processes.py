@@ -1,7 +1,7 @@
 """Four `rypsok serve --transport http` processes sharing one real redis-server.
 
-The engine is a MediaWiki-shaped server on loopback (the wikipedia driver's `base_url`) that
-records when each request arrived. Across the four processes:
+The engine is the MediaWiki-shaped fixture on loopback (`testkit.mediawiki`, the wikipedia
+driver's `base_url`), which records when each request arrived. Across the four processes:
 
 - the provider never sees more than its admission allows (100 a minute, burst 10), in any
   window between two arrivals, although each process alone would admit its own burst;
@@ -19,7 +19,6 @@ import signal
 import sys
 import time
 from fractions import Fraction
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -29,10 +28,12 @@ from http_helpers import CALLERS, TOKEN_A, TOKEN_B, call_body, modern_headers
 from redis_server import RedisServer, free_port, redis_server
 from test_http_process import _env, _Process, _start
 
+from testkit.mediawiki import FixtureWiki
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
 
-FIXTURE = Path(__file__).parent / "fixtures" / "wikipedia-search-rust.json"
 INTERVAL = Fraction(60, 100)  # the wikipedia record: 100 a minute
 BURST = 10
 JITTER_S = 0.15  # between an admission and the request's arrival at the fixture
@@ -41,39 +42,6 @@ JITTER_S = 0.15  # between an admission and the request's arrival at the fixture
 @pytest.fixture
 def redis() -> Iterator[RedisServer]:
     yield from redis_server()
-
-
-class Wiki:
-    """A MediaWiki-shaped engine that notes when each request arrives."""
-
-    def __init__(self) -> None:
-        self.arrivals: list[float] = []
-        self._body = FIXTURE.read_bytes()
-
-    async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-        async with trio.open_nursery() as nursery:
-            await nursery.start(trio.serve_listeners, self._connection, listeners)
-            task_status.started(listeners[0].socket.getsockname()[1])
-
-    async def _connection(self, stream: trio.SocketStream) -> None:
-        head = (
-            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-            + f"Content-Length: {len(self._body)}\r\n\r\n".encode()
-        )
-        buffer = b""
-        try:
-            while True:
-                while b"\r\n\r\n" not in buffer:
-                    data = await stream.receive_some(65536)
-                    if not data:
-                        return
-                    buffer += data
-                _, buffer = buffer.split(b"\r\n\r\n", 1)
-                self.arrivals.append(time.monotonic())
-                await stream.send_all(head + self._body)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return
 
 
 def _config(port: int, wiki_port: int, redis_url: str) -> str:
@@ -134,7 +102,7 @@ async def _burst_of_calls(ports: list[int], calls_per_process: int, tag: str) ->
 async def test_req_cmp_002_four_processes_share_the_providers_rate_and_the_callers_limits(
     redis: RedisServer, tmp_path: Path
 ) -> None:
-    wiki = Wiki()
+    wiki = FixtureWiki()
     ports = [free_port() for _ in range(4)]
     env = _env(RYPSOK_TOKEN_A=TOKEN_A, RYPSOK_TOKEN_B=TOKEN_B)
     async with trio.open_nursery() as nursery:

@@ -10,7 +10,6 @@ added in code.
 
 from __future__ import annotations
 
-import datetime
 import ipaddress
 import ssl
 from functools import partial
@@ -21,19 +20,16 @@ import httpx
 import pytest
 import trio
 import trio.testing
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from servers import Reply, serve_http
 
 from rypsok.core.egress import EgressPolicy, EgressRefused, Refusal, build_fetch_client
 from rypsok.core.egress.backend import EgressBackend
 from rypsok.core.egress.policy import Target
 from rypsok.core.egress.ranges import canonical
 from rypsok.core.egress.testing import MapResolver, RecordingConnector
+from testkit.fetch_site import signed_server
+from testkit.servers import Reply, serve_http
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -287,50 +283,11 @@ async def test_req_test_006_a_huge_dns_answer_is_judged_within_a_bound() -> None
 
 
 def _certificate(tmp_path: Path, name: str) -> tuple[ssl.SSLContext, ssl.SSLContext]:
-    """A certificate authority and a server certificate for `name`: the server's context
-    and a client context that trusts only that authority."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "rypsok test CA")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    leaf = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    cert_file = tmp_path / "server.pem"
-    key_file = tmp_path / "server.key"
-    ca_file = tmp_path / "ca.pem"
-    cert_file.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    server.load_cert_chain(cert_file, key_file)
+    """A server context for `name`, signed by an authority made for the test, and a client
+    context that trusts only that authority."""
+    authority, server = signed_server((name,), tmp_path, "rypsok test CA")
     client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    client.load_verify_locations(cafile=ca_file)
+    client.load_verify_locations(cadata=authority.decode("ascii"))
     return server, client
 
 

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-from servers import Reply, serve_http
 
 from rypsok.core.egress import (
     ClientBuildError,
@@ -27,6 +26,7 @@ from rypsok.core.egress.clients import REQUEST_HEADERS
 from rypsok.core.egress.policy import Denial, Target
 from rypsok.core.egress.testing import MapResolver, RecordingConnector
 from rypsok.core.engines.http import EngineOrigin
+from testkit.servers import Reply, serve_http
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -18,7 +18,6 @@ import httpx
 import pytest
 import trio
 from fetch_helpers import fetch_config
-from servers import Reply, serve_http
 
 from rypsok.core.egress import EgressPolicy, EgressRefused, TcpConnector, build_fetch_client
 from rypsok.core.egress.clients import (
@@ -32,6 +31,7 @@ from rypsok.core.egress.clients import (
 )
 from rypsok.core.egress.policy import Target
 from rypsok.core.egress.testing import MapResolver, RecordingConnector
+from testkit.servers import Reply, serve_http
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

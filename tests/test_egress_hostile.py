@@ -21,7 +21,6 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from servers import Reply, serve_http
 
 from rypsok.config.rules import RuleError, parse_egress_rule
 from rypsok.core.egress import EgressPolicy, EgressRefused, Refusal, build_fetch_client
@@ -29,6 +28,7 @@ from rypsok.core.egress.backend import EgressBackend
 from rypsok.core.egress.names import Host, parse_host
 from rypsok.core.egress.policy import Denial, Target
 from rypsok.core.egress.testing import MapResolver, RecordingConnector
+from testkit.servers import Reply, serve_http
 
 if TYPE_CHECKING:
     from rypsok.core.egress.ranges import Address

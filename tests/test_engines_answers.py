@@ -12,7 +12,6 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from provider_network import ProviderNetwork, tls_for
-from servers import Reply, serve_http
 
 from rypsok.core.engines.answers import (
     calendar_date,
@@ -26,6 +25,7 @@ from rypsok.core.engines.brave import BraveEngine
 from rypsok.core.engines.http import EngineHttp, EngineResponse
 from rypsok.core.engines.wikipedia import WIKIPEDIA_RECORD, WikipediaEngine
 from rypsok.core.model import FAILURE_CLASSES, Category, Reason, SafeSearch
+from testkit.servers import Reply, serve_http
 
 _DAY = re.compile(r"(\d{4})-(\d{2})-(\d{2})T")
 

@@ -9,13 +9,13 @@ import pytest
 import trio
 import trio.testing
 from keyless_fakes import COMMON_STATUSES, ask, outcome_of, query, recorded
-from servers import Reply
 
 from rypsok.config.messages import ConfigError
 from rypsok.core.engines.arxiv import ARXIV_RECORD, ArxivEngine, parse_feed
 from rypsok.core.engines.base import EngineFailure
 from rypsok.core.engines.limiter import EngineLimiter
 from rypsok.core.model import Category, Reason
+from testkit.servers import Reply
 
 CAPTURE = "arxiv/query-au=gariazzo.real-capture.xml"
 EMPTY = "arxiv/query-empty.real-capture-2025.xml"

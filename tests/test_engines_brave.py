@@ -15,7 +15,6 @@ import pytest
 import trio
 from provider_network import ProviderNetwork, tls_for
 from search_fakes import make_config
-from servers import LocalHttpServer, Reply, serve_http
 
 from rypsok.config.schema import EngineConfig
 from rypsok.core.engines.base import EngineFailure, EngineQuery
@@ -31,6 +30,7 @@ from rypsok.core.model import (
     ToolError,
 )
 from rypsok.core.services import Rypsok
+from testkit.servers import LocalHttpServer, Reply, serve_http
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 from keyless_fakes import COMMON_STATUSES, ask, json_reply, outcome_of, query, recorded_json
-from servers import Reply
 
 from rypsok.core.engines.crossref import CROSSREF_RECORD, CrossrefEngine, doi_url, mailto
 from rypsok.core.model import Category
+from testkit.servers import Reply
 
 CAPTURE = "crossref/works-work-list.real-capture.abridged.json"
 

@@ -16,7 +16,6 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from provider_network import ProviderNetwork, tls_for
-from servers import LocalHttpServer, Reply, serve_http
 
 from rypsok.config.load import load_config
 from rypsok.core.engines.base import EngineFailure, EngineQuery
@@ -40,6 +39,7 @@ from rypsok.core.model import (
     TimeRange,
 )
 from rypsok.core.services import Rypsok
+from testkit.servers import LocalHttpServer, Reply, serve_http
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 import trio
 from search_fakes import capture_logs
-from servers import Reply, serve_http
 
 from rypsok.config.load import load_config_text
 from rypsok.core.egress import backend as egress_backend
@@ -24,6 +23,7 @@ from rypsok.core.engines.http import EngineHttp, EngineOrigin
 from rypsok.core.model import FetchRequest, Reason, SearchRequest
 from rypsok.core.services import FetchNetwork, Rypsok
 from testkit.mediawiki import FixtureWiki
+from testkit.servers import Reply, serve_http
 
 MIB = 1024 * 1024
 

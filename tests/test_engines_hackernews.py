@@ -14,11 +14,11 @@ from keyless_fakes import (
     recorded,
     recorded_json,
 )
-from servers import Reply
 
 from rypsok.core.engines.base import EngineFailure
 from rypsok.core.engines.hackernews import HACKERNEWS_RECORD, HackerNewsEngine
 from rypsok.core.model import Category, Reason, TimeRange
+from testkit.servers import Reply
 
 CAPTURE = "hackernews/search-query=javascript.real-capture.json"
 

@@ -10,7 +10,6 @@ import httpx
 import pytest
 import trio
 from provider_network import ProviderNetwork, tls_for
-from servers import Reply, serve_http
 
 import rypsok
 from rypsok.core.egress.testing import MapResolver
@@ -22,6 +21,7 @@ from rypsok.core.engines.http import (
     user_agent,
 )
 from rypsok.core.model import Reason
+from testkit.servers import Reply, serve_http
 
 MIB = 1024 * 1024
 PROVIDER = "api.provider-of-search.net"

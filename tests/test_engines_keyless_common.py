@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 import trio
 from keyless_fakes import ask, outcome_of, query, recorded_json
-from servers import Reply, serve_http
 
 from rypsok.config.schema import Config, EngineConfig, SearchConfig
 from rypsok.core.engines.arxiv import ArxivEngine
@@ -21,6 +20,7 @@ from rypsok.core.engines.searxng import SearxngEngine
 from rypsok.core.engines.stackexchange import StackExchangeEngine
 from rypsok.core.model import Category, DetailReason, EngineState, SearchRequest, ToolError
 from rypsok.core.services import Rypsok
+from testkit.servers import Reply, serve_http
 
 # type, the path the driver asks under base_url, and how to build it on `url`.
 DRIVERS: list[tuple[str, str, Any]] = [

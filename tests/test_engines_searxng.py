@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 from keyless_fakes import COMMON_STATUSES, ask, json_reply, outcome_of, query, recorded_json
 from search_fakes import FakeEngine, engine_config, make_config
-from servers import Reply
 
 from rypsok.core.engines.base import EngineAnswer, RawResult
 from rypsok.core.engines.searxng import SEARXNG_CATEGORIES, SEARXNG_RECORD, SearxngEngine
 from rypsok.core.model import Category, NoticeCode, Outcome, SearchRequest
 from rypsok.core.services import Rypsok
 from rypsok.core.telemetry import Secret
+from testkit.servers import Reply
 
 ANSWER = "searxng/search-format=json.assembled.json"
 

@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 from keyless_fakes import COMMON_STATUSES, ask, json_reply, outcome_of, query, recorded_json
-from servers import Reply, serve_http
 
 from rypsok.core.engines.base import EngineFailure
 from rypsok.core.engines.http import EngineHttp
 from rypsok.core.engines.stackexchange import STACKEXCHANGE_RECORD, StackExchangeEngine
 from rypsok.core.model import Category, Reason
 from rypsok.core.telemetry import Secret
+from testkit.servers import Reply, serve_http
 
 CAPTURE = "stackexchange/search-advanced-q=java-filter=withbody.real-capture.json"
 PATH = "/2.3/search/advanced"

@@ -17,7 +17,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from provider_network import ProviderNetwork, tls_for
 from search_fakes import engine_config, make_config
-from servers import LocalHttpServer, RecordedRequest, Reply, serve_http
 
 from rypsok.core.engines.base import EngineFailure, EngineQuery
 from rypsok.core.engines.http import EngineHttp
@@ -32,6 +31,7 @@ from rypsok.core.model import (
     ToolError,
 )
 from rypsok.core.services import Rypsok
+from testkit.servers import LocalHttpServer, RecordedRequest, Reply, serve_http
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from keyless_replay import keyless_pointed_at, replay_routes
 from mcp_helpers import modern
-from servers import serve_http
 from stdio_process import Child
 
 from conformance.keyless import SERVED, category_cases, category_verdict
+from testkit.keyless import keyless_pointed_at, replay_routes
+from testkit.servers import serve_http
 
 SCRIPT = Path(sys.executable).parent / "rypsok"
 

@@ -19,7 +19,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from provider_network import MemoryProviders
 from search_fakes import FakeEngine, capture_logs, engine_config, make_config, results
-from servers import RecordedRequest, Reply, serve_http
 
 from rypsok.config.schema import Config, EngineConfig
 from rypsok.core.engines.base import AdmissionRecord, EngineAnswer, EngineQuery, RawResult
@@ -39,6 +38,7 @@ from rypsok.core.model import (
 )
 from rypsok.core.services import EngineNetwork, ReturnedUrls, Rypsok
 from rypsok.core.telemetry import COUNTERS, run_counters_reporter
+from testkit.servers import RecordedRequest, Reply, serve_http
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -23,9 +23,10 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp_helpers import modern
-from servers import Reply, serve_http
 from stdio_process import ROOT, Child
 from test_mcp_hostile_input import LINES, SURROGATE_LINES, SURROGATE_MESSAGE
+
+from testkit.servers import Reply, serve_http
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -1,7 +1,8 @@
-"""Local HTTP/1.1 servers for tests, on 127.0.0.1 and an ephemeral port.
+"""Local HTTP/1.1 servers for the tests, the harness and the tools, on 127.0.0.1 and an
+ephemeral port.
 
-Use it from a Trio test (real clock: the server does real socket I/O); tests import it as
-`from servers import Reply, serve_http`, pytest putting tests/ on the path:
+Use it from a Trio test (real clock: the server does real socket I/O):
+`from testkit.servers import Reply, serve_http`:
 
     async with serve_http({"/w/api.php": Reply.json({"query": {"search": []}})}) as server:
         ...  # server.url is "http://127.0.0.1:<port>"
@@ -29,7 +30,7 @@ engines' production stack.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,7 @@ __all__ = [
     "Reply",
     "read_request",
     "serve_http",
+    "serve_loopback",
     "write_reply",
 ]
 
@@ -183,6 +185,19 @@ async def write_reply(stream: trio.abc.Stream, reply: Reply) -> None:
             if start and reply.chunk_delay_s:
                 await trio.sleep(reply.chunk_delay_s)
             await stream.send_all(reply.body[start : start + size])
+
+
+async def serve_loopback(
+    handler: Callable[[trio.SocketStream], Awaitable[object]],
+    *,
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """`handler` for every connection to a fresh port of 127.0.0.1, for servers of their
+    own making (keep-alive, a hang): start it with `port = await nursery.start(...)`."""
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(trio.serve_listeners, handler, listeners)
+        task_status.started(listeners[0].socket.getsockname()[1])
 
 
 @asynccontextmanager
