@@ -16,6 +16,7 @@ from typing import Any
 
 import trio
 
+from testkit import messages
 from testkit.keyless import keyless_pointed_at, replay_routes
 from testkit.servers import serve_http
 
@@ -56,19 +57,8 @@ def category_verdict(category: str, structured: dict[str, Any]) -> str:
 
 
 def _search(category: str) -> bytes:
-    call = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {
-            "name": "web_search",
-            "arguments": {"query": "rust", "category": category, "max_results": 20},
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-            },
-        },
-    }
+    arguments = {"query": "rust", "category": category, "max_results": 20}
+    call = messages.modern("tools/call", name="web_search", arguments=arguments)
     return json.dumps(call).encode() + b"\n"
 
 

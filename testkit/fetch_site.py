@@ -9,16 +9,12 @@ that maps example.org to 127.0.0.1 (`--fetch-site`), and never touches the netwo
 
 from __future__ import annotations
 
-import datetime
-import ssl
 import tempfile
 from pathlib import Path
 
 import trio
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+
+from testkit.authority import Authority
 
 __all__ = ["HOST", "FixtureSite"]
 
@@ -35,62 +31,6 @@ def _pages() -> dict[str, tuple[int, tuple[tuple[str, str], ...], bytes]]:
     }
 
 
-def _certificate(
-    key: ec.EllipticCurvePrivateKey,
-    subject: str,
-    issuer: x509.Name,
-    signer: ec.EllipticCurvePrivateKey,
-    *,
-    authority: bool,
-    also: tuple[str, ...] = (),
-) -> x509.Certificate:
-    now = datetime.datetime.now(datetime.UTC)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
-        .issuer_name(issuer)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-    )
-    if authority:
-        builder = builder.add_extension(x509.BasicConstraints(ca=True, path_length=0), True)
-    else:
-        names = [x509.DNSName(n) for n in (subject, *also)]
-        builder = builder.add_extension(x509.SubjectAlternativeName(names), False)
-    return builder.sign(signer, hashes.SHA256())
-
-
-def signed_server(
-    hosts: tuple[str, ...], folder: Path, authority: str
-) -> tuple[bytes, ssl.SSLContext]:
-    """An authority made for the run (its certificate as PEM) and a server context whose
-    certificate, signed by it, covers `hosts`; the key files go to `folder`."""
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca = _certificate(
-        ca_key,
-        authority,
-        x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, authority)]),
-        ca_key,
-        authority=True,
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    leaf = _certificate(key, hosts[0], ca.subject, ca_key, authority=False, also=hosts[1:])
-    cert_file, key_file = folder / "site.pem", folder / "site.key"
-    cert_file.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    server.load_cert_chain(str(cert_file), str(key_file))
-    return ca.public_bytes(serialization.Encoding.PEM), server
-
-
 class FixtureSite:
     """Serves the pages over TLS; `ca_file` is the authority's certificate (PEM).
 
@@ -105,10 +45,10 @@ class FixtureSite:
         hosts: tuple[str, ...] = (HOST,),
         pages: dict[str, tuple[int, tuple[tuple[str, str], ...], bytes]] | None = None,
     ) -> None:
-        folder = Path(directory)
-        ca_pem, self._tls = signed_server(hosts, folder, "rypsok conformance authority")
-        self.ca_file = folder / "ca.pem"
-        self.ca_file.write_bytes(ca_pem)
+        authority = Authority("rypsok conformance authority")
+        self._tls = authority.server_context(*hosts)
+        self.ca_file = Path(directory) / "ca.pem"
+        self.ca_file.write_bytes(authority.pem)
         self._pages = pages if pages is not None else _pages()
 
     async def _answer(self, raw: trio.SocketStream) -> None:

@@ -12,9 +12,6 @@ replaced: the pool, TLS, HTTP/1.1, the decompression and the egress judgment are
 from __future__ import annotations
 
 import ipaddress
-import ssl
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import trio
@@ -22,7 +19,7 @@ import trio.testing
 
 from rypsok.core.egress.testing import MapResolver
 from rypsok.core.engines.http import EngineNetwork
-from testkit.fetch_site import signed_server
+from testkit.authority import Authority
 
 if TYPE_CHECKING:
     from rypsok.core.egress.ranges import Address
@@ -38,11 +35,9 @@ class TlsFronts:
         }
         self._ports = {self._addresses[host]: port for host, port in routes.items()}
         self.resolver = MapResolver({h: [str(a)] for h, a in self._addresses.items()})
-        with tempfile.TemporaryDirectory(prefix="rypsok-providers-") as folder:
-            ca_pem, self._server_tls = signed_server(
-                hosts, Path(folder), "rypsok conformance provider authority"
-            )
-        self.ssl_context = ssl.create_default_context(cadata=ca_pem.decode("ascii"))
+        authority = Authority("rypsok conformance provider authority")
+        self._server_tls = authority.server_context(*hosts)
+        self.ssl_context = authority.client_context()
 
     @property
     def engine_network(self) -> EngineNetwork:

@@ -18,6 +18,7 @@ from typing import Any
 
 import trio
 
+from testkit import messages
 from testkit.servers import Reply, serve_http
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,19 +76,7 @@ async def blocked_case(wiki_port: int) -> str:
             "--route", f"en.wikipedia.org={wiki_port}",
             "--route", f"html.duckduckgo.com={page.port}",
         ]  # fmt: skip
-        call = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {
-                "name": "web_search",
-                "arguments": {"query": "rust"},
-                "_meta": {
-                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                    "io.modelcontextprotocol/clientCapabilities": {},
-                },
-            },
-        }
+        call = messages.modern("tools/call", name="web_search", arguments={"query": "rust"})
         done = await _run(argv, json.dumps(call).encode() + b"\n")
         requests = len(page.requests)
     if done.returncode != 0:

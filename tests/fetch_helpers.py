@@ -10,19 +10,13 @@ for their name from a throw-away authority that only the client of the test trus
 
 from __future__ import annotations
 
-import datetime
 import ipaddress
-import ssl
 from typing import TYPE_CHECKING, Any
-
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from rypsok.config.load import load_config_text
 from rypsok.core.egress.testing import MapResolver, RecordingConnector
 from rypsok.core.services import FetchNetwork, Rypsok
+from testkit.authority import Authority
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -48,66 +42,6 @@ class PortMap:
 
     async def connect(self, address: Address, port: int) -> trio.abc.Stream:
         return await self.recording.connect(address, self.ports.get(address, port))
-
-
-class Authority:
-    """A throw-away certificate authority and the server contexts it signs."""
-
-    def __init__(self) -> None:
-        self._key = ec.generate_private_key(ec.SECP256R1())
-        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "rypsok test authority")])
-        now = datetime.datetime.now(datetime.UTC)
-        self._name = name
-        self.cert = (
-            x509.CertificateBuilder()
-            .subject_name(name)
-            .issuer_name(name)
-            .public_key(self._key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=2))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(self._key, hashes.SHA256())
-        )
-
-    def client_context(self) -> ssl.SSLContext:
-        context = ssl.create_default_context(
-            cadata=self.cert.public_bytes(serialization.Encoding.PEM).decode()
-        )
-        return context
-
-    def server_context(self, *names: str) -> ssl.SSLContext:
-        key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.UTC)
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
-            .issuer_name(self._name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=2))
-            .add_extension(
-                x509.SubjectAlternativeName([x509.DNSName(n) for n in names]), critical=False
-            )
-            .sign(self._key, hashes.SHA256())
-        )
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        import tempfile
-
-        with tempfile.NamedTemporaryFile() as cert_file, tempfile.NamedTemporaryFile() as key_file:
-            cert_file.write(cert.public_bytes(serialization.Encoding.PEM))
-            cert_file.flush()
-            key_file.write(
-                key.private_bytes(
-                    serialization.Encoding.PEM,
-                    serialization.PrivateFormat.PKCS8,
-                    serialization.NoEncryption(),
-                )
-            )
-            key_file.flush()
-            context.load_cert_chain(cert_file.name, key_file.name)
-        return context
 
 
 def fetch_config(toml: str = "", **_: Any) -> Config:

@@ -28,12 +28,11 @@ from rypsok.core.egress.backend import EgressBackend
 from rypsok.core.egress.policy import Target
 from rypsok.core.egress.ranges import canonical
 from rypsok.core.egress.testing import MapResolver, RecordingConnector
-from testkit.fetch_site import signed_server
+from testkit.authority import Authority
 from testkit.servers import Reply, serve_http
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from pathlib import Path
 
     from rypsok.core.egress.ranges import Address
 
@@ -282,17 +281,12 @@ async def test_req_test_006_a_huge_dns_answer_is_judged_within_a_bound() -> None
     assert connector.attempts == []
 
 
-def _certificate(tmp_path: Path, name: str) -> tuple[ssl.SSLContext, ssl.SSLContext]:
-    """A server context for `name`, signed by an authority made for the test, and a client
-    context that trusts only that authority."""
-    authority, server = signed_server((name,), tmp_path, "rypsok test CA")
-    client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    client.load_verify_locations(cadata=authority.decode("ascii"))
-    return server, client
-
-
-async def test_req_sec_007_tls_server_name_and_host_stay_the_name(tmp_path: Path) -> None:
-    server_context, client_context = _certificate(tmp_path, "example.org")
+async def test_req_sec_007_tls_server_name_and_host_stay_the_name() -> None:
+    authority = Authority()
+    server_context, client_context = (
+        authority.server_context("example.org"),
+        authority.client_context(),
+    )
     seen: dict[str, object] = {}
     names: list[str | None] = []
 
