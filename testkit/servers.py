@@ -29,6 +29,7 @@ engines' production stack.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -46,6 +47,7 @@ __all__ = [
     "LocalHttpServer",
     "RecordedRequest",
     "Reply",
+    "over_tls",
     "read_request",
     "serve_http",
     "serve_loopback",
@@ -187,6 +189,30 @@ async def write_reply(stream: trio.abc.Stream, reply: Reply) -> None:
             await stream.send_all(reply.body[start : start + size])
 
 
+def over_tls(
+    answer: Callable[[trio.abc.Stream], Awaitable[None]],
+    tls: ssl.SSLContext | None,
+    *,
+    https_compatible: bool = False,
+) -> Callable[[trio.SocketStream], Awaitable[None]]:
+    """A connection handler: `answer` on the connection, or with `tls` on the TLS stream
+    over it once its handshake is done (a failed handshake closes it unanswered)."""
+
+    async def handler(stream: trio.SocketStream) -> None:
+        if tls is None:
+            await answer(stream)
+            return
+        secured = trio.SSLStream(stream, tls, server_side=True, https_compatible=https_compatible)
+        try:
+            await secured.do_handshake()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            await stream.aclose()
+            return
+        await answer(secured)
+
+    return handler
+
+
 async def serve_loopback(
     handler: Callable[[trio.SocketStream], Awaitable[object]],
     *,
@@ -216,18 +242,7 @@ async def serve_http(
         if tls is not None:
             server.url = f"https://127.0.0.1:{port}"
 
-        async def handler(stream: trio.SocketStream) -> None:
-            if tls is None:
-                await _answer(server, stream)
-                return
-            secured = trio.SSLStream(stream, tls, server_side=True, https_compatible=True)
-            try:
-                await secured.do_handshake()
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                await stream.aclose()
-                return
-            await _answer(server, secured)
-
+        handler = over_tls(functools.partial(_answer, server), tls, https_compatible=True)
         nursery.start_soon(trio.serve_listeners, handler, listeners)
         try:
             yield server

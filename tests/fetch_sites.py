@@ -8,6 +8,7 @@ end), so a test controls the wire exactly. Every request is recorded.
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing, asynccontextmanager
@@ -15,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
+
+from testkit.servers import over_tls, read_request
 
 if TYPE_CHECKING:
     import ssl
@@ -64,32 +67,15 @@ class Site:
         return [s.path for s in self.seen]
 
 
-async def _read_head(stream: trio.abc.Stream) -> tuple[str, dict[str, str]] | None:
-    buffer = b""
-    while b"\r\n\r\n" not in buffer:
-        data = await stream.receive_some(65536)
-        if not data or len(buffer) > 65536:
-            return None
-        buffer += data
-    lines = buffer.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
-    target = lines[0].split(" ")[1]
-    headers = {}
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    return target, headers
-
-
 async def _answer(site: Site, stream: trio.abc.Stream) -> None:
     site.active += 1
     site.max_active = max(site.max_active, site.active)
     try:
-        head = await _read_head(stream)
-        if head is None:
+        request = await read_request(stream)
+        if request is None:
             return
-        target, headers = head
-        site.seen.append(Seen(path=target, headers=headers))
-        page = site.routes.get(target, Page(status=404, body=b"no such page"))
+        site.seen.append(Seen(path=request.target, headers=dict(request.headers)))
+        page = site.routes.get(request.target, Page(status=404, body=b"no such page"))
         if page.delay_s:
             await trio.sleep(page.delay_s)
         lines = [f"HTTP/1.1 {page.status} X"] + [f"{k}: {v}" for k, v in page.headers]
@@ -123,18 +109,7 @@ async def serve_site(
         site = Site(listeners[0].socket.getsockname()[1], routes)
         site.address = address
 
-        async def handler(stream: trio.SocketStream) -> None:
-            if tls is None:
-                await _answer(site, stream)
-                return
-            secure = trio.SSLStream(stream, tls, server_side=True)
-            try:
-                await secure.do_handshake()
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                await stream.aclose()
-                return
-            await _answer(site, secure)
-
+        handler = over_tls(functools.partial(_answer, site), tls)
         nursery.start_soon(trio.serve_listeners, handler, listeners)
         try:
             yield site
