@@ -9,6 +9,7 @@ RYPSOK_REQUIRE_REDIS=1 is set (`.ci/run` sets it): there a missing server fails 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -21,7 +22,7 @@ import pytest
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["RedisServer", "free_port", "redis_server"]
+__all__ = ["RedisServer", "free_port", "redis_server", "running_redis"]
 
 
 def free_port() -> int:
@@ -107,3 +108,7 @@ def redis_server(password: str | None = None) -> Iterator[RedisServer]:
         yield server
     finally:
         server.stop()
+
+
+# The same, for a `with` inside a test or an async context manager of its own.
+running_redis = contextlib.contextmanager(redis_server)

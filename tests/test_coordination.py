@@ -15,8 +15,6 @@ turns an answer around; bounds are asserted as "never earlier than", not "at mos
 
 from __future__ import annotations
 
-import os
-import shutil
 import stat
 import time
 from contextlib import asynccontextmanager
@@ -26,7 +24,7 @@ import attrs
 import pytest
 import trio
 from coredis.exceptions import NoScriptError
-from redis_server import RedisServer, free_port, redis_server
+from redis_server import RedisServer, free_port, redis_server, running_redis
 from search_fakes import RECORD, FakeEngine, capture_logs, engine_config, make_config, results
 
 from rypsok.config.check import run_check
@@ -77,14 +75,6 @@ async def _store(config: CoordinationConfig, password: str | None = None) -> Asy
         yield store
 
 
-def _have_redis() -> bool:
-    if shutil.which("redis-server") is not None:
-        return True
-    if os.environ.get("RYPSOK_REQUIRE_REDIS") == "1":
-        pytest.fail("redis-server is required here (RYPSOK_REQUIRE_REDIS=1)")
-    return False
-
-
 @asynccontextmanager
 async def _limiter(kind: str, build: Callable[[Store | None, str], Any]) -> AsyncIterator[Any]:
     """The in-process limiter, or the shared one (alone or as a search asks it) over a fresh
@@ -92,15 +82,9 @@ async def _limiter(kind: str, build: Callable[[Store | None, str], Any]) -> Asyn
     if kind == "in-process":
         yield build(None, kind)
         return
-    if not _have_redis():
-        pytest.skip("needs Debian's redis-server")
-    server = RedisServer(free_port())
-    server.start()
-    try:
+    with running_redis() as server:
         async with _store(_coordination(server.url)) as store:
             yield build(store, kind)
-    finally:
-        server.stop()
 
 
 class _EngineThroughGate:

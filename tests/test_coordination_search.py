@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pytest
 import trio
-from redis_server import RedisServer, free_port
+from redis_server import RedisServer, free_port, running_redis
 from search_fakes import RECORD, FakeEngine, capture_logs, engine_config, make_config, results
-from test_coordination import _coordination, _have_redis, _OddClient, _OddConnection
+from test_coordination import _coordination, _OddClient, _OddConnection
 
 from rypsok.config.schema import CacheConfig, Config, LimitsConfig
 from rypsok.core import telemetry
@@ -60,16 +60,10 @@ async def _facade(
         async with Rypsok(config, env={}, engines=engines) as rypsok:
             yield rypsok, None
         return
-    if not _have_redis():
-        pytest.skip("needs Debian's redis-server")
-    server = RedisServer(free_port())
-    server.start()
-    try:
+    with running_redis() as server:
         shared = attrs.evolve(config, coordination=_coordination(server.url))
         async with Rypsok(shared, env={}, engines=engines) as rypsok:
             yield rypsok, server
-    finally:
-        server.stop()
 
 
 def _config(*ids: str, per_minute: int = 60, cache: bool = False) -> Config:
