@@ -5,8 +5,9 @@ The public surface is this module's `__all__`: the facade `Rypsok`, its configur
 lives in private or internal modules and may change before 1.0.0.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from rypsok.shared.lazy import lazy_attributes
 from rypsok.shared.version import __version__
 
 if TYPE_CHECKING:
@@ -66,16 +67,7 @@ _HOMES: dict[str, str] = {
     "ToolError": "rypsok.core.model",
 }
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'rypsok' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _HOMES)
 
 
 def __dir__() -> list[str]:

@@ -11,8 +11,9 @@ profile are read at start, the backend and the fetch client only by the first fe
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from rypsok.shared.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from rypsok.core.egress.backend import (
@@ -72,9 +73,4 @@ _HOMES = {
     "detail_reason": "vocabulary",
 }
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+__getattr__ = lazy_attributes(__name__, _HOMES)
