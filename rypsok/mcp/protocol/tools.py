@@ -145,6 +145,19 @@ def _response_or_error(response: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "oneOf": [response, _error_schema()]}
 
 
+def _listing(name: str, item: dict[str, Any]) -> dict[str, Any]:
+    """The output schema of a tool whose answer is the envelope and an array `name` of
+    `item` (web_search's results, engine_status's engines)."""
+    return _response_or_error(
+        {
+            "type": "object",
+            "properties": {**_envelope(Outcome), name: {"type": "array", "items": item}},
+            "required": ["outcome", "notices", name],
+            "additionalProperties": False,
+        }
+    )
+
+
 def _search_output_schema() -> dict[str, Any]:
     result = {
         "type": "object",
@@ -158,14 +171,7 @@ def _search_output_schema() -> dict[str, Any]:
         "required": ["title", "url", "snippet"],
         "additionalProperties": False,
     }
-    return _response_or_error(
-        {
-            "type": "object",
-            "properties": {**_envelope(Outcome), "results": {"type": "array", "items": result}},
-            "required": ["outcome", "notices", "results"],
-            "additionalProperties": False,
-        }
-    )
+    return _listing("results", result)
 
 
 def _status_output_schema() -> dict[str, Any]:
@@ -180,14 +186,7 @@ def _status_output_schema() -> dict[str, Any]:
         "required": ["id", "state", "latency_ms"],
         "additionalProperties": False,
     }
-    return _response_or_error(
-        {
-            "type": "object",
-            "properties": {**_envelope(Outcome), "engines": {"type": "array", "items": engine}},
-            "required": ["outcome", "notices", "engines"],
-            "additionalProperties": False,
-        }
-    )
+    return _listing("engines", engine)
 
 
 def _fetch_output_schema() -> dict[str, Any]:
