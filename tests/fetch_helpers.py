@@ -14,6 +14,7 @@ import ipaddress
 from typing import TYPE_CHECKING, Any
 
 from rypsok.config.load import load_config_text
+from rypsok.core.egress import EgressPolicy, Target, build_fetch_client
 from rypsok.core.egress.testing import MapResolver, RecordingConnector
 from rypsok.core.services import FetchNetwork, Rypsok
 from testkit.authority import Authority
@@ -24,9 +25,17 @@ if TYPE_CHECKING:
     import trio
 
     from rypsok.config.schema import Config
+    from rypsok.core.egress import FetchClient
     from rypsok.core.egress.ranges import Address
 
-__all__ = ["Authority", "PortMap", "fetch_config", "fetching_rypsok"]
+__all__ = [
+    "Authority",
+    "PortMap",
+    "fetch_config",
+    "fetching_rypsok",
+    "loopback_client",
+    "target_of",
+]
 
 
 class PortMap:
@@ -42,6 +51,30 @@ class PortMap:
 
     async def connect(self, address: Address, port: int) -> trio.abc.Stream:
         return await self.recording.connect(address, self.ports.get(address, port))
+
+
+def loopback_client(
+    port: int,
+    connector: RecordingConnector | None = None,
+    *,
+    names: Mapping[str, Sequence[str]] | None = None,
+) -> FetchClient:
+    """The fetch client alone, with example.org at 127.0.0.1 (and `names` too), plain http
+    admitted and `port` allowed besides 80 and 443: for a test server on loopback."""
+    policy = EgressPolicy(allow_http=True, ports=frozenset({80, 443, port})).with_allow("127.0.0.1")
+    return build_fetch_client(
+        policy,
+        user_agent="rypsok/0 (+test)",
+        resolver=MapResolver({"example.org": ["127.0.0.1"], **(names or {})}),
+        connector=connector if connector is not None else RecordingConnector(),
+    )
+
+
+def target_of(client: FetchClient, url: str) -> Target:
+    """`url` as the client's policy admits it (the test fails when it refuses)."""
+    target = client.policy.judge_url(url)
+    assert isinstance(target, Target)
+    return target
 
 
 def fetch_config(toml: str = "", **_: Any) -> Config:

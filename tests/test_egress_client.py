@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 import pytest
+from fetch_helpers import loopback_client, target_of
 
 from rypsok.core.egress import (
     ClientBuildError,
@@ -23,7 +24,7 @@ from rypsok.core.egress import (
     system_trust_context,
 )
 from rypsok.core.egress.clients import REQUEST_HEADERS
-from rypsok.core.egress.policy import Denial, Target
+from rypsok.core.egress.policy import Denial
 from rypsok.core.egress.testing import MapResolver, RecordingConnector
 from rypsok.core.engines.http import EngineOrigin
 from testkit.servers import Reply, serve_http
@@ -39,19 +40,7 @@ def _port(url: str) -> int:
 
 
 def _client(port: int, connector: RecordingConnector) -> FetchClient:
-    policy = EgressPolicy(allow_http=True, ports=frozenset({80, 443, port})).with_allow("127.0.0.1")
-    return build_fetch_client(
-        policy,
-        user_agent="rypsok/0 (+test)",
-        resolver=MapResolver({"example.org": ["127.0.0.1"], "other.example.net": ["10.9.9.9"]}),
-        connector=connector,
-    )
-
-
-def _target(client: FetchClient, url: str) -> Target:
-    judged = client.policy.judge_url(url)
-    assert isinstance(judged, Target)
-    return judged
+    return loopback_client(port, connector, names={"other.example.net": ["10.9.9.9"]})
 
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH", "CONNECT"])
@@ -93,7 +82,7 @@ async def test_req_sec_009_the_request_carries_only_rypsoks_headers() -> None:
     async with serve_http({"/p": Reply(body=b"x")}) as server:
         port = _port(server.url)
         async with _client(port, RecordingConnector()) as client:
-            target = _target(client, f"http://example.org:{port}/p")
+            target = target_of(client, f"http://example.org:{port}/p")
             async with client.stream(target) as r:
                 await r.aread()
     request = server.requests[0]
@@ -117,7 +106,7 @@ async def test_req_fetch_007_no_cookie_is_kept_or_sent() -> None:
     async with serve_http({"/p": setting}) as server:
         port = _port(server.url)
         async with _client(port, RecordingConnector()) as client:
-            target = _target(client, f"http://example.org:{port}/p")
+            target = target_of(client, f"http://example.org:{port}/p")
             for _ in range(2):
                 async with client.stream(target) as r:
                     await r.aread()
@@ -137,7 +126,7 @@ async def test_req_sec_008_a_redirect_is_returned_never_followed_and_its_target_
         port = _port(server.url)
         connector = RecordingConnector()
         async with _client(port, connector) as client:
-            async with client.stream(_target(client, f"http://example.org:{port}/moved")) as r:
+            async with client.stream(target_of(client, f"http://example.org:{port}/moved")) as r:
                 assert r.status_code == 302
                 location = r.headers["location"]
             # The pipeline judges the target with the same profile before any request.
@@ -156,7 +145,7 @@ async def test_req_sec_008_a_redirect_to_a_name_with_private_addresses_fails_as_
         port = _port(server.url)
         connector = RecordingConnector()
         async with _client(port, connector) as client:
-            target = _target(client, f"http://other.example.net:{port}/p")
+            target = target_of(client, f"http://other.example.net:{port}/p")
             with pytest.raises(EgressRefused) as caught:
                 async with client.stream(target):
                     pass
@@ -251,7 +240,9 @@ async def test_req_sec_005_fetch_and_robots_requests_share_one_profile() -> None
         port = _port(server.url)
         connector = RecordingConnector()
         async with _client(port, connector) as client:
-            async with client.stream(_target(client, f"http://example.org:{port}/robots.txt")) as r:
+            async with client.stream(
+                target_of(client, f"http://example.org:{port}/robots.txt")
+            ) as r:
                 assert r.status_code == 200
             refused = client.policy.judge_url(f"http://169.254.169.254:{port}/robots.txt")
     assert isinstance(refused, Denial)
@@ -307,12 +298,12 @@ async def test_req_sec_006_the_client_of_a_configuration_applies_its_rules(
             config, extra_allow=["127.0.0.1"], resolver=resolver, connector=connector
         ) as client:
             policy = client.policy
-            async with client.stream(_target(client, f"http://example.org:{port}/p")) as r:
+            async with client.stream(target_of(client, f"http://example.org:{port}/p")) as r:
                 assert r.status_code == 200
             # The file's allow rule admits its private host (dialled, stopped by the
             # recording connector); its deny rule and the built-in table still refuse.
             with pytest.raises(httpx.ConnectError):
-                async with client.stream(_target(client, "http://wiki.corp.example.org/")):
+                async with client.stream(target_of(client, "http://wiki.corp.example.org/")):
                     pass
     assert policy.connect_timeout_s == pytest.approx(0.7)
     assert policy.allow_http

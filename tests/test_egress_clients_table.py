@@ -17,7 +17,7 @@ import httpcore
 import httpx
 import pytest
 import trio
-from fetch_helpers import fetch_config
+from fetch_helpers import fetch_config, loopback_client, target_of
 
 from rypsok.core.egress import EgressPolicy, EgressRefused, TcpConnector, build_fetch_client
 from rypsok.core.egress.clients import (
@@ -40,22 +40,6 @@ if TYPE_CHECKING:
     from rypsok.core.egress.ranges import Address
 
 
-def _client(port: int) -> FetchClient:
-    policy = EgressPolicy(allow_http=True, ports=frozenset({80, 443, port})).with_allow("127.0.0.1")
-    return build_fetch_client(
-        policy,
-        user_agent="rypsok/0 (+test)",
-        resolver=MapResolver({"example.org": ["127.0.0.1"]}),
-        connector=RecordingConnector(),
-    )
-
-
-def _target(client: FetchClient, url: str) -> Target:
-    judged = client.policy.judge_url(url)
-    assert isinstance(judged, Target)
-    return judged
-
-
 def test_req_fetch_008_web_fetch_asks_for_what_it_can_extract_in_this_order() -> None:
     assert DEFAULT_ACCEPT == (
         "text/html, application/xhtml+xml, text/markdown;q=0.9, text/plain;q=0.8, */*;q=0.1"
@@ -65,8 +49,8 @@ def test_req_fetch_008_web_fetch_asks_for_what_it_can_extract_in_this_order() ->
 async def test_req_fetch_008_the_accept_sent_is_the_default_or_the_one_asked() -> None:
     async with serve_http({"/p": Reply(body=b"x")}) as server:
         port = server.port
-        async with _client(port) as client:
-            target = _target(client, f"http://example.org:{port}/p")
+        async with loopback_client(port) as client:
+            target = target_of(client, f"http://example.org:{port}/p")
             async with client.stream(target) as response:
                 await response.aread()
             async with client.stream(target, accept="text/plain") as response:
@@ -77,7 +61,10 @@ async def test_req_fetch_008_the_accept_sent_is_the_default_or_the_one_asked() -
 @pytest.mark.parametrize("name", sorted(REQUEST_HEADERS - {"host"}))
 async def test_req_sec_009_each_of_rypsoks_own_headers_reaches_the_site(name: str) -> None:
     # Each name of the table passes the transport's check and is sent as given.
-    async with serve_http({"/p": Reply(body=b"x")}) as server, _client(server.port) as client:
+    async with (
+        serve_http({"/p": Reply(body=b"x")}) as server,
+        loopback_client(server.port) as client,
+    ):
         response = await client.http.get(
             f"http://example.org:{server.port}/p", headers={name: "sent-value"}
         )
@@ -186,9 +173,9 @@ async def test_req_sec_009_the_body_is_not_read_before_the_caller_reads_it() -> 
     # a body is ever taken (an endless one included).
     async with (
         serve_http({"/p": Reply(body=b"x" * 5000)}) as server,
-        _client(server.port) as client,
+        loopback_client(server.port) as client,
     ):
-        target = _target(client, f"http://example.org:{server.port}/p")
+        target = target_of(client, f"http://example.org:{server.port}/p")
         async with client.stream(target) as response:
             unread = not response.is_stream_consumed
             body = await response.aread()
@@ -198,8 +185,8 @@ async def test_req_sec_009_the_body_is_not_read_before_the_caller_reads_it() -> 
 
 async def test_req_sec_009_closing_the_client_closes_its_connections() -> None:
     async with serve_http({"/p": Reply(body=b"x")}) as server:
-        client = _client(server.port)
-        target = _target(client, f"http://example.org:{server.port}/p")
+        client = loopback_client(server.port)
+        target = target_of(client, f"http://example.org:{server.port}/p")
         async with client.stream(target) as response:
             await response.aread()
         await client.aclose()
@@ -242,7 +229,7 @@ async def test_req_sec_009_a_page_is_read_over_http_1_1_even_where_h2_is_offered
             ssl_context=authority.client_context(),
         )
         async with client:
-            target = _target(client, f"https://example.org:{site.port}/")
+            target = target_of(client, f"https://example.org:{site.port}/")
             async with client.stream(target) as response:
                 body = await response.aread()
     assert response.http_version == "HTTP/1.1"

@@ -19,11 +19,12 @@ import httpcore
 import httpx
 import pytest
 import trio
+from fetch_helpers import loopback_client, target_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rypsok.config.rules import RuleError, parse_egress_rule
-from rypsok.core.egress import EgressPolicy, EgressRefused, Refusal, build_fetch_client
+from rypsok.core.egress import EgressPolicy, EgressRefused, Refusal
 from rypsok.core.egress.backend import EgressBackend
 from rypsok.core.egress.names import Host, parse_host
 from rypsok.core.egress.policy import Denial, Target
@@ -273,15 +274,7 @@ async def test_req_sec_009_a_host_header_set_by_hand_is_refused(host: str) -> No
     async with serve_http({"/p": Reply(body=b"x")}) as server:
         port = int(server.url.rsplit(":", 1)[1])
         connector = RecordingConnector()
-        policy = EgressPolicy(allow_http=True, ports=frozenset({80, 443, port})).with_allow(
-            "127.0.0.1"
-        )
-        async with build_fetch_client(
-            policy,
-            user_agent="rypsok/0 (+test)",
-            resolver=MapResolver({"example.org": ["127.0.0.1"]}),
-            connector=connector,
-        ) as client:
+        async with loopback_client(port, connector) as client:
             with pytest.raises(EgressRefused) as caught:
                 await client.http.get(f"http://example.org:{port}/p", headers={"Host": host})
             # The Host httpx writes from the URL is still sent.
@@ -313,17 +306,8 @@ async def test_req_priv_004_a_servers_bytes_never_reach_an_error_message(reply: 
     async with trio.open_nursery() as nursery:
         listeners = await nursery.start(partial(trio.serve_tcp, answer, 0, host="127.0.0.1"))
         port = listeners[0].socket.getsockname()[1]
-        policy = EgressPolicy(allow_http=True, ports=frozenset({80, 443, port})).with_allow(
-            "127.0.0.1"
-        )
-        async with build_fetch_client(
-            policy,
-            user_agent="rypsok/0 (+test)",
-            resolver=MapResolver({"example.org": ["127.0.0.1"]}),
-            connector=RecordingConnector(),
-        ) as client:
-            target = policy.judge_url(f"http://example.org:{port}/")
-            assert isinstance(target, Target)
+        async with loopback_client(port) as client:
+            target = target_of(client, f"http://example.org:{port}/")
             with pytest.raises(httpx.RemoteProtocolError) as caught:
                 async with client.stream(target) as response:
                     await response.aread()
