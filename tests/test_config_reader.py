@@ -219,3 +219,55 @@ base_url = "http://127.0.0.1:9/w"
     assert all(type(c) is Category for c in engine.categories)
     # A file without an engine table gets the schema's two default engines.
     assert load_config_text("config_version = 1\n", {}) == Config()
+
+
+@pytest.mark.parametrize(
+    ("written", "message"),
+    [
+        (
+            "[search]\nmax_results_ceiling = 3\n",
+            "search.max_results_ceiling: must be at least 5 (search.max_results, default 5) "
+            "(line 3, column 23)",
+        ),
+        (
+            "[search]\ndeadline_ms = 2100\n",
+            "search.deadline_ms: must be at least 2200 (search.engine_timeout_ms, default 2000, "
+            "plus search.reserve_ms 200) (line 3, column 15)",
+        ),
+        (
+            "[search]\nreserve_ms = 900\n",
+            "search.reserve_ms: must be at most 500 (search.deadline_ms 2500 minus "
+            "search.engine_timeout_ms, default 2000) (line 3, column 14)",
+        ),
+        (
+            "[fetch]\nmax_chars_ceiling = 1000\n",
+            "fetch.max_chars_ceiling: must be at least 3000 (fetch.max_chars, default 3000) "
+            "(line 3, column 21)",
+        ),
+        (
+            "[fetch]\ndeadline_ms = 29000\n",
+            "fetch.deadline_ms: must be at most 28000 (service.http.request_timeout_s, default "
+            "30 s, minus 2 s) (line 3, column 15)",
+        ),
+        (
+            "[resilience]\nmax_cooldown_s = 30\n",
+            "resilience.max_cooldown_s: must be at least 60 (resilience.first_cooldown_s, "
+            "default 60) (line 3, column 18)",
+        ),
+    ],
+)
+def test_req_cfg_005_a_default_that_no_longer_fits_is_named_with_its_figure(
+    written: str, message: str
+) -> None:
+    # The defaults the reader takes from the schema, said in the message on the key the
+    # author wrote: the figures are the Configuration chapter's defaults.
+    with pytest.raises(ConfigError) as caught:
+        load_config_text("config_version = 1\n" + written, {})
+    assert str(caught.value) == message
+
+
+def test_req_cfg_003_an_unset_head_timeout_follows_a_short_idle_time() -> None:
+    # Unset, 10 s, or the idle time less 1 s when that is shorter (decisions: issue 18).
+    short = load_config_text("config_version = 1\n[service.http]\nidle_timeout_s = 5\n", {})
+    assert short.service.http.head_timeout_s == 4
+    assert load_config_text("config_version = 1\n", {}).service.http.head_timeout_s == 10

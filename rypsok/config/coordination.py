@@ -28,14 +28,12 @@ if TYPE_CHECKING:
     from rypsok.config.reader import Table
 
 __all__ = [
-    "DEFAULT_KEY_PREFIX",
     "StoreUrl",
     "describe_url",
     "parse_store_url",
     "read_coordination",
 ]
 
-DEFAULT_KEY_PREFIX: Final = "rypsok:"
 _KEY_PREFIX: Final = re.compile(r"[A-Za-z0-9_.:-]{1,64}\Z")
 _SCHEMES: Final = ("redis", "rediss", "unix")
 _MAX_DB: Final = 15  # Redis's default number of databases
@@ -173,15 +171,15 @@ def read_coordination(
             "store, from 1 to 1024",
         )
     url = t.get_text("url", "", check=_url)
-    password_env = t.get_text("password_env", None, check=env_name)
-    password_file = t.get_text("password_file", None, check=path)
+    password_env = t.get_text("password_env", check=env_name)
+    password_file = t.get_text("password_file", check=path)
     if password_env is not None and password_file is not None:
         raise t.v.fail(t.path, "give at most one of password_env or password_file")
     return CoordinationConfig(
         url=url,
         password_env=password_env,
         password_file=password_file,
-        key_prefix=t.get_text("key_prefix", DEFAULT_KEY_PREFIX, check=_key_prefix),
-        timeout_ms=t.get_ranged(CoordinationConfig, "timeout_ms"),
+        key_prefix=t.get_text("key_prefix", check=_key_prefix),
+        timeout_ms=t.get_ranged("timeout_ms"),
         replicas=t.get_int("replicas", 1, 1, 1024),
     )

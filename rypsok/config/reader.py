@@ -1,18 +1,22 @@
 """Reading one table of the configuration: kinds, ranges and messages with their places.
 
 `Reader` knows where each value of the file is; `Table` reads the keys of one table through
-it. Every refusal is a ConfigError naming the key, what was expected and the kind of value
-found, never the value itself.
+it. A table knows its class in `rypsok.config.schema`: a key left out gets that class's
+default, and a `ranged` key that class's range, so neither is written twice. Every refusal
+is a ConfigError naming the key, what was expected and the kind of value found, never the
+value itself.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
 
 from rypsok.config.messages import ConfigError, Place, kind_of, with_place
 from rypsok.config.rules import RuleError
-from rypsok.config.schema import int_range
+from rypsok.config.schema import int_range, ranged_keys
 from rypsok.config.toml import Path, Positions, format_path
 
 if TYPE_CHECKING:
@@ -23,7 +27,8 @@ __all__ = ["PRINTABLE_KEY", "Reader", "Table"]
 # A key shown in a message: a plain word. Any other key is not repeated: it could be anything.
 PRINTABLE_KEY: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
-T = TypeVar("T")
+# A getter's default when none is given: the one of the table's schema class.
+SCHEMA: Final[Any] = object()
 
 
 class Reader:
@@ -60,19 +65,34 @@ class Reader:
         found = f"a number below {lo}" if value < lo else f"a number above {hi}"
         raise self.fail(path, f"{expected}, found {found}")
 
-    def table(self, data: object, path: Path) -> Table:
+    def table(self, data: object, path: Path, schema: type | None = None) -> Table:
         if not isinstance(data, dict):
             raise self.fail(path, f"expected a table, found {kind_of(data)}")
-        return Table(self, path, data)
+        return Table(self, path, data, schema)
 
 
 class Table:
-    """One table of the file, read key by key; a missing key gives its default."""
+    """One table of the file, read key by key; a missing key gives its default, the one
+    of `schema` (the table's class) unless the getter is given another."""
 
-    def __init__(self, validator: Reader, path: Path, data: dict[str, Any]) -> None:
+    def __init__(
+        self, validator: Reader, path: Path, data: dict[str, Any], schema: type | None = None
+    ) -> None:
         self.v = validator
         self.path = path
         self.data = data
+        self.schema = schema
+
+    def default(self, key: str) -> Any:
+        """The default of `key` in the table's schema class (a factory's value built)."""
+        assert self.schema is not None, "a table without a schema class has no defaults"
+        value: Any = attrs.fields_dict(self.schema)[key].default
+        assert value is not attrs.NOTHING, f"{key} has no default: it is required"
+        factory = getattr(value, "factory", None)  # an attrs.Factory
+        return factory() if callable(factory) else value
+
+    def _or_default(self, key: str, default: Any) -> Any:
+        return self.default(key) if default is SCHEMA else default
 
     def key(self, key: str | int) -> Path:
         return (*self.path, key)
@@ -88,10 +108,10 @@ class Table:
             # A key that is not a plain word is not repeated: it could be anything.
             raise ConfigError(with_place(f"{parent}: an {what}", self.v.place(self.key(key))))
 
-    def sub(self, key: str) -> Table:
+    def sub(self, key: str, schema: type | None = None) -> Table:
         if key not in self.data:
-            return Table(self.v, self.key(key), {})
-        return self.v.table(self.data[key], self.key(key))
+            return Table(self.v, self.key(key), {}, schema)
+        return self.v.table(self.data[key], self.key(key), schema)
 
     def default_fits(
         self, key: str, default: int, lo: int, hi: int, set_key: str, message: str
@@ -101,9 +121,15 @@ class Table:
         if key not in self.data and not lo <= default <= hi:
             raise self.v.fail(self.key(set_key), message)
 
-    def get_ranged(self, cls: type, key: str) -> int:
+    def get_ranged(self, key: str) -> int:
         """A key whose default and fixed range the schema's class gives (`ranged`)."""
-        return self.get_int(key, *int_range(cls, key))
+        assert self.schema is not None
+        return self.get_int(key, *int_range(self.schema, key))
+
+    def get_ranged_ints(self) -> dict[str, int]:
+        """Every `ranged` key of the schema's class, in the class's order."""
+        assert self.schema is not None
+        return {key: self.get_ranged(key) for key in ranged_keys(self.schema)}
 
     def get_int(self, key: str, default: int, lo: int, hi: int, why: str | None = None) -> int:
         """An integer from `lo` to `hi`; `why` names the other keys a dependent range has."""
@@ -118,9 +144,9 @@ class Table:
         self.default_fits(key, default, lo, hi, set_key, unfit)
         return self.get_int(key, default, lo, hi, why)
 
-    def get_ints(self, key: str, default: tuple[int, ...], lo: int, hi: int) -> tuple[int, ...]:
+    def get_ints(self, key: str, lo: int, hi: int, default: Any = SCHEMA) -> tuple[int, ...]:
         if key not in self.data:
-            return default
+            return tuple(self._or_default(key, default))
         items = self._array(key, f"expected an array of integers from {lo} to {hi}")
         if not items:
             raise self.v.fail(self.key(key), "expected at least one port, found an empty array")
@@ -133,9 +159,9 @@ class Table:
             out.append(value)
         return tuple(out)
 
-    def get_bool(self, key: str, default: bool) -> bool:
+    def get_bool(self, key: str, default: Any = SCHEMA) -> bool:
         if key not in self.data:
-            return default
+            return bool(self._or_default(key, default))
         value = self.data[key]
         if not isinstance(value, bool):
             raise self.v.fail(
@@ -143,9 +169,9 @@ class Table:
             )
         return value
 
-    def get_choice(self, key: str, default: str, words: tuple[str, ...]) -> str:
+    def get_choice(self, key: str, words: tuple[str, ...], default: Any = SCHEMA) -> str:
         if key not in self.data:
-            return default
+            return str(self._or_default(key, default))
         value = self.data[key]
         expected = f"expected one of {', '.join(words)}"
         if not isinstance(value, str):
@@ -157,10 +183,11 @@ class Table:
     # A check raises RuleError for a bad text; what it returns is ignored, so a parser
     # (parse_bind) serves as a check as well as a validator does.
     def get_text(
-        self, key: str, default: T, *, check: Callable[[str], object] | None = None
-    ) -> str | T:
+        self, key: str, default: Any = SCHEMA, *, check: Callable[[str], object] | None = None
+    ) -> Any:
+        """A text, or the default (which may be None) when the key is left out."""
         if key not in self.data:
-            return default
+            return self._or_default(key, default)
         value = self.data[key]
         if not isinstance(value, str):
             raise self.v.fail(self.key(key), f"expected text, found {kind_of(value)}")
@@ -180,7 +207,7 @@ class Table:
     def get_texts(
         self,
         key: str,
-        default: tuple[str, ...],
+        default: Any = SCHEMA,
         *,
         check: Callable[[str], object] | None = None,
         non_empty: bool = False,
@@ -188,7 +215,7 @@ class Table:
         words: str | None = None,
     ) -> tuple[str, ...]:
         if key not in self.data:
-            return default
+            return tuple(self._or_default(key, default))
         expected = f"expected an array of {'texts' if words is None else 'words: ' + words}"
         items = self._array(key, expected)
         if non_empty and not items:

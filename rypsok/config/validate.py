@@ -99,37 +99,39 @@ class Validator(Reader):
             raise self.fail(
                 ("config_version",), "this release reads version 1, found another version"
             )
-        search = self.search(root.sub("search"))
-        fetch = self.fetch(root.sub("fetch"))
-        egress = self.egress(root.sub("egress"))
-        service = self.service(root.sub("service"), fetch_deadline_ms=fetch.deadline_ms)
-        limits = LimitsConfig(**self.ranged_ints(root.sub("limits"), LimitsConfig))
-        resilience = self.resilience(root.sub("resilience"))
-        privacy_table = root.sub("privacy")
+        search = self.search(root.sub("search", SearchConfig))
+        fetch = self.fetch(root.sub("fetch", FetchConfig))
+        egress = self.egress(root.sub("egress", EgressConfig))
+        service = self.service(
+            root.sub("service", ServiceConfig), fetch_deadline_ms=fetch.deadline_ms
+        )
+        limits = LimitsConfig(**self.ranged_ints(root.sub("limits", LimitsConfig)))
+        resilience = self.resilience(root.sub("resilience", ResilienceConfig))
+        privacy_table = root.sub("privacy", PrivacyConfig)
         privacy_table.known(keys={"secret_detection"})
         privacy = PrivacyConfig(
             secret_detection=privacy_table.get_choice(
-                "secret_detection", "refuse", ("off", "warn", "mask", "refuse")
+                "secret_detection", ("off", "warn", "mask", "refuse")
             )
         )
-        logging_table = root.sub("logging")
+        logging_table = root.sub("logging", LoggingConfig)
         logging_table.known(keys={"level", "log_queries"})
         logging = LoggingConfig(
-            level=logging_table.get_choice("level", "info", ("error", "warn", "info", "debug")),
-            log_queries=logging_table.get_bool("log_queries", False),
+            level=logging_table.get_choice("level", ("error", "warn", "info", "debug")),
+            log_queries=logging_table.get_bool("log_queries"),
         )
-        status_table = root.sub("status")
+        status_table = root.sub("status", StatusConfig)
         status_table.known(keys={"enabled"})
-        status = StatusConfig(enabled=status_table.get_bool("enabled", True))
-        cache = self.cache(root.sub("cache"))
-        scraping_table = root.sub("scraping")
+        status = StatusConfig(enabled=status_table.get_bool("enabled"))
+        cache = self.cache(root.sub("cache", CacheConfig))
+        scraping_table = root.sub("scraping", ScrapingConfig)
         scraping_table.known(keys={"enabled"})
-        scraping = ScrapingConfig(enabled=scraping_table.get_bool("enabled", False))
+        scraping = ScrapingConfig(enabled=scraping_table.get_bool("enabled"))
         engines = self.engines(root.sub("engines"), scraping_on=scraping.enabled)
         coordination: CoordinationConfig | None = None
         if "coordination" in data:
             coordination = read_coordination(
-                root.sub("coordination"), env_name=_env_name, path=_path
+                root.sub("coordination", CoordinationConfig), env_name=_env_name, path=_path
             )
         self.ports_need_allow(fetch.ports, egress.allow)
         config = Config(
@@ -171,21 +173,19 @@ class Validator(Reader):
     def ranged_ints(
         self,
         table: Table,
-        cls: type,
         *,
         others: frozenset[str] = frozenset(),
         tables: frozenset[str] = frozenset(),
     ) -> dict[str, Any]:
-        """The integers of `cls` that have a fixed range (the schema's `ranged` fields), once
-        no key outside them, `others` and `tables` is set."""
-        keys = ranged_keys(cls)
-        table.known(keys={*keys, *others}, tables=tables)
-        return {key: table.get_ranged(cls, key) for key in keys}
+        """The integers of the table's class that have a fixed range (the schema's `ranged`
+        fields), once no key outside them, `others` and `tables` is set."""
+        assert table.schema is not None
+        table.known(keys={*ranged_keys(table.schema), *others}, tables=tables)
+        return table.get_ranged_ints()
 
     def search(self, t: Table) -> SearchConfig:
         out = self.ranged_ints(
             t,
-            SearchConfig,
             others=frozenset(
                 {
                     "languages",
@@ -199,13 +199,14 @@ class Validator(Reader):
             ),
         )
         ceiling = out["max_results_ceiling"]
+        results = t.default("max_results")
         out["max_results"] = t.get_dependent_int(
             "max_results",
-            5,
+            results,
             1,
             ceiling,
             set_key="max_results_ceiling",
-            unfit="must be at least 5 (search.max_results, default 5)",
+            unfit=f"must be at least {results} (search.max_results, default {results})",
             why=f"search.max_results_ceiling {ceiling}",
         )
         budget = out["deadline_ms"] - out["reserve_ms"]
@@ -216,60 +217,59 @@ class Validator(Reader):
                 f"{out['deadline_ms']} minus search.reserve_ms {out['reserve_ms']})",
             )
         set_key = "deadline_ms" if "deadline_ms" in t.data else "reserve_ms"
+        timeout = t.default("engine_timeout_ms")
         out["engine_timeout_ms"] = t.get_dependent_int(
             "engine_timeout_ms",
-            2000,
+            timeout,
             100,
             budget,
             set_key=set_key,
-            unfit=f"must be at least {2000 + out['reserve_ms']} (search.engine_timeout_ms, default "
-            f"2000, plus search.reserve_ms {out['reserve_ms']})"
+            unfit=f"must be at least {timeout + out['reserve_ms']} (search.engine_timeout_ms, "
+            f"default {timeout}, plus search.reserve_ms {out['reserve_ms']})"
             if set_key == "deadline_ms"
-            else f"must be at most {out['deadline_ms'] - 2000} (search.deadline_ms "
-            f"{out['deadline_ms']} minus search.engine_timeout_ms, default 2000)",
+            else f"must be at most {out['deadline_ms'] - timeout} (search.deadline_ms "
+            f"{out['deadline_ms']} minus search.engine_timeout_ms, default {timeout})",
             why=f"search.deadline_ms {out['deadline_ms']} minus search.reserve_ms "
             f"{out['reserve_ms']}",
         )
-        out["languages"] = t.get_texts(
-            "languages", ("en",), check=_language, non_empty=True, unique=True
-        )
-        out["region"] = t.get_text("region", "US", check=_region)
-        out["safe_search"] = SafeSearch(t.get_choice("safe_search", "moderate", _SAFE_SEARCH))
-        out["drop_flagged_results"] = t.get_bool("drop_flagged_results", False)
-        out["engine_attribution"] = t.get_bool("engine_attribution", False)
+        out["languages"] = t.get_texts("languages", check=_language, non_empty=True, unique=True)
+        out["region"] = t.get_text("region", check=_region)
+        out["safe_search"] = SafeSearch(t.get_choice("safe_search", _SAFE_SEARCH))
+        out["drop_flagged_results"] = t.get_bool("drop_flagged_results")
+        out["engine_attribution"] = t.get_bool("engine_attribution")
         return SearchConfig(**out)
 
     def fetch(self, t: Table) -> FetchConfig:
         out = self.ranged_ints(
             t,
-            FetchConfig,
             others=frozenset(
                 {"max_chars", "ports", "robots_txt", "follow_cross_host_redirects", "strict_mode"}
             ),
         )
         ceiling = out["max_chars_ceiling"]
+        chars = t.default("max_chars")
         out["max_chars"] = t.get_dependent_int(
             "max_chars",
-            3000,
+            chars,
             500,
             ceiling,
             set_key="max_chars_ceiling",
-            unfit="must be at least 3000 (fetch.max_chars, default 3000)",
+            unfit=f"must be at least {chars} (fetch.max_chars, default {chars})",
             why=f"fetch.max_chars_ceiling {ceiling}",
         )
-        out["ports"] = t.get_ints("ports", (80, 443), 1, 65535)
-        out["robots_txt"] = t.get_bool("robots_txt", True)
-        out["follow_cross_host_redirects"] = t.get_bool("follow_cross_host_redirects", False)
-        out["strict_mode"] = t.get_bool("strict_mode", False)
+        out["ports"] = t.get_ints("ports", 1, 65535)
+        out["robots_txt"] = t.get_bool("robots_txt")
+        out["follow_cross_host_redirects"] = t.get_bool("follow_cross_host_redirects")
+        out["strict_mode"] = t.get_bool("strict_mode")
         return FetchConfig(**out)
 
     def egress(self, t: Table) -> EgressConfig:
         t.known(keys={"allow_http", "allow", "deny", "proxy"})
         return EgressConfig(
-            allow_http=t.get_bool("allow_http", False),
-            allow=t.get_texts("allow", (), check=parse_egress_rule),
-            deny=t.get_texts("deny", (), check=parse_egress_rule),
-            proxy=t.get_text("proxy", "", check=_proxy),
+            allow_http=t.get_bool("allow_http"),
+            allow=t.get_texts("allow", check=parse_egress_rule),
+            deny=t.get_texts("deny", check=parse_egress_rule),
+            proxy=t.get_text("proxy", check=_proxy),
         )
 
     def ports_need_allow(self, ports: Sequence[int], allow: Sequence[str]) -> None:
@@ -283,14 +283,13 @@ class Validator(Reader):
     def service(self, t: Table, *, fetch_deadline_ms: int) -> ServiceConfig:
         t.known(keys={"structured_content", "user_agent_contact", "shutdown_ms"}, tables={"http"})
         out: dict[str, Any] = {
-            "structured_content": t.get_bool("structured_content", True),
-            "user_agent_contact": t.get_text("user_agent_contact", "", check=_contact),
-            "shutdown_ms": t.get_ranged(ServiceConfig, "shutdown_ms"),
+            "structured_content": t.get_bool("structured_content"),
+            "user_agent_contact": t.get_text("user_agent_contact", check=_contact),
+            "shutdown_ms": t.get_ranged("shutdown_ms"),
         }
-        h = t.sub("http")
+        h = t.sub("http", HttpConfig)
         http = self.ranged_ints(
             h,
-            HttpConfig,
             others=frozenset(
                 {
                     "bind",
@@ -306,14 +305,16 @@ class Validator(Reader):
         least = max(3, math.ceil((fetch_deadline_ms + 2000) / 1000))
         if least > 600:  # fetch.deadline_ms is at most 30000, so this is never reached
             raise self.fail(("fetch", "deadline_ms"), "leaves no room for request_timeout_s")
-        if "request_timeout_s" not in h.data and least > 30:
+        request_s = h.default("request_timeout_s")
+        if "request_timeout_s" not in h.data and least > request_s:
             raise self.fail(
                 ("fetch", "deadline_ms"),
-                "must be at most 28000 (service.http.request_timeout_s, default 30 s, minus 2 s)",
+                f"must be at most {(request_s - 2) * 1000} (service.http.request_timeout_s, "
+                f"default {request_s} s, minus 2 s)",
             )
         http["request_timeout_s"] = h.get_int(
             "request_timeout_s",
-            30,
+            request_s,
             least,
             600,
             why=f"fetch.deadline_ms {fetch_deadline_ms} plus 2 s",
@@ -324,18 +325,18 @@ class Validator(Reader):
         head_ceiling = min(HEAD_TIMEOUT_MAX_S, idle - 1)
         http["head_timeout_s"] = h.get_int(
             "head_timeout_s",
-            min(HEAD_TIMEOUT_DEFAULT_S, head_ceiling),
+            min(h.default("head_timeout_s"), head_ceiling),
             1,
             head_ceiling,
             why=f"service.http.idle_timeout_s {idle} minus 1 s"
             if head_ceiling < HEAD_TIMEOUT_MAX_S
             else None,
         )
-        http["bind"] = h.get_text("bind", "127.0.0.1:8737", check=parse_bind)
-        http["allowed_hosts"] = h.get_texts("allowed_hosts", (), check=validate_allowed_host)
-        http["allowed_origins"] = h.get_texts("allowed_origins", (), check=validate_origin)
-        http["legacy_revisions"] = h.get_bool("legacy_revisions", True)
-        auth = h.sub("auth")
+        http["bind"] = h.get_text("bind", check=parse_bind)
+        http["allowed_hosts"] = h.get_texts("allowed_hosts", check=validate_allowed_host)
+        http["allowed_origins"] = h.get_texts("allowed_origins", check=validate_origin)
+        http["legacy_revisions"] = h.get_bool("legacy_revisions")
+        auth = h.sub("auth", HttpAuthConfig)
         auth.known(keys={"callers"})
         callers = self.callers(auth)
         http["auth"] = HttpAuthConfig(callers=callers)
@@ -367,7 +368,7 @@ class Validator(Reader):
         callers: list[CallerConfig] = []
         seen: set[str] = set()
         for index, item in enumerate(raw):
-            c = self.table(item, (*path, index))
+            c = self.table(item, (*path, index), CallerConfig)
             if "token" in c.data:
                 raise self.fail((*c.path, "token"), "give the token by token_env or token_file")
             c.known(keys={"id", "token_env", "token_file"})
@@ -379,8 +380,8 @@ class Validator(Reader):
             if caller_id in seen:
                 raise self.fail((*c.path, "id"), "defined more than once")
             seen.add(caller_id)
-            token_env = c.get_text("token_env", None, check=_env_name)
-            token_file = c.get_text("token_file", None, check=_path)
+            token_env = c.get_text("token_env", check=_env_name)
+            token_file = c.get_text("token_file", check=_path)
             if token_env is None and token_file is None:
                 raise self.missing(
                     (*c.path, "token_env"), "required, or token_file instead; give exactly one"
@@ -394,21 +395,22 @@ class Validator(Reader):
 
     def resilience(self, t: Table) -> ResilienceConfig:
         t.known(keys={"failures_to_open", "first_cooldown_s", "max_cooldown_s"})
-        longest = t.get_ranged(ResilienceConfig, "max_cooldown_s")
+        longest = t.get_ranged("max_cooldown_s")
         first_max = min(600, longest)
+        first = t.default("first_cooldown_s")
         t.default_fits(
             "first_cooldown_s",
-            60,
+            first,
             10,
             first_max,
             "max_cooldown_s",
-            "must be at least 60 (resilience.first_cooldown_s, default 60)",
+            f"must be at least {first} (resilience.first_cooldown_s, default {first})",
         )
         return ResilienceConfig(
-            failures_to_open=t.get_ranged(ResilienceConfig, "failures_to_open"),
+            failures_to_open=t.get_ranged("failures_to_open"),
             first_cooldown_s=t.get_int(
                 "first_cooldown_s",
-                60,
+                first,
                 10,
                 first_max,
                 why=f"resilience.max_cooldown_s {longest}" if longest < 600 else None,
@@ -418,9 +420,8 @@ class Validator(Reader):
 
     def cache(self, t: Table) -> CacheConfig:
         t.known(keys={"enabled", *ranged_keys(CacheConfig)})
-        enabled = t.get_bool("enabled", False)
-        ints = {key: t.get_ranged(CacheConfig, key) for key in ranged_keys(CacheConfig)}
-        return CacheConfig(enabled=enabled, **ints)
+        enabled = t.get_bool("enabled")
+        return CacheConfig(enabled=enabled, **t.get_ranged_ints())
 
     def engines(self, t: Table, *, scraping_on: bool) -> tuple[EngineConfig, ...] | None:
         if not t.data:
@@ -437,7 +438,7 @@ class Validator(Reader):
                         self.place(path),
                     )
                 )
-            engines.append(self.engine(self.table(raw, path), engine_id, scraping_on))
+            engines.append(self.engine(self.table(raw, path, EngineConfig), engine_id, scraping_on))
         arxiv = [e.id for e in engines if e.type == "arxiv" and e.enabled]
         if len(arxiv) > 1:
             # arXiv's terms allow one request every three seconds on one connection; each
@@ -500,10 +501,10 @@ class Validator(Reader):
             "id": engine_id,
             "type": kind,
             "categories": tuple(Category(c) for c in categories),
-            "enabled": e.get_bool("enabled", True),
-            "preference": e.get_ranged(EngineConfig, "preference"),
-            "api_key_env": e.get_text("api_key_env", None, check=_env_name),
-            "api_key_file": e.get_text("api_key_file", None, check=_path),
+            "enabled": e.get_bool("enabled"),
+            "preference": e.get_ranged("preference"),
+            "api_key_env": e.get_text("api_key_env", check=_env_name),
+            "api_key_file": e.get_text("api_key_file", check=_path),
         }
         if not traits.keyed:
             for key in ("api_key_env", "api_key_file"):
@@ -515,10 +516,10 @@ class Validator(Reader):
             )
         if "endpoint" in e.data and not traits.has_endpoint:
             raise self.fail((*e.path, "endpoint"), "only the brave driver has an endpoint")
-        out["endpoint"] = e.get_choice("endpoint", "web", ("web", "news"))
+        out["endpoint"] = e.get_choice("endpoint", ("web", "news"))
         if "base_url" in e.data and not traits.has_base_url:
             raise self.fail((*e.path, "base_url"), "only the wikipedia driver has a base_url")
-        out["base_url"] = e.get_text("base_url", None, check=validate_base_url)
+        out["base_url"] = e.get_text("base_url", check=validate_base_url)
         if traits.base_url_required and out["base_url"] is None:
             raise self.missing(
                 (*e.path, "base_url"),
@@ -526,11 +527,10 @@ class Validator(Reader):
             )
         if "site" in e.data and not traits.has_site:
             raise self.fail((*e.path, "site"), "only the stackexchange driver has a site")
-        out["site"] = e.get_text("site", "stackoverflow", check=_site)
+        out["site"] = e.get_text("site", check=_site)
         return EngineConfig(**out)
 
 
-HEAD_TIMEOUT_DEFAULT_S: Final = 10
 HEAD_TIMEOUT_MAX_S: Final = 60
 
 
