@@ -36,7 +36,12 @@ if TYPE_CHECKING:
 
 INTERVAL = Fraction(60, 100)  # the wikipedia record: 100 a minute
 BURST = 10
-JITTER_S = 0.15  # between an admission and the request's arrival at the fixture
+# A process deciding alone takes its share: 100/4 a minute, burst 10 // 4.
+ALONE_INTERVAL = Fraction(60, 25)
+ALONE_BURST = 2
+# Between an admission and the request's arrival at the fixture: four processes, the store
+# and the test on two cores can take a few scheduler slices.
+JITTER_S = 0.25
 
 
 @pytest.fixture
@@ -51,17 +56,19 @@ def _config(port: int, wiki_port: int, redis_url: str) -> str:
         + "[limits]\nweb_search_per_minute = 1000\nengine_status_per_minute = 3\n"
         + '[engines.wikipedia]\ntype = "wikipedia"\ncategories = ["general"]\n'
         + f'base_url = "http://127.0.0.1:{wiki_port}/w/api.php"\n'
-        + f'[coordination]\nurl = "{redis_url}"\nreplicas = 4\ntimeout_ms = 250\n'
+        + f'[coordination]\nurl = "{redis_url}"\nreplicas = 4\ntimeout_ms = 2000\n'
     )
 
 
-def _within_gcra(arrivals: list[float], interval: Fraction, burst: int) -> str:
-    """'' when no window between two arrivals holds more than the rate admits."""
+def _within_gcra(arrivals: list[float], interval: Fraction, burst: int, alone: int = 0) -> str:
+    """'' when no window between two arrivals holds more than the rate admits: the shared
+    rate, plus the share of each of `alone` processes that decided alone meanwhile."""
     times = sorted(arrivals)
     for i in range(len(times)):
         for j in range(i + burst, len(times)):
             span = times[j] - times[i] + JITTER_S
-            if j - i + 1 > burst + span / float(interval):
+            shares = alone * (ALONE_BURST + span / float(ALONE_INTERVAL))
+            if j - i + 1 > burst + span / float(interval) + shares:
                 return f"{j - i + 1} requests within {times[j] - times[i]:.3f} s"
     return ""
 
@@ -124,7 +131,13 @@ async def test_req_cmp_002_four_processes_share_the_providers_rate_and_the_calle
         assert set(kinds) <= {"ok", "unavailable/no_engine", "unavailable/deadline"}, kinds
         shared_arrivals = list(wiki.arrivals)
         assert BURST <= len(shared_arrivals) < 4 * BURST  # not four separate bursts
-        assert _within_gcra(shared_arrivals, INTERVAL, BURST) == ""
+        # On a loaded machine a store round trip can outlast timeout_ms; that process then
+        # decides alone for a while, with its own share (burst 2), as the book promises. The
+        # provider may see that share on top of the shared burst, never more.
+        await trio.sleep(0.5)  # the log writer's lines reach the pipe
+        alone_in_burst = sum(_logged(child, "coordination_unavailable") for child in children)
+        gcra = _within_gcra(shared_arrivals, INTERVAL, BURST, alone_in_burst)
+        assert gcra == "", alone_in_burst
 
         # 2. A caller's limit spent through one process is spent through all.
         async with httpx.AsyncClient(trust_env=False) as client:
@@ -140,18 +153,21 @@ async def test_req_cmp_002_four_processes_share_the_providers_rate_and_the_calle
         assert set(kinds) <= {"ok", "unavailable/no_engine", "unavailable/deadline"}, kinds
         # Each process alone: 25 a minute, burst 2 (100/4 and 10//4).
         alone = len(wiki.arrivals)
-        assert alone <= 4 * (2 + elapsed / 2.4) + 1, (alone, elapsed)
+        assert alone <= 4 * (ALONE_BURST + elapsed / float(ALONE_INTERVAL)) + 1, (alone, elapsed)
+        # The warning is written at most once a minute: a process that already decided
+        # alone in the first burst said so then.
         for child in children:
             warning = await child.wait_for("coordination_unavailable")
             assert warning["level"] == "warn"
             assert warning["reason"] in ("unreachable", "timeout")
+        seen = [len(child.events()) for child in children]
 
         # 4. The store is back: the processes return to it.
         redis.start()
         await trio.sleep(1.5)  # past RETRY_AFTER_S
         await _burst_of_calls(ports, 1, "back")
-        for child in children:
-            await child.wait_for("coordination_restored")
+        for child, before in zip(children, seen, strict=True):
+            await child.wait_for("coordination_restored", after=before)
 
         for child in children:
             child.process.send_signal(signal.SIGTERM)
@@ -164,6 +180,10 @@ async def test_req_cmp_002_four_processes_share_the_providers_rate_and_the_calle
         assert TOKEN_A not in text
         assert TOKEN_B not in text
         assert "Traceback" not in text
+
+
+def _logged(child: _Process, event: str) -> bool:
+    return any(line["event"] == event for line in child.events())
 
 
 async def _spend_callers_limit(client: httpx.AsyncClient, ports: list[int]) -> None:

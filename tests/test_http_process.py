@@ -47,10 +47,11 @@ class _Process:
     def events(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.stderr.decode().splitlines() if line]
 
-    async def wait_for(self, event: str, timeout_s: float = 20) -> dict[str, Any]:
+    async def wait_for(self, event: str, timeout_s: float = 20, after: int = 0) -> dict[str, Any]:
+        """The first line of this event among the lines after the first `after` ones."""
         with trio.fail_after(timeout_s):
             while True:
-                found = [e for e in self.events() if e["event"] == event]
+                found = [e for e in self.events()[after:] if e["event"] == event]
                 if found:
                     return found[0]
                 await self.grew.wait()
