@@ -72,6 +72,13 @@ categories = ["general", "science"]
 """
 
 
+WRK_MISSING = (
+    "tools/bench-http: wrk is not on PATH; it measures the throughput.\n"
+    "Install it: apt-get install -y wrk (Debian, Ubuntu), or your system's wrk package.\n"
+    "tools/bench-http --only-floods runs without it.\n"
+)
+
+
 def _raise_fd_limit(wanted: int = 4096) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     target = min(wanted, hard) if hard != resource.RLIM_INFINITY else wanted
@@ -701,7 +708,7 @@ def main(argv: list[str] | None = None) -> int:
         floods(args.flood, memory=not args.skip_flood_memory, kinds=kinds)
         return 0
     if shutil.which("wrk") is None:
-        sys.stderr.write("wrk is needed: apt-get install -y wrk\n")
+        sys.stderr.write(WRK_MISSING)
         return 1
     figures = throughput(args.duration, args.connections, args.rounds)
     for kind, row in figures.items():
