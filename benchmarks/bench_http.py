@@ -659,9 +659,12 @@ def floods(count: int, *, memory: bool = True, kinds: tuple[str, ...] = FLOOD_KI
     for connections, cap in ((64, 64), (256, 256)):
         mem = continuation_memory(connections, cap, rounds=5)
         after = ", ".join(f"{mem[f'after{r}_mib']:.1f}" for r in range(1, 6))
+        peak = max(mem[f"peak{r}_mib"] for r in range(1, 6))
+        per_connection = (peak - mem["before_mib"]) * 1024 / connections
         _say(f"continuation flood: {connections} h2 connections x 64 frames of 16 KiB "
              f"(max_connections {cap}), five floods in turn: RSS {mem['before_mib']:.1f} "
-             f"MiB before, 2 s after each: {after} MiB; alive "
+             f"MiB before, 2 s after each: {after} MiB; highest during them {peak:.1f} MiB "
+             f"({per_connection:.0f} KiB a connection); alive "
              f"{bool(mem['process_alive'])}")  # fmt: skip
     for kind in ("h2", "http1"):
         held = held_memory(kind, 1000)

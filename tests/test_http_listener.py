@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import socket
+import sys
 from typing import Any
 
 import h2.config
@@ -35,7 +37,13 @@ from http_helpers import (
 from search_fakes import capture_logs
 
 from rypsok.core import telemetry
-from rypsok.mcp.listener import _Connection, listening_socket
+from rypsok.mcp.listener import (
+    TRIM_AFTER_CLOSES,
+    TRIM_QUIET_S,
+    _Connection,
+    listening_socket,
+    malloc_trim,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -719,3 +727,56 @@ async def test_req_sec_018_a_connection_whose_request_waits_unread_is_not_one_th
         assert (connection.waiting_head() is not None) is has_request
         server_side.setblocking(False)
         assert (server_side.recv(65536) if sent else b"") == sent
+
+
+# -- memory after a flood (issue 18.3) ---------------------------------------------------------
+
+
+async def _open_and_close(port: int, count: int) -> None:
+    streams = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(count)]
+    for stream in streams:
+        await stream.send_all(b"POST /mcp HTTP/1.1\r\n")  # a head begun, never ended
+    for stream in streams:
+        await stream.aclose()
+
+
+async def test_req_perf_003_memory_is_handed_back_once_a_floods_connections_have_closed() -> None:
+    """The allocator's free memory goes back to the system once a flood's connections have
+    closed and a quiet second has passed: once, not per connection, not during the flood."""
+    trims: list[float] = []
+    with capture_logs("debug") as logs:
+        async with serving(make_config(), trim=lambda: trims.append(trio.current_time())) as server:
+            await _open_and_close(server.port, TRIM_AFTER_CLOSES + 4)
+            closed_at = trio.current_time()
+            await _wait_for(lambda: server.listener.connections == 0)
+            await trio.sleep(TRIM_QUIET_S / 2)
+            assert trims == []  # the closes may go on: not yet
+            await _wait_for(lambda: len(trims) == 1, timeout_s=3)
+            await trio.sleep(TRIM_QUIET_S + 0.2)
+    assert len(trims) == 1
+    assert trims[0] - closed_at >= TRIM_QUIET_S
+    (line,) = logs.named("memory_returned")
+    assert line["connections"] == TRIM_AFTER_CLOSES + 4
+    assert isinstance(line["released_kib"], int)
+
+
+async def test_req_perf_003_a_few_closed_connections_cost_no_trim() -> None:
+    trims: list[float] = []
+    async with serving(make_config(), trim=lambda: trims.append(trio.current_time())) as server:
+        await _open_and_close(server.port, TRIM_AFTER_CLOSES - 1)
+        await _wait_for(lambda: server.listener.connections == 0)
+        await trio.sleep(TRIM_QUIET_S + 0.3)
+    assert trims == []
+
+
+def test_req_perf_003_malloc_trim_is_glibcs_on_linux_and_absent_elsewhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    trim = malloc_trim()
+    if sys.platform == "linux" and os.confstr("CS_GNU_LIBC_VERSION"):
+        assert trim is not None
+        assert trim() in (0, 1)  # 1: memory was released, 0: there was none to release
+    monkeypatch.setattr(os, "confstr", lambda name: None)  # musl has no glibc version
+    assert malloc_trim() is None
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert malloc_trim() is None

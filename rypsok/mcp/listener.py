@@ -35,10 +35,15 @@ connections are refused), idle connections close, and calls in flight get what i
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
+import gc
 import math
+import os
 import signal
 import socket as stdlib_socket
+import sys
+import time
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -72,13 +77,20 @@ from rypsok.mcp.process import Activity, serving
 from rypsok.mcp.sessions import SESSION_TTL_S
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, MutableMapping, Sequence
+    from collections.abc import Callable, Mapping, MutableMapping, Sequence
 
     from rypsok.config.schema import Config
     from rypsok.core.services import Engine, EngineNetwork, FetchNetwork
     from rypsok.mcp.calls import ToolService
 
-__all__ = ["HEADER_BLOCK_BYTES", "Listener", "listening_socket", "run_http", "serve_http"]
+__all__ = [
+    "HEADER_BLOCK_BYTES",
+    "Listener",
+    "listening_socket",
+    "malloc_trim",
+    "run_http",
+    "serve_http",
+]
 
 H2_PREFACE: Final = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 ACCEPT_BACKOFF_S: Final = 0.1
@@ -95,10 +107,42 @@ _ACCEPT_BURST: Final = 64
 # would close a caller's connection before its head comes), and a body's rate says nothing
 # yet about whether it can arrive within LIM-H5 (`_Body.doomed`).
 ROOM_GRACE_S: Final = 1.0
+# After a flood, the heap's free pages go back to the system (issue 18.3) once this many
+# connections have closed and then none for `TRIM_QUIET_S`: one trim when a flood ends,
+# none while it lasts (each costs a walk of the heap) nor for the odd connection.
+TRIM_AFTER_CLOSES: Final = 16
+TRIM_QUIET_S: Final = 1.0
 # Accept errors that say "not now" (descriptors or buffers exhausted), not "never".
 _TRANSIENT_ACCEPT: Final = frozenset(
     {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.ECONNABORTED, errno.EPROTO}
 )
+
+
+def malloc_trim() -> Callable[[], object] | None:
+    """glibc's `malloc_trim(0)`: the free pages of every malloc arena handed back to the
+    system, which glibc otherwise keeps for later allocations. None elsewhere (musl, other
+    systems): their allocators have no such call."""
+    if sys.platform != "linux":
+        return None
+    try:
+        if not os.confstr("CS_GNU_LIBC_VERSION"):
+            return None
+        trim = ctypes.CDLL("libc.so.6").malloc_trim
+    except (AttributeError, OSError, ValueError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return partial(trim, 0)
+
+
+def _resident_kib() -> int:
+    """The process's resident memory (Linux), 0 when it cannot be read."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            pages = int(statm.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return pages * (os.sysconf("SC_PAGE_SIZE") // 1024)
 
 
 def _hypercorn_config(config: Config) -> HypercornConfig:
@@ -538,6 +582,8 @@ class Listener:
         self.calls = Activity()  # requests running; the drain waits for them
         self._last_accept_log = -math.inf
         self.stopping = False
+        self._closed = 0  # connections closed since the last trim (`return_memory`)
+        self._closing = trio.Event()  # set when one closes
 
     @property
     def in_flight(self) -> int:
@@ -560,6 +606,8 @@ class Listener:
             self.connections -= 1
             if connection.holder is not None:
                 self._held[connection.holder] -= 1
+            self._closed += 1
+            self._closing.set()
 
     def _longest_waiting(
         self, holder: str | None = None, *, but: Any = None, settled: bool = False
@@ -827,6 +875,46 @@ class Listener:
                 scope.cancel()
                 return
 
+    # -- memory ---------------------------------------------------------------------------
+
+    async def return_memory(
+        self,
+        trim: Callable[[], object] | None,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Hand the allocator's free memory back once a flood's connections have closed
+        (issue 18.3): what the connections held is freed as they close, but glibc keeps it
+        for the next allocations, so without this the process would stay at its flood
+        size. `trim` is `malloc_trim` (None: nothing to do here)."""
+        task_status.started()
+        if trim is None:
+            return
+        while True:
+            await self._closing.wait()
+            # The closes stop first: no trim while a flood goes on (each walks the heap).
+            quiet = False
+            while not quiet:
+                self._closing = trio.Event()
+                with trio.move_on_after(TRIM_QUIET_S) as timer:
+                    await self._closing.wait()
+                quiet = timer.cancelled_caught
+            if self._closed < TRIM_AFTER_CLOSES:
+                continue
+            closed, self._closed = self._closed, 0
+            before = _resident_kib()
+            began = time.perf_counter()
+            # The cycles the connections left (hypercorn's objects refer to one another)
+            # wait for a full collection; freed first, their memory is the allocator's
+            # to hand back, and the next flood does not add to it.
+            gc.collect()
+            trim()
+            telemetry.debug(
+                "memory_returned",
+                connections=closed,
+                released_kib=before - _resident_kib(),
+                ms=round((time.perf_counter() - began) * 1000, 1),
+            )
+
     # -- stopping -------------------------------------------------------------------------
 
     async def drain(self, deadline: float) -> None:
@@ -874,13 +962,15 @@ async def serve_http(
     session_ttl_s: float = SESSION_TTL_S,
     listen_socket: Any = None,
     counters_interval_s: float = 60.0,
+    trim: Callable[[], object] | None = None,
     task_status: trio.TaskStatus[tuple[int, Listener]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve MCP over HTTP until `stop`, then shut down within `service.shutdown_ms`.
 
     `port` replaces the configured one (tests bind port 0); `listen_socket` replaces the
     socket itself (a test's socket whose accept fails); `counters_interval_s` is the minute
-    of the `counters` event.
+    of the `counters` event; `trim` returns the allocator's free memory after a flood
+    (`malloc_trim`, which `run_http` passes; None: kept).
     """
     if listen_socket is None:
         listen_socket = listening_socket(config.service.http.bind, port)
@@ -898,6 +988,7 @@ async def serve_http(
     async with trio.open_nursery() as nursery:
         await nursery.start(telemetry.run_counters_reporter, counters_interval_s)
         await nursery.start(app.refusals.run)
+        await nursery.start(listener.return_memory, trim)
         async with trio.open_nursery() as connections:
             accepting = trio.CancelScope()
 
@@ -937,7 +1028,7 @@ async def _serve_process(
         engines=engines,
         fetch_network=fetch_network,
     ) as (rypsok, stop):
-        await serve_http(rypsok, config, callers, stop=stop, listen_socket=sock)
+        await serve_http(rypsok, config, callers, stop=stop, listen_socket=sock, trim=malloc_trim())
 
 
 def run_http(
