@@ -184,6 +184,16 @@ class _RefusingH2Connection(h2.connection.H2Connection):
         return [reset], []
 
 
+def refuse_streams_alone(connection: h2.connection.H2Connection) -> None:
+    """Make hypercorn's h2 connection refuse a stream beyond LIM-H4 alone
+    (`_RefusingH2Connection`); the h2 internals this leans on are named by
+    `tests/test_http_internals.py`."""
+    connection.__class__ = _RefusingH2Connection
+    # h2 dispatches frames through methods bound when it was made.
+    table = connection._frame_dispatch_table
+    table[hyperframe.frame.HeadersFrame] = connection._receive_headers_frame
+
+
 _STATUS_TEXT: Final = {
     400: b"Bad Request",
     417: b"Expectation Failed",
@@ -259,10 +269,7 @@ class _Replay(trio.abc.HalfCloseableStream):
             protocol = getattr(self.server.protocol, "protocol", None)
             h2_connection = getattr(protocol, "connection", None)
             if isinstance(h2_connection, h2.connection.H2Connection):
-                h2_connection.__class__ = _RefusingH2Connection
-                # h2 dispatches frames through methods bound when it was made.
-                table = h2_connection._frame_dispatch_table
-                table[hyperframe.frame.HeadersFrame] = h2_connection._receive_headers_frame
+                refuse_streams_alone(h2_connection)
                 self._h2_swapped = True
         if not scanner.feed(data):
             # LIM-H7 passed by the fragments so far: closed before h2 buffers any more.
