@@ -101,6 +101,9 @@ _RECEIVE: Final = 65536
 _EXIT_MARGIN_MS: Final = 300
 # Accepts after the first of one wake-up, at most (nginx's multi_accept, bounded).
 _ACCEPT_BURST: Final = 64
+# How long new connections wait in the backlog once every slot is taken and a newcomer found
+# no room: a client's head follows its connect within a round trip.
+_CROWDED_PAUSE_S: Final = 0.02
 # A client writes its head and its body right after its connect: a second covers a slow
 # link's first round trips. Before it, a connection that has not sent its request yet is not
 # closed for a newcomer that has not either (issue 18.2: a flood's renewed connections
@@ -702,7 +705,7 @@ class Listener:
                 except OSError as exc:
                     await self._accept_failed(exc)
                     continue
-                self._admit(client, family, nursery)
+                crowded = not self._admit(client, family, nursery)
                 # What else the listen backlog holds, taken now: trio's accept is one per
                 # scheduling round, so under a flood renewing itself a caller's connection
                 # would wait in the backlog one round per connection queued before it,
@@ -711,11 +714,18 @@ class Listener:
                     try:
                         raw, _ = backlog.accept()
                     except BlockingIOError:
+                        if crowded:
+                            # The backlog is empty and a newcomer found no room: the next
+                            # ones wait there a moment, long enough for a client's head to
+                            # follow its connect, so that they are known at their accept
+                            # (a caller's is then not closed with a flood's silent ones).
+                            await trio.sleep(_CROWDED_PAUSE_S)
                         break
                     except OSError as exc:
                         await self._accept_failed(exc)
                         break
-                    self._admit(trio.socket.from_stdlib_socket(raw), family, nursery)
+                    raw_client = trio.socket.from_stdlib_socket(raw)
+                    crowded = not self._admit(raw_client, family, nursery) or crowded
         finally:
             backlog.detach()  # the descriptor stays the listening socket's
 
@@ -730,7 +740,9 @@ class Listener:
             telemetry.warn("accept_failed", error=errno.errorcode.get(exc.errno or 0, ""))
         await trio.sleep(ACCEPT_BACKOFF_S)
 
-    def _admit(self, client: Any, family: str, nursery: trio.Nursery) -> None:
+    def _admit(self, client: Any, family: str, nursery: trio.Nursery) -> bool:
+        """Serve a new connection, making room at the cap; False when it was closed for
+        want of room (`too_many_connections`)."""
         # Whose it is, when its head is in its buffer already (issue 18.2): a flood's
         # renewed connections queue in the backlog with their heads, and are known here,
         # before hypercorn parses them and the app answers them.
@@ -746,7 +758,7 @@ class Listener:
             if victim is None:
                 self.refusals.refuse("caller_share", family)
                 client.close()
-                return
+                return True
         elif self.connections >= self._max_connections:
             # At the cap room is made, not refused: the connection that has waited
             # longest without a request goes; only when every connection has a request
@@ -756,7 +768,7 @@ class Listener:
             if victim is None:
                 self.refusals.refuse("too_many_connections", family)
                 client.close()
-                return
+                return False
         if victim is not None:
             self._evict(victim)
         connection = _Connection(family, client.fileno())
@@ -765,6 +777,7 @@ class Listener:
         if holder is not None:
             self.claim(connection, holder)
         nursery.start_soon(self._serve_connection, client, connection)
+        return True
 
     async def _serve_connection(self, client: Any, connection: _Connection) -> None:
         stream = trio.SocketStream(client)
