@@ -232,16 +232,22 @@ async def _trickle(port: int, closed: list[float], start: float) -> None:
         return
     try:
         await stream.send_all(b"POST /mcp HTTP/1.1\r\n")
-        while True:
-            with trio.move_on_after(0.2):
-                if await stream.receive_some(65536) == b"":
-                    break
-            await stream.send_all(b"X")
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        pass
+        await _dribble(stream, b"X")
     finally:
         closed.append(trio.current_time() - start)
         await stream.aclose()
+
+
+async def _dribble(stream: trio.SocketStream, byte: bytes) -> None:
+    """`byte` every 0.2 s until the server closes the connection."""
+    try:
+        while True:
+            with trio.move_on_after(0.2):
+                if await stream.receive_some(65536) == b"":
+                    return
+            await stream.send_all(byte)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
 
 
 async def test_req_sec_018_a_caller_is_served_within_2_s_during_a_trickling_flood() -> None:
@@ -400,13 +406,7 @@ async def _slow_body_flooder(port: int, token: str) -> None:
             await trio.sleep(0.05)
             continue
         try:
-            while True:
-                with trio.move_on_after(0.2):
-                    if await stream.receive_some(65536) == b"":
-                        break
-                await stream.send_all(b" ")
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
+            await _dribble(stream, b" ")
         finally:
             await stream.aclose()
 
