@@ -13,7 +13,8 @@ hypercorn parses HTTP and calls the ASGI app (`rypsok.mcp.http`). The accept loo
   its buffer at its accept, or in its first read, is known by its token there and closed
   at once past its share (`caller_share`); otherwise the app's gate claims it (503).
   Accepts are taken in bursts: a flood's connections queued in the backlog are not each
-  a scheduling round ahead of a caller's.
+  a scheduling round ahead of a caller's; once a burst found no room, the next connections
+  wait a moment in the backlog, so that their heads are there at their accept.
 - LIM-H3: the first bytes are read here, under one deadline from the accept, until they show
   HTTP/1 or the HTTP/2 preface; a connection that does not (silence, or a preface cut short)
   is closed and counted as `idle_connection`, without a log line of its own. The bytes are
@@ -746,7 +747,9 @@ class Listener:
         # Whose it is, when its head is in its buffer already (issue 18.2): a flood's
         # renewed connections queue in the backlog with their heads, and are known here,
         # before hypercorn parses them and the app answers them.
-        head = _whole_http1_head(_peek(client.fileno()))
+        crowded = self.connections >= self._max_connections
+        shared = self._callers is not None and self._share != math.inf
+        head = _whole_http1_head(_peek(client.fileno())) if crowded or shared else None
         holder = self._caller_of(head)
         victim = None
         if self._past_share(holder):
@@ -759,7 +762,7 @@ class Listener:
                 self.refusals.refuse("caller_share", family)
                 client.close()
                 return True
-        elif self.connections >= self._max_connections:
+        elif crowded:
             # At the cap room is made, not refused: the connection that has waited
             # longest without a request goes; only when every connection has a request
             # running is the new one closed unanswered. A newcomer without its request
