@@ -72,6 +72,13 @@ categories = ["general", "science"]
 """
 
 
+WRK_MISSING = (
+    "tools/bench-http: wrk is not on PATH; it measures the throughput.\n"
+    "Install it: apt-get install -y wrk (Debian, Ubuntu), or your system's wrk package.\n"
+    "tools/bench-http --only-floods runs without it.\n"
+)
+
+
 def _raise_fd_limit(wanted: int = 4096) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     target = min(wanted, hard) if hard != resource.RLIM_INFINITY else wanted
@@ -463,37 +470,42 @@ async def _flooder(port: int, kind: str, opened: list[int]) -> None:
             await stream.aclose()
 
 
-async def _first_answer(port: int, limit_s: float) -> tuple[float, int]:
-    """Seconds from the first try to the first 200, and the tries it took: a try waits up
-    to 10 s for its answer (queued behind the flood's connections in the listen backlog,
+async def _first_answer(port: int, limit_s: float) -> tuple[float, list[str]]:
+    """Seconds from the first try to the first 200, and how each try ended: a try waits
+    up to 10 s for its answer (queued behind the flood's connections in the listen backlog,
     it is still answered), and is made again at once when its connection is closed."""
     start = trio.current_time()
-    tries = 0
+    tries: list[str] = []
     request = _request_head(CALLER_TOKEN, len(BODY)) + BODY.encode()
     while trio.current_time() - start < limit_s:
-        tries += 1
+        began = trio.current_time()
         try:
             stream = await trio.open_tcp_stream("127.0.0.1", port)
+            connected = trio.current_time() - began
             await stream.send_all(request)
+            data = b""
             with trio.move_on_after(10):
                 data = await stream.receive_some(65536)
                 if data.startswith(b"HTTP/1.1 200"):
                     await stream.aclose()
+                    tries.append(f"answered (connect {connected:.2f} s)")
                     return trio.current_time() - start, tries
             await stream.aclose()
-        except (OSError, trio.BrokenResourceError):
-            pass
+            ended = data.partition(b"\r\n")[0].decode("latin-1") or "closed unanswered"
+            tries.append(f"{ended} after {trio.current_time() - began:.2f} s")
+        except (OSError, trio.BrokenResourceError) as exc:
+            tries.append(f"{type(exc).__name__} after {trio.current_time() - began:.2f} s")
         await trio.sleep(0.1)
     return float("nan"), tries
 
 
-def cap_flood(kind: str, count: int, limit_s: float) -> dict[str, float]:
+def cap_flood(kind: str, count: int, limit_s: float) -> dict[str, Any]:
     """`count` connections of one kind, renewed as they close, against the default limits
     (64 connections, 60 s idle, 10 s per head, 30 s per request) with two callers: the flood
     holds one token; the time to the other caller's first answer."""
     server = _Server("rypsok", "64", "60", "auth")
     opened = [0]
-    answer: list[tuple[float, int]] = []
+    answer: list[tuple[float, list[str]]] = []
 
     async def run() -> None:
         async with trio.open_nursery() as nursery:
@@ -517,8 +529,8 @@ def cap_flood(kind: str, count: int, limit_s: float) -> dict[str, float]:
     finally:
         server.stop()
     seconds, tries = answer[0]
-    return {"first_answer_s": seconds, "tries": float(tries), "opened": float(opened[0]),
-            "process_alive": float(alive)}  # fmt: skip
+    return {"first_answer_s": seconds, "tries": float(len(tries)), "opened": float(opened[0]),
+            "process_alive": float(alive), "ends": tries}  # fmt: skip
 
 
 # -- memory a tokenless peer can make the process hold (issue 18.3) -----------------------------
@@ -634,20 +646,25 @@ def held_memory(kind: str, count: int) -> dict[str, float]:
             "kib_per_connection": (held - before) / count}  # fmt: skip
 
 
-def floods(count: int, *, memory: bool = True) -> None:
-    for kind in FLOOD_KINDS:
+def floods(count: int, *, memory: bool = True, kinds: tuple[str, ...] = FLOOD_KINDS) -> None:
+    for kind in kinds:
         out = cap_flood(kind, count, 30)
         _say(f"cap flood: {count} {kind} connections (renewed as closed, {out['opened']:.0f} "
              f"opened), 64 slots: first legitimate answer after {out['first_answer_s']:.2f} s "
              f"({out['tries']:.0f} tries), process alive {bool(out['process_alive'])}")  # fmt: skip
+        if out["tries"] > 1:
+            _say("  the tries: " + "; ".join(out["ends"]))
     if not memory:
         return
     for connections, cap in ((64, 64), (256, 256)):
         mem = continuation_memory(connections, cap, rounds=5)
         after = ", ".join(f"{mem[f'after{r}_mib']:.1f}" for r in range(1, 6))
+        peak = max(mem[f"peak{r}_mib"] for r in range(1, 6))
+        per_connection = (peak - mem["before_mib"]) * 1024 / connections
         _say(f"continuation flood: {connections} h2 connections x 64 frames of 16 KiB "
              f"(max_connections {cap}), five floods in turn: RSS {mem['before_mib']:.1f} "
-             f"MiB before, 2 s after each: {after} MiB; alive "
+             f"MiB before, 2 s after each: {after} MiB; highest during them {peak:.1f} MiB "
+             f"({per_connection:.0f} KiB a connection); alive "
              f"{bool(mem['process_alive'])}")  # fmt: skip
     for kind in ("h2", "http1"):
         held = held_memory(kind, 1000)
@@ -686,13 +703,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-flood", action="store_true")
     parser.add_argument("--only-floods", action="store_true")
     parser.add_argument("--skip-flood-memory", action="store_true")
+    parser.add_argument("--flood-kinds", help="of idle,trickling,slow-body (all by default)")
     args = parser.parse_args(args_in)
     _raise_fd_limit()
     if args.only_floods:
-        floods(args.flood, memory=not args.skip_flood_memory)
+        kinds = tuple(args.flood_kinds.split(",")) if args.flood_kinds else FLOOD_KINDS
+        floods(args.flood, memory=not args.skip_flood_memory, kinds=kinds)
         return 0
     if shutil.which("wrk") is None:
-        sys.stderr.write("wrk is needed: apt-get install -y wrk\n")
+        sys.stderr.write(WRK_MISSING)
         return 1
     figures = throughput(args.duration, args.connections, args.rounds)
     for kind, row in figures.items():

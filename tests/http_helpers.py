@@ -23,7 +23,7 @@ from rypsok.mcp.listener import Listener, serve_http
 from testkit.instant import ANSWER, InstantEngine
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Mapping
+    from collections.abc import AsyncIterator, Callable, Mapping
 
     from rypsok.config.schema import Config
     from rypsok.core.engines.base import EngineAnswer, EngineQuery
@@ -102,6 +102,7 @@ async def serving(
     session_ttl_s: float = 300.0,
     listen_socket: Any = None,
     counters_interval_s: float = 60.0,
+    trim: Callable[[], object] | None = None,
 ) -> AsyncIterator[Server]:
     env = env or {}
     engines = [engine if engine is not None else InstantEngine("wikipedia")]
@@ -120,6 +121,7 @@ async def serving(
             session_ttl_s=session_ttl_s,
             listen_socket=listen_socket,
             counters_interval_s=counters_interval_s,
+            trim=trim,
         )
         port, listener = await nursery.start(start)
         try:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import socket
+import sys
 from typing import Any
 
 import h2.config
@@ -35,7 +37,13 @@ from http_helpers import (
 from search_fakes import capture_logs
 
 from rypsok.core import telemetry
-from rypsok.mcp.listener import _Connection, listening_socket
+from rypsok.mcp.listener import (
+    TRIM_AFTER_CLOSES,
+    TRIM_QUIET_S,
+    _Connection,
+    listening_socket,
+    malloc_trim,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -57,6 +65,11 @@ def _request_bytes(keep_alive: bool = True, token: str | None = None) -> bytes:
 async def _answered(stream: trio.SocketStream, token: str | None = None) -> bytes:
     """Send one request and read its whole answer (the connection stays open)."""
     await stream.send_all(_request_bytes(token=token))
+    return await _answer(stream)
+
+
+async def _answer(stream: trio.SocketStream) -> bytes:
+    """The head of the next whole answer on `stream` (its body read too)."""
     data = b""
     with trio.fail_after(5):
         while b"\r\n\r\n" not in data:
@@ -66,6 +79,15 @@ async def _answered(stream: trio.SocketStream, token: str | None = None) -> byte
         while len(body) < length:
             body += await stream.receive_some(65536)
     return head
+
+
+def _sent_before_accept(port: int, data: bytes) -> trio.SocketStream:
+    """A connection whose first bytes are in the server's socket buffer before its accept:
+    connected and written with a blocking socket, the listener not running in between (a
+    client that writes before a busy server accepts; the kernel completes the connect)."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(data)
+    return trio.SocketStream(trio.socket.from_stdlib_socket(sock))
 
 
 async def _wait_for(predicate: Any, timeout_s: float = 5) -> None:
@@ -132,12 +154,13 @@ async def test_req_sec_018_at_the_cap_the_longest_waiting_connection_makes_room(
         await _wait_for(lambda: server.listener.connections == 2)
         kept_alive = await trio.open_tcp_stream("127.0.0.1", server.port)
         assert (await _answered(kept_alive)).startswith(b"HTTP/1.1 200")
-        newcomer = await trio.open_tcp_stream("127.0.0.1", server.port)
+        # Newcomers with their request: a connection younger than the grace makes room too.
+        newcomer = _sent_before_accept(server.port, _request_bytes())
         assert await closed_by_server(silent, 2) == b""
-        assert (await _answered(newcomer)).startswith(b"HTTP/1.1 200")
-        latest = await trio.open_tcp_stream("127.0.0.1", server.port)
+        assert (await _answer(newcomer)).startswith(b"HTTP/1.1 200")
+        latest = _sent_before_accept(server.port, _request_bytes())
         assert await closed_by_server(kept_alive, 2) == b""
-        assert (await _answered(latest)).startswith(b"HTTP/1.1 200")
+        assert (await _answer(latest)).startswith(b"HTTP/1.1 200")
         assert not engine.cancelled.is_set()
         for stream in (busy, silent, kept_alive, newcomer, latest):
             await stream.aclose()
@@ -174,11 +197,11 @@ async def test_req_sec_022_one_ambiguous_byte_then_silence_is_closed_after_the_i
     assert http_counts() == {"idle_connection": 1}
 
 
-async def _one_call(port: int) -> bytes:
-    """One request on a fresh connection: its answer's head, or b"" when closed unanswered."""
-    stream = await trio.open_tcp_stream("127.0.0.1", port)
+async def _one_call(port: int, token: str | None = None) -> bytes:
+    """One request on a fresh connection, written before the accept: its answer's head, or
+    b"" when closed unanswered."""
+    stream = _sent_before_accept(port, _request_bytes(keep_alive=False, token=token))
     try:
-        await stream.send_all(_request_bytes(keep_alive=False))
         return (await closed_by_server(stream, 5)).partition(b"\r\n")[0]
     except trio.BrokenResourceError:
         return b""
@@ -209,16 +232,22 @@ async def _trickle(port: int, closed: list[float], start: float) -> None:
         return
     try:
         await stream.send_all(b"POST /mcp HTTP/1.1\r\n")
-        while True:
-            with trio.move_on_after(0.2):
-                if await stream.receive_some(65536) == b"":
-                    break
-            await stream.send_all(b"X")
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        pass
+        await _dribble(stream, b"X")
     finally:
         closed.append(trio.current_time() - start)
         await stream.aclose()
+
+
+async def _dribble(stream: trio.SocketStream, byte: bytes) -> None:
+    """`byte` every 0.2 s until the server closes the connection."""
+    try:
+        while True:
+            with trio.move_on_after(0.2):
+                if await stream.receive_some(65536) == b"":
+                    return
+            await stream.send_all(byte)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
 
 
 async def test_req_sec_018_a_caller_is_served_within_2_s_during_a_trickling_flood() -> None:
@@ -272,7 +301,8 @@ async def test_req_sec_019_a_caller_past_its_share_gives_up_its_own_idle_connect
 
 async def test_req_sec_019_no_caller_holds_more_than_its_share_of_the_connections() -> None:
     """Two callers, four connections: the first caller's third call in flight is refused
-    (503) and the second caller still finds room."""
+    (503: its head came in parts, so the app's claim decides) and the second caller still
+    finds room."""
     engine = SlowEngine("wikipedia", None)
     config = make_config(CALLERS + "[service.http]\nmax_connections = 4\n", CALLERS_ENV)
     token = f"Authorization: Bearer {TOKEN_A}\r\n".encode()
@@ -288,7 +318,10 @@ async def test_req_sec_019_no_caller_holds_more_than_its_share_of_the_connection
             beyond = []
             for _ in range(2):
                 stream = await trio.open_tcp_stream("127.0.0.1", server.port)
-                await stream.send_all(search)
+                await stream.send_all(search[:20])
+                await _wait_for(lambda: server.listener.connections == 3)
+                await trio.sleep(0.05)  # the first part read on its own
+                await stream.send_all(search[20:])
                 beyond.append((await closed_by_server(stream, 5)).partition(b"\r\n")[0])
                 await stream.aclose()
             async with httpx.AsyncClient() as client:
@@ -301,6 +334,121 @@ async def test_req_sec_019_no_caller_holds_more_than_its_share_of_the_connection
     assert http_counts() == {"caller_share": 2}
     lines = logs.named("http_refused")
     assert [(e["reason"], e["count"]) for e in lines] == [("caller_share", 1), ("caller_share", 1)]
+
+
+def _search_of(token: str) -> bytes:
+    token_line = f"Authorization: Bearer {token}\r\n".encode()
+    return _search_bytes().replace(b"\r\n", b"\r\n" + token_line, 1)
+
+
+async def test_req_sec_019_a_caller_past_its_share_is_closed_at_its_accept() -> None:
+    """A connection whose head is waiting at its accept, of a caller holding its share with
+    a request on each connection, is closed there, unanswered: a flood's renewed connections
+    take no slot while hypercorn parses them and the app answers 503 (issue 18.2)."""
+    engine = SlowEngine("wikipedia", None)
+    config = make_config(CALLERS + "[service.http]\nmax_connections = 4\n", CALLERS_ENV)
+    async with serving(config, CALLERS_ENV, engine=engine) as server:
+        held = []
+        for _ in range(2):
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            await stream.send_all(_search_of(TOKEN_A))
+            held.append(stream)
+        await _wait_for(lambda: server.listener.in_flight == 2)
+        beyond = [_sent_before_accept(server.port, _search_of(TOKEN_A)) for _ in range(3)]
+        answers = [await closed_by_server(stream, 5) for stream in beyond]
+        assert server.listener.connections == 2
+        assert await _one_call(server.port, TOKEN_B) == b"HTTP/1.1 200 "
+        for stream in [*held, *beyond]:
+            await stream.aclose()
+    assert answers == [b""] * 3
+    assert http_counts() == {"caller_share": 3}
+
+
+async def _slow_body(port: int, token: str | None, declared: int, sent: bytes) -> trio.SocketStream:
+    """A request whose head is whole and whose body (`declared` bytes) stops after `sent`."""
+    headers = modern_headers("tools/call", "engine_status", token)
+    lines = [b"POST /mcp HTTP/1.1", b"Host: 127.0.0.1"]
+    lines += [f"{k}: {v}".encode() for k, v in headers.items()]
+    lines.append(b"Content-Length: %d" % declared)
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    await stream.send_all(b"\r\n".join(lines) + b"\r\n\r\n" + sent)
+    return stream
+
+
+async def test_req_sec_018_a_body_that_cannot_arrive_in_time_makes_room_at_the_cap() -> None:
+    """Two connections, each with a request whose body is arriving: the one whose rate
+    cannot bring it whole within LIM-H5 (10 of 60000 bytes in a second) makes room for a
+    newcomer once the grace has passed; the one on its way (50 of 100) does not, and is
+    answered when the rest comes."""
+    body = json.dumps(call_body("engine_status")).encode().ljust(100)
+    config = make_config(max_connections=2, idle_timeout_s=60)
+    async with serving(config) as server:
+        on_its_way = await _slow_body(server.port, None, len(body), body[:50])
+        doomed = await _slow_body(server.port, None, 60000, b" " * 10)
+        await _wait_for(lambda: server.listener.in_flight == 2)
+        assert await _one_call(server.port) == b""  # within the grace: no room
+        await trio.sleep(1.1)
+        assert await _one_call(server.port) == b"HTTP/1.1 200 "
+        assert await closed_by_server(doomed, 2) == b""
+        await on_its_way.send_all(body[50:])
+        assert (await _answer(on_its_way)).startswith(b"HTTP/1.1 200")
+        await on_its_way.aclose()
+        await doomed.aclose()
+    assert http_counts() == {"too_many_connections": 1, "connection_evicted": 1}
+
+
+async def _slow_body_flooder(port: int, token: str) -> None:
+    """One connection of a slow-body flood, opened again each time the server closes it."""
+    while True:
+        try:
+            stream = await _slow_body(port, token, 200, b"{")
+        except OSError:
+            await trio.sleep(0.05)
+            continue
+        try:
+            await _dribble(stream, b" ")
+        finally:
+            await stream.aclose()
+
+
+async def test_req_sec_018_a_caller_is_served_within_2_s_during_a_slow_body_flood() -> None:
+    """100 connections of one caller, each with a whole head and a body trickling a byte
+    every 0.2 s, renewed as they close, at a cap of 8: the other caller is served within
+    2 s (issue 18.2)."""
+    config = make_config(CALLERS, CALLERS_ENV, max_connections=8, idle_timeout_s=60)
+    async with serving(config, CALLERS_ENV) as server, trio.open_nursery() as nursery:
+        for _ in range(100):
+            nursery.start_soon(_slow_body_flooder, server.port, TOKEN_A)
+        await _wait_for(lambda: server.listener.in_flight == 4)  # the flood's share
+        await trio.sleep(1.5)  # past the grace: the flood renewing itself
+        asked = trio.current_time()
+        answer = await _one_call(server.port, TOKEN_B)
+        served_after = trio.current_time() - asked
+        nursery.cancel_scope.cancel()
+    assert answer == b"HTTP/1.1 200 "
+    assert served_after < 2
+    assert http_counts()["caller_share"] > 0  # the flood past its share, closed
+
+
+async def test_req_sec_018_a_newcomer_without_its_request_closes_only_a_settled_connection() -> (
+    None
+):
+    """A connection that has not sent its request yet is not closed for a newcomer that has
+    not either until it has waited the grace (a second): a flood's renewed connections
+    would otherwise close a caller's connection before its head comes."""
+    config = make_config(max_connections=1, idle_timeout_s=60)
+    async with serving(config) as server:
+        first = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await _wait_for(lambda: server.listener.connections == 1)
+        second = await trio.open_tcp_stream("127.0.0.1", server.port)
+        assert await closed_by_server(second, 2) == b""  # the young one stays
+        await trio.sleep(1.1)
+        third = await trio.open_tcp_stream("127.0.0.1", server.port)
+        assert await closed_by_server(first, 2) == b""  # settled: it makes room
+        assert (await _answered(third)).startswith(b"HTTP/1.1 200")
+        for stream in (first, second, third):
+            await stream.aclose()
+    assert http_counts() == {"too_many_connections": 1, "connection_evicted": 1}
 
 
 async def test_req_sec_022_an_idle_keep_alive_connection_is_closed_after_the_idle_time() -> None:
@@ -439,6 +587,9 @@ class _FailingSocket:
     def getsockname(self) -> Any:
         return self._sock.getsockname()
 
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
     def close(self) -> None:
         self._sock.close()
 
@@ -573,6 +724,59 @@ async def test_req_sec_018_a_connection_whose_request_waits_unread_is_not_one_th
     with server_side, client_side:
         client_side.sendall(sent)
         connection = _Connection("ipv4", server_side.fileno())
-        assert connection.has_request() is has_request
+        assert (connection.waiting_head() is not None) is has_request
         server_side.setblocking(False)
         assert (server_side.recv(65536) if sent else b"") == sent
+
+
+# -- memory after a flood (issue 18.3) ---------------------------------------------------------
+
+
+async def _open_and_close(port: int, count: int) -> None:
+    streams = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(count)]
+    for stream in streams:
+        await stream.send_all(b"POST /mcp HTTP/1.1\r\n")  # a head begun, never ended
+    for stream in streams:
+        await stream.aclose()
+
+
+async def test_req_perf_003_memory_is_handed_back_once_a_floods_connections_have_closed() -> None:
+    """The allocator's free memory goes back to the system once a flood's connections have
+    closed and a quiet second has passed: once, not per connection, not during the flood."""
+    trims: list[float] = []
+    with capture_logs("debug") as logs:
+        async with serving(make_config(), trim=lambda: trims.append(trio.current_time())) as server:
+            await _open_and_close(server.port, TRIM_AFTER_CLOSES + 4)
+            closed_at = trio.current_time()
+            await _wait_for(lambda: server.listener.connections == 0)
+            await trio.sleep(TRIM_QUIET_S / 2)
+            assert trims == []  # the closes may go on: not yet
+            await _wait_for(lambda: len(trims) == 1, timeout_s=3)
+            await trio.sleep(TRIM_QUIET_S + 0.2)
+    assert len(trims) == 1
+    assert trims[0] - closed_at >= TRIM_QUIET_S
+    (line,) = logs.named("memory_returned")
+    assert line["connections"] == TRIM_AFTER_CLOSES + 4
+    assert isinstance(line["released_kib"], int)
+
+
+async def test_req_perf_003_a_few_closed_connections_cost_no_trim() -> None:
+    trims: list[float] = []
+    async with serving(make_config(), trim=lambda: trims.append(trio.current_time())) as server:
+        await _open_and_close(server.port, TRIM_AFTER_CLOSES - 1)
+        await _wait_for(lambda: server.listener.connections == 0)
+        await trio.sleep(TRIM_QUIET_S + 0.3)
+    assert trims == []
+
+
+def test_req_perf_003_malloc_trim_is_glibcs_on_linux_and_absent_elsewhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    trim = malloc_trim()
+    if sys.platform == "linux" and os.confstr("CS_GNU_LIBC_VERSION"):
+        assert trim is not None
+        assert trim() in (0, 1)  # 1: memory was released, 0: there was none to release
+    monkeypatch.setattr(os, "confstr", lambda name: None)  # musl has no glibc version
+    assert malloc_trim() is None
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert malloc_trim() is None

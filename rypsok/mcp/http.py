@@ -362,7 +362,7 @@ class McpHttpApp:
         self._service = service
         self._config = config
         http = config.service.http
-        self._callers = callers
+        self.callers = callers  # the listener's too: a newcomer's share at the cap
         self._modern = self._new_dispatcher()
         self._status_replies = _StatusReplies()
         self._legacy_enabled = http.legacy_revisions
@@ -484,7 +484,7 @@ class McpHttpApp:
             self._preflight(request)
             await respond(204, b"", _CORS_PREFLIGHT)
             return
-        caller = self._callers.identify(request.headers.get(b"authorization"))
+        caller = self.callers.identify(request.headers.get(b"authorization"))
         if caller is None:
             raise _Refusal(401, reason="unauthorized", headers=((b"www-authenticate", b"Bearer"),))
         if request.claim is not None and not request.claim(caller):

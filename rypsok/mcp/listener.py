@@ -5,9 +5,16 @@ hypercorn parses HTTP and calls the ASGI app (`rypsok.mcp.http`). The accept loo
 
 - LIM-H1: at the cap a new connection makes room: the connection that has waited longest
   without a request (none running, none complete and waiting to run) is closed
-  (`connection_evicted`); only when every connection has one is the new one closed
-  unanswered (`too_many_connections`). With two callers or more a caller holds at most its
-  share of the connections (`claim`, called by the app's gate).
+  (`connection_evicted`), else one whose request bodies cannot arrive within LIM-H5 at
+  their rate so far (`_Body`); only when there is none is the new one closed unanswered
+  (`too_many_connections`). A newcomer that has not sent its whole head yet makes room only
+  among connections that have waited `ROOM_GRACE_S`. With two callers or more a caller
+  holds at most its share of the connections (`claim`): a newcomer whose whole head is in
+  its buffer at its accept, or in its first read, is known by its token there and closed
+  at once past its share (`caller_share`); otherwise the app's gate claims it (503).
+  Accepts are taken in bursts: a flood's connections queued in the backlog are not each
+  a scheduling round ahead of a caller's; once a burst found no room, the next connections
+  wait a moment in the backlog, so that their heads are there at their accept.
 - LIM-H3: the first bytes are read here, under one deadline from the accept, until they show
   HTTP/1 or the HTTP/2 preface; a connection that does not (silence, or a preface cut short)
   is closed and counted as `idle_connection`, without a log line of its own. The bytes are
@@ -29,10 +36,15 @@ connections are refused), idle connections close, and calls in flight get what i
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
+import gc
 import math
+import os
 import signal
 import socket as stdlib_socket
+import sys
+import time
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -66,13 +78,20 @@ from rypsok.mcp.process import Activity, serving
 from rypsok.mcp.sessions import SESSION_TTL_S
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, MutableMapping, Sequence
+    from collections.abc import Callable, Mapping, MutableMapping, Sequence
 
     from rypsok.config.schema import Config
     from rypsok.core.services import Engine, EngineNetwork, FetchNetwork
     from rypsok.mcp.calls import ToolService
 
-__all__ = ["HEADER_BLOCK_BYTES", "Listener", "listening_socket", "run_http", "serve_http"]
+__all__ = [
+    "HEADER_BLOCK_BYTES",
+    "Listener",
+    "listening_socket",
+    "malloc_trim",
+    "run_http",
+    "serve_http",
+]
 
 H2_PREFACE: Final = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 ACCEPT_BACKOFF_S: Final = 0.1
@@ -81,10 +100,53 @@ _BACKLOG: Final = 1024
 _HTTP1: Final = frozenset({"1.0", "1.1"})
 _RECEIVE: Final = 65536
 _EXIT_MARGIN_MS: Final = 300
+# Accepts after the first of one wake-up, at most (nginx's multi_accept, bounded).
+_ACCEPT_BURST: Final = 64
+# How long new connections wait in the backlog once every slot is taken and a newcomer found
+# no room: a client's head follows its connect within a round trip.
+_CROWDED_PAUSE_S: Final = 0.02
+# A client writes its head and its body right after its connect: a second covers a slow
+# link's first round trips. Before it, a connection that has not sent its request yet is not
+# closed for a newcomer that has not either (issue 18.2: a flood's renewed connections
+# would close a caller's connection before its head comes), and a body's rate says nothing
+# yet about whether it can arrive within LIM-H5 (`_Body.doomed`).
+ROOM_GRACE_S: Final = 1.0
+# After a flood, the heap's free pages go back to the system (issue 18.3) once this many
+# connections have closed and then none for `TRIM_QUIET_S`: one trim when a flood ends,
+# none while it lasts (each costs a walk of the heap) nor for the odd connection.
+TRIM_AFTER_CLOSES: Final = 16
+TRIM_QUIET_S: Final = 1.0
 # Accept errors that say "not now" (descriptors or buffers exhausted), not "never".
 _TRANSIENT_ACCEPT: Final = frozenset(
     {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.ECONNABORTED, errno.EPROTO}
 )
+
+
+def malloc_trim() -> Callable[[], object] | None:
+    """glibc's `malloc_trim(0)`: the free pages of every malloc arena handed back to the
+    system, which glibc otherwise keeps for later allocations. None elsewhere (musl, other
+    systems): their allocators have no such call."""
+    if sys.platform != "linux":
+        return None
+    try:
+        if not os.confstr("CS_GNU_LIBC_VERSION"):
+            return None
+        trim = ctypes.CDLL("libc.so.6").malloc_trim
+    except (AttributeError, OSError, ValueError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return partial(trim, 0)
+
+
+def _resident_kib() -> int:
+    """The process's resident memory (Linux), 0 when it cannot be read."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            pages = int(statm.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return pages * (os.sysconf("SC_PAGE_SIZE") // 1024)
 
 
 def _hypercorn_config(config: Config) -> HypercornConfig:
@@ -124,6 +186,16 @@ class _RefusingH2Connection(h2.connection.H2Connection):
         reset = hyperframe.frame.RstStreamFrame(stream_id)
         reset.error_code = h2.errors.ErrorCodes.REFUSED_STREAM
         return [reset], []
+
+
+def refuse_streams_alone(connection: h2.connection.H2Connection) -> None:
+    """Make hypercorn's h2 connection refuse a stream beyond LIM-H4 alone
+    (`_RefusingH2Connection`); the h2 internals this leans on are named by
+    `tests/test_http_internals.py`."""
+    connection.__class__ = _RefusingH2Connection
+    # h2 dispatches frames through methods bound when it was made.
+    table = connection._frame_dispatch_table
+    table[hyperframe.frame.HeadersFrame] = connection._receive_headers_frame
 
 
 _STATUS_TEXT: Final = {
@@ -201,10 +273,7 @@ class _Replay(trio.abc.HalfCloseableStream):
             protocol = getattr(self.server.protocol, "protocol", None)
             h2_connection = getattr(protocol, "connection", None)
             if isinstance(h2_connection, h2.connection.H2Connection):
-                h2_connection.__class__ = _RefusingH2Connection
-                # h2 dispatches frames through methods bound when it was made.
-                table = h2_connection._frame_dispatch_table
-                table[hyperframe.frame.HeadersFrame] = h2_connection._receive_headers_frame
+                refuse_streams_alone(h2_connection)
                 self._h2_swapped = True
         if not scanner.feed(data):
             # LIM-H7 passed by the fragments so far: closed before h2 buffers any more.
@@ -308,6 +377,7 @@ class _Connection:
     and the shutdown."""
 
     __slots__ = (
+        "bodies",
         "closed_by_peer",
         "evicted",
         "family",
@@ -343,6 +413,7 @@ class _Connection:
         self.gate: Http1Gate | None = None
         self.h2: H2Scanner | None = None
         self.replay: _Replay | None = None
+        self.bodies: list[_Body] = []  # requests running that still read their body
 
     def peer_gone(self) -> None:
         # hypercorn keeps a closed connection's task until its keep-alive timer ends; the
@@ -365,23 +436,66 @@ class _Connection:
         self.quiet_since = trio.current_time()
         self.ready = False
 
-    def has_request(self) -> bool:
-        """A request running, or one complete and not yet started: its head passed through
-        the gate, or (not read yet, the connection's task not having run since its accept)
-        a whole HTTP/1 head already in the socket's buffer. Under a flood a new connection
-        can wait many scheduling rounds before its first read; it is not one that waits."""
-        if self.in_flight or self.ready:
-            return True
+    def waiting_head(self) -> bytes | None:
+        """A whole HTTP/1 head already in the socket's buffer and not read yet (the
+        connection's task not having run since its accept), else None."""
         if self.gate is not None or self.h2 is not None:
+            return None
+        return _whole_http1_head(_peek(self.fd))
+
+
+def _peek(fd: int) -> bytes:
+    """What the socket `fd` has received and nobody has read yet (nothing is consumed)."""
+    probe = stdlib_socket.socket(fileno=fd)
+    try:
+        return probe.recv(HEADER_BLOCK_BYTES, _PEEK)
+    except OSError:
+        return b""
+    finally:
+        probe.detach()  # the descriptor stays its owner's
+
+
+def _whole_http1_head(peeked: bytes) -> bytes | None:
+    """The first HTTP/1 head of `peeked` when it is whole, else None."""
+    if peeked.startswith(H2_PREFACE[:3]):
+        return None
+    head, found, _ = peeked.partition(b"\r\n\r\n")
+    return head if found else None
+
+
+def _authorization(head: bytes) -> bytes | None:
+    """The Authorization field of an HTTP/1 head, unchecked (the gate and the app check the
+    head; this only tells the accept loop whose connection it probably is)."""
+    for line in head.split(b"\r\n")[1:]:
+        name, colon, value = line.partition(b":")
+        if colon and name.lower() == b"authorization":
+            return value.strip()
+    return None
+
+
+class _Body:
+    """A request's body as the app reads it, for the room made at the cap (issue 18.2): a
+    body that, at the rate it has come so far, would not be whole before LIM-H5 ends the
+    request is doomed, and its connection may make room once `ROOM_GRACE_S` has passed."""
+
+    __slots__ = ("deadline", "expected", "received", "started", "whole")
+
+    def __init__(self, started: float, expected: int, deadline: float) -> None:
+        self.started = started
+        self.expected = expected  # its Content-Length, else the most it may be (LIM-H2)
+        self.received = 0
+        self.deadline = deadline
+        self.whole = False  # read to its end (or the peer gone): no longer counted
+
+    def doomed(self, now: float) -> bool:
+        elapsed = now - self.started
+        if elapsed < ROOM_GRACE_S:
             return False
-        probe = stdlib_socket.socket(fileno=self.fd)
-        try:
-            peeked = probe.recv(HEADER_BLOCK_BYTES, _PEEK)
-        except OSError:
-            return False
-        finally:
-            probe.detach()  # the descriptor stays the connection's
-        return b"\r\n\r\n" in peeked and not peeked.startswith(H2_PREFACE[:3])
+        if not self.received:
+            return True
+        # When the rest would come at the rate so far; past LIM-H5, the request is lost.
+        remaining = max(self.expected - self.received, 0)
+        return now + remaining * elapsed / self.received > self.deadline
 
 
 class _ConnectionApp:
@@ -396,10 +510,24 @@ class _ConnectionApp:
             await self._listener.app(scope, receive, send)
             return
         connection = self._connection
+        listener = self._listener
         connection.in_flight += 1
         connection.ready = False
-        self._listener.calls.started()
-        scope[CONNECTION_CLAIM] = partial(self._listener.claim, connection)
+        listener.calls.started()
+        scope[CONNECTION_CLAIM] = partial(listener.claim, connection)
+        now = trio.current_time()
+        body = _Body(now, _expected_length(scope, listener.max_body), now + listener.request_s)
+        connection.bodies.append(body)
+
+        async def receive_counted() -> Any:
+            message = await receive()
+            if not body.whole:
+                body.received += len(message.get("body", b""))
+                if not message.get("more_body", False):
+                    body.whole = True
+                    connection.bodies.remove(body)
+            return message
+
         try:
             if scope.get("http_version") in _HTTP1:
                 # One request at a time on the connection: when the peer closes it, the
@@ -408,20 +536,32 @@ class _ConnectionApp:
                 scope[CONNECTION_CANCELS] = connection.scopes
                 if connection.replay is not None:
                     scope[EXPECT_CONTINUE] = connection.replay.send_continue
-            await self._listener.app(scope, receive, send)
+            await listener.app(scope, receive_counted, send)
         except Exception as exc:
             # A defect, not a peer's doing: one JSON line, no traceback that could quote a
             # header; hypercorn answers 500 if nothing was sent.
             telemetry.log_exception("http_app_failed", exc)
             raise
         finally:
+            if not body.whole:
+                connection.bodies.remove(body)
             connection.in_flight -= 1
             connection.request_ended()
-            self._listener.calls.ended()
+            listener.calls.ended()
 
 
-def _quiet_since(connection: _Connection) -> float:
-    return connection.quiet_since
+def _expected_length(scope: MutableMapping[str, Any], most: int) -> int:
+    """A request's declared body length, else (chunked, HTTP/2 without one) `most`."""
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            with contextlib.suppress(ValueError):
+                return min(int(value), most)
+            break
+    return most
+
+
+def _room_order(connection: _Connection) -> tuple[bool, float]:
+    return (connection.in_flight > 0, connection.quiet_since)
 
 
 class Listener:
@@ -437,6 +577,10 @@ class Listener:
         self._max_connections = http.max_connections
         self._idle_s = float(http.idle_timeout_s)
         self._head_s = float(http.head_timeout_s)
+        self.request_s = float(http.request_timeout_s)  # LIM-H5
+        self.max_body = http.max_request_bytes  # LIM-H2
+        # Who a newcomer at the cap is, from the token of a head already in its buffer.
+        self._callers = app.callers if isinstance(app, McpHttpApp) else None
         # A caller's share of the connections (issue 18.2): all of them with one caller (or
         # none), else an equal part, so that another caller always finds room.
         callers = len(http.auth.callers)
@@ -447,9 +591,10 @@ class Listener:
         self._open: set[_Connection] = set()  # past the first bytes, for the shutdown
         self._silent: set[trio.CancelScope] = set()  # waiting for their first bytes
         self.calls = Activity()  # requests running; the drain waits for them
-        self._connection_closed = trio.Event()
         self._last_accept_log = -math.inf
         self.stopping = False
+        self._closed = 0  # connections closed since the last trim (`return_memory`)
+        self._closing = trio.Event()  # set when one closes
 
     @property
     def in_flight(self) -> int:
@@ -472,23 +617,64 @@ class Listener:
             self.connections -= 1
             if connection.holder is not None:
                 self._held[connection.holder] -= 1
+            self._closed += 1
+            self._closing.set()
 
-    def _longest_waiting(self, holder: str | None = None, *, but: Any = None) -> Any:
+    def _longest_waiting(
+        self, holder: str | None = None, *, but: Any = None, settled: bool = False
+    ) -> Any:
         """The connection that has waited longest without a request (of `holder` when
-        given), or None: one with a request running, or complete and about to run, is
-        never chosen."""
+        given; `settled`: for `ROOM_GRACE_S` at least), else one whose requests' bodies are
+        doomed (`_Body.doomed`), or None: one with a request running or complete and about
+        to run is never chosen."""
+        now = trio.current_time()
+        since = now - ROOM_GRACE_S if settled else math.inf
         candidates = [
             connection
             for connection in self._all
-            if not connection.in_flight
-            and connection is not but
+            if connection is not but
             and (holder is None or connection.holder == holder)
+            and connection.quiet_since <= since
         ]
-        candidates.sort(key=_quiet_since)
+        # Those without a request first: closing them loses nothing at all.
+        candidates.sort(key=_room_order)
         for connection in candidates:
-            if not connection.has_request():
+            if self._can_make_room(connection, now):
                 return connection
         return None
+
+    def _can_make_room(self, connection: _Connection, now: float) -> bool:
+        """Whether closing `connection` loses no request: it has none running and none
+        complete and about to run (its head passed through the gate, or whole in its
+        socket's buffer unread: under a flood a new connection can wait many scheduling
+        rounds before its first read, it is not one that waits), or (issue 18.2) one whose
+        caller holds its share (it would be refused), or only requests whose bodies cannot
+        arrive in time (`_Body.doomed`: LIM-H5 would end them anyway)."""
+        if connection.in_flight:
+            bodies = connection.bodies
+            return len(bodies) == connection.in_flight and all(b.doomed(now) for b in bodies)
+        if connection.ready:
+            return False
+        head = connection.waiting_head()
+        return head is None or self._past_share(self._caller_of(head), connection)
+
+    def _caller_of(self, head: bytes | None) -> str | None:
+        """The caller an HTTP/1 head names by its token, when there are shares to keep."""
+        if head is None or self._callers is None or self._share == math.inf:
+            return None
+        return self._callers.identify(_authorization(head))
+
+    def _past_share(self, caller: str | None, connection: _Connection | None = None) -> bool:
+        """Whether `caller` holds its share already (`connection` not one of them)."""
+        if caller is None or (connection is not None and connection.holder == caller):
+            return False
+        return self._held.get(caller, 0) >= self._share
+
+    def _claimed(self, connection: _Connection, first: bytes) -> bool:
+        """The claim (`claim`) of the caller a connection's first bytes name, when they hold
+        a whole head; True when they name none (the app's claim decides later)."""
+        caller = self._caller_of(_whole_http1_head(first))
+        return caller is None or self.claim(connection, caller)
 
     def claim(self, connection: _Connection, caller: str) -> bool:
         """The gate's call once a request's token names its caller: the connection is then
@@ -511,32 +697,90 @@ class Listener:
 
     async def accept_loop(self, sock: Any, nursery: trio.Nursery) -> None:
         family = "ipv6" if sock.family == stdlib_socket.AF_INET6 else "ipv4"
-        while True:
-            try:
-                client, _ = await sock.accept()
-            except OSError as exc:
-                if exc.errno not in _TRANSIENT_ACCEPT:
-                    raise
-                now = trio.current_time()
-                if now - self._last_accept_log >= ACCEPT_LOG_INTERVAL_S:
-                    self._last_accept_log = now
-                    telemetry.warn("accept_failed", error=errno.errorcode.get(exc.errno or 0, ""))
-                await trio.sleep(ACCEPT_BACKOFF_S)
-                continue
-            if self.connections >= self._max_connections:
-                # At the cap room is made, not refused: the connection that has waited
-                # longest without a request goes (issue 18.2); only when every connection
-                # has a request running is the new one closed unanswered.
-                victim = self._longest_waiting()
-                if victim is None:
-                    self.refusals.refuse("too_many_connections", family)
-                    client.close()
+        # The same listening descriptor, for the accepts after the first of a wake-up.
+        backlog = stdlib_socket.socket(fileno=sock.fileno())
+        try:
+            while True:
+                try:
+                    client, _ = await sock.accept()
+                except OSError as exc:
+                    await self._accept_failed(exc)
                     continue
-                self._evict(victim)
-            connection = _Connection(family, client.fileno())
-            self._all.add(connection)
-            self.connections += 1
-            nursery.start_soon(self._serve_connection, client, connection)
+                crowded = not self._admit(client, family, nursery)
+                # What else the listen backlog holds, taken now: trio's accept is one per
+                # scheduling round, so under a flood renewing itself a caller's connection
+                # would wait in the backlog one round per connection queued before it,
+                # each round running every connection's work (issue 18.2).
+                for _ in range(_ACCEPT_BURST):
+                    try:
+                        raw, _ = backlog.accept()
+                    except BlockingIOError:
+                        if crowded:
+                            # The backlog is empty and a newcomer found no room: the next
+                            # ones wait there a moment, long enough for a client's head to
+                            # follow its connect, so that they are known at their accept
+                            # (a caller's is then not closed with a flood's silent ones).
+                            await trio.sleep(_CROWDED_PAUSE_S)
+                        break
+                    except OSError as exc:
+                        await self._accept_failed(exc)
+                        break
+                    raw_client = trio.socket.from_stdlib_socket(raw)
+                    crowded = not self._admit(raw_client, family, nursery) or crowded
+        finally:
+            backlog.detach()  # the descriptor stays the listening socket's
+
+    async def _accept_failed(self, exc: OSError) -> None:
+        """An accept error that says "not now" (descriptors exhausted): back off, logged at
+        most once per interval; any other is raised."""
+        if exc.errno not in _TRANSIENT_ACCEPT:
+            raise exc
+        now = trio.current_time()
+        if now - self._last_accept_log >= ACCEPT_LOG_INTERVAL_S:
+            self._last_accept_log = now
+            telemetry.warn("accept_failed", error=errno.errorcode.get(exc.errno or 0, ""))
+        await trio.sleep(ACCEPT_BACKOFF_S)
+
+    def _admit(self, client: Any, family: str, nursery: trio.Nursery) -> bool:
+        """Serve a new connection, making room at the cap; False when it was closed for
+        want of room (`too_many_connections`)."""
+        # Whose it is, when its head is in its buffer already (issue 18.2): a flood's
+        # renewed connections queue in the backlog with their heads, and are known here,
+        # before hypercorn parses them and the app answers them.
+        crowded = self.connections >= self._max_connections
+        shared = self._callers is not None and self._share != math.inf
+        head = _whole_http1_head(_peek(client.fileno())) if crowded or shared else None
+        holder = self._caller_of(head)
+        victim = None
+        if self._past_share(holder):
+            # Its caller holds its share: one of its own connections makes room, else the
+            # newcomer goes at once, unanswered (a flood's renewed connections would
+            # otherwise take every room made, or fill the rest of the slots waiting for
+            # their 503).
+            victim = self._longest_waiting(holder)
+            if victim is None:
+                self.refusals.refuse("caller_share", family)
+                client.close()
+                return True
+        elif crowded:
+            # At the cap room is made, not refused: the connection that has waited
+            # longest without a request goes; only when every connection has a request
+            # running is the new one closed unanswered. A newcomer without its request
+            # yet makes room only among connections settled past the grace.
+            victim = self._longest_waiting(settled=head is None)
+            if victim is None:
+                self.refusals.refuse("too_many_connections", family)
+                client.close()
+                return False
+        if victim is not None:
+            self._evict(victim)
+        connection = _Connection(family, client.fileno())
+        self._all.add(connection)
+        self.connections += 1
+        if holder is not None:
+            self.claim(connection, holder)
+        nursery.start_soon(self._serve_connection, client, connection)
+        return True
 
     async def _serve_connection(self, client: Any, connection: _Connection) -> None:
         stream = trio.SocketStream(client)
@@ -558,6 +802,11 @@ class Listener:
                     connection.gate = Http1Gate(HEADER_BLOCK_BYTES)
                     # Read, not yet through the gate: hypercorn reads it some rounds later.
                     connection.ready = b"\r\n\r\n" in first
+                    if connection.holder is None and not self._claimed(connection, first):
+                        # Its caller holds its share, each connection with a request: it
+                        # goes before hypercorn parses it (its head came after the accept).
+                        self.refusals.refuse("caller_share", family)
+                        return
                 app = ASGIWrapper(cast("Any", _ConnectionApp(self, connection)))
                 replay = _Replay(stream, first, connection, self.refusals)
                 connection.replay = replay
@@ -649,6 +898,46 @@ class Listener:
                 scope.cancel()
                 return
 
+    # -- memory ---------------------------------------------------------------------------
+
+    async def return_memory(
+        self,
+        trim: Callable[[], object] | None,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Hand the allocator's free memory back once a flood's connections have closed
+        (issue 18.3): what the connections held is freed as they close, but glibc keeps it
+        for the next allocations, so without this the process would stay at its flood
+        size. `trim` is `malloc_trim` (None: nothing to do here)."""
+        task_status.started()
+        if trim is None:
+            return
+        while True:
+            await self._closing.wait()
+            # The closes stop first: no trim while a flood goes on (each walks the heap).
+            quiet = False
+            while not quiet:
+                self._closing = trio.Event()
+                with trio.move_on_after(TRIM_QUIET_S) as timer:
+                    await self._closing.wait()
+                quiet = timer.cancelled_caught
+            if self._closed < TRIM_AFTER_CLOSES:
+                continue
+            closed, self._closed = self._closed, 0
+            before = _resident_kib()
+            began = time.perf_counter()
+            # The cycles the connections left (hypercorn's objects refer to one another)
+            # wait for a full collection; freed first, their memory is the allocator's
+            # to hand back, and the next flood does not add to it.
+            gc.collect()
+            trim()
+            telemetry.debug(
+                "memory_returned",
+                connections=closed,
+                released_kib=before - _resident_kib(),
+                ms=round((time.perf_counter() - began) * 1000, 1),
+            )
+
     # -- stopping -------------------------------------------------------------------------
 
     async def drain(self, deadline: float) -> None:
@@ -696,13 +985,15 @@ async def serve_http(
     session_ttl_s: float = SESSION_TTL_S,
     listen_socket: Any = None,
     counters_interval_s: float = 60.0,
+    trim: Callable[[], object] | None = None,
     task_status: trio.TaskStatus[tuple[int, Listener]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve MCP over HTTP until `stop`, then shut down within `service.shutdown_ms`.
 
     `port` replaces the configured one (tests bind port 0); `listen_socket` replaces the
     socket itself (a test's socket whose accept fails); `counters_interval_s` is the minute
-    of the `counters` event.
+    of the `counters` event; `trim` returns the allocator's free memory after a flood
+    (`malloc_trim`, which `run_http` passes; None: kept).
     """
     if listen_socket is None:
         listen_socket = listening_socket(config.service.http.bind, port)
@@ -720,6 +1011,7 @@ async def serve_http(
     async with trio.open_nursery() as nursery:
         await nursery.start(telemetry.run_counters_reporter, counters_interval_s)
         await nursery.start(app.refusals.run)
+        await nursery.start(listener.return_memory, trim)
         async with trio.open_nursery() as connections:
             accepting = trio.CancelScope()
 
@@ -759,7 +1051,7 @@ async def _serve_process(
         engines=engines,
         fetch_network=fetch_network,
     ) as (rypsok, stop):
-        await serve_http(rypsok, config, callers, stop=stop, listen_socket=sock)
+        await serve_http(rypsok, config, callers, stop=stop, listen_socket=sock, trim=malloc_trim())
 
 
 def run_http(
