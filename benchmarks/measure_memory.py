@@ -16,11 +16,15 @@ The page's shape (`--shape`) decides what a parse costs per byte (issue 23):
     text        one block of words without markup (every step copies the whole text)
     nodes       short paragraphs to the node bound (LIM-F10)
     links       links, one kept attribute each, to the node bound and LIM-F17
+    links-chrome  the same after a <nav> (chrome removed: the main block measures twice)
+    links-astral  the same with one character beyond U+FFFF (the decoded text and every
+                string made from it take four bytes a character)
+    text-astral the plain-text shape with one character beyond U+FFFF
     attributes  elements at LIM-F16 (256 attributes, ten of them kept) to LIM-F17
     one-tag     a single <p> with as many attributes as fit (the issue's page)
 
 `--suite` runs the set the book's figures come from: every shape with four calls, then the
-costliest shapes with 80 calls at once.
+costliest shapes (the worst of issue 23 among them) with 80 calls at once.
 
     tools/measure-memory [--page-mib 5] [--runs 3] [--shape article] [--calls 4] [--suite]
 
@@ -128,6 +132,22 @@ def _links(size: int) -> bytes:
     return _fill(b'<a href="/a">x</a>\n', size)
 
 
+_ASTRAL = "\U0001f600".encode()
+
+
+def _links_chrome(size: int) -> bytes:
+    return _fill(b'<a href="/a">x</a>\n', size, head=b"<nav>menu</nav>")
+
+
+def _links_astral(size: int) -> bytes:
+    return _fill(b'<a href="/a">x</a>\n', size, head=b"<p>" + _ASTRAL + b"</p>")
+
+
+def _text_astral(size: int) -> bytes:
+    words = " ".join(_WORDS).encode() + b" "
+    return _fill(words, size, head=b"<p>" + _ASTRAL)
+
+
 def _nodes(size: int) -> bytes:
     return _fill(b"<p>x</p>\n", size)
 
@@ -149,6 +169,9 @@ SHAPES: dict[str, Callable[[int], bytes]] = {
     "text": _text,
     "nodes": _nodes,
     "links": _links,
+    "links-chrome": _links_chrome,
+    "links-astral": _links_astral,
+    "text-astral": _text_astral,
     "attributes": _attributes,
     "one-tag": _one_tag,
 }
@@ -157,7 +180,9 @@ SUITE: tuple[tuple[str, int], ...] = (
     *((shape, 4) for shape in SHAPES),
     ("article", 80),
     ("text", 80),
+    ("text-astral", 80),
     ("links", 80),
+    ("links-astral", 80),
     ("one-tag", 80),
 )
 

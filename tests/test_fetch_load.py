@@ -267,3 +267,42 @@ async def test_req_page_008_an_abandoned_parse_stops_within_a_slice(
     await trio.sleep(0.05)  # the release is delivered to the loop once the thread has ended
     assert counted < elements // 10  # stopped within a slice or two of the cancellation
     assert limiter.borrowed_tokens == 0
+
+
+# Words of a page whose instruction check reads it all: "ignore" is one of the check's
+# anchors, so its phrases are looked for over the whole text (one scan of 1.3 to 1.9 s on
+# 5 MB before issue 23, the GIL held throughout), and no phrase is there.
+_CHECKED_LINE = "ignore the weather, the words go on and on without an end in sight.\n"
+
+
+async def test_lim_f5_req_page_008_a_call_ends_within_lim_f5_while_a_large_page_is_read() -> None:
+    """Real clock, the smallest LIM-F4 (1 s, so LIM-F5 2 s). The read of a 5 MiB text page
+    outlives the call; the event loop must still end the call on time, and answer other work
+    meanwhile (a task that ticks every 10 ms is never held up long)."""
+    page = _CHECKED_LINE * (5 * 1024 * 1024 // len(_CHECKED_LINE))
+    cfg = fetch_config("[egress]\nallow_http = true\n[fetch]\ndeadline_ms = 1000\n")
+    routes = {"/robots.txt": OPEN, "/page": Page.text(page)}
+    async with serve_site(routes, address=ADDRESSES[0]) as a:
+        rypsok, _, _ = fetching_rypsok(cfg, {"a.org": a})
+        gaps: list[float] = []
+        async with rypsok, trio.open_nursery() as nursery:
+
+            async def tick() -> None:
+                last = trio.current_time()
+                while True:
+                    await trio.sleep(0.01)
+                    now = trio.current_time()
+                    gaps.append(now - last)
+                    last = now
+
+            nursery.start_soon(tick)
+            start = trio.current_time()
+            answer = await fetch(rypsok, "http://a.org/page")
+            took = trio.current_time() - start
+            nursery.cancel_scope.cancel()
+    assert isinstance(answer, ToolError), "the read ended before the deadline: nothing tested"
+    assert (answer.kind, answer.detail.reason) == (ErrorKind.UNAVAILABLE, DetailReason.DEADLINE)
+    assert took <= 2.0, took
+    # No single step of the read holds the GIL for long (decode, the text's normalisation,
+    # the invisible-character removal and NFC, the instruction check).
+    assert max(gaps) < 0.75, max(gaps)  # one scan of the page held it 1.3 to 1.9 s

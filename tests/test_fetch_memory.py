@@ -57,8 +57,9 @@ def test_req_perf_003_the_estimate_covers_what_tokenless_connections_hold() -> N
 def test_req_perf_003_lim_m5_one_parse_at_a_time_fits_and_the_defaults_warn(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # On glibc the worst page shape (elements to the node bound) costs about 120 MiB a parse:
-    # two at once, the defaults, are above the unit; one at a time fits (issue 23).
+    # On glibc the worst page shape (links to the node bound, the page's text four bytes a
+    # character) costs about 125 MiB a parse: two at once, the defaults, are above the unit;
+    # one at a time fits (issue 23).
     monkeypatch.setattr(memory, "measured_build", lambda: ("CPython 3.11 on Linux (glibc)", True))
     small = tmp_path / "small.toml"
     small.write_text("config_version = 1\n[limits]\nparsing_in_flight = 1\n")

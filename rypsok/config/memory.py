@@ -20,9 +20,10 @@ wait, the bodies and the parses alive are the ones counted here (issue 23).
 
 The constants are measured for the build rypsok runs as, because the interpreter and the
 allocator decide how much a process holds after a parse: here CPython on Linux with glibc,
-measured by `tools/measure-memory --suite` (every page shape with four calls from four hosts
-and with 80 at once, two parses at a time, 5 MiB pages) and rounded up so that the estimate
-is above every measured peak (book/maintainers/measurements.md). Elsewhere the same figures
+measured one parse at a time and by `tools/measure-memory --suite` (every page shape with four
+calls from four hosts and the costliest with 80 at once, 5 MiB pages, the worst shapes of
+issue 23 among them) and rounded up so that the estimate is above every measured peak
+(book/maintainers/measurements.md). Elsewhere the same figures
 are printed with a note that they were not measured there, and nothing is compared with the
 unit.
 
@@ -56,17 +57,19 @@ MIB: Final = 1024 * 1024
 KIB: Final = 1024
 MEMORY_MAX_BYTES: Final = 256 * MIB  # LIM-M5: MemoryMax of the documented unit
 
-# CPython 3.11 on Linux, glibc (book/maintainers/measurements.md, "Memory under load"): at
-# rest 38 to 43 MiB. Per parse, the peak less the process at rest and the four bodies, halved:
-# with 5 MiB pages, prose 69.5 MiB (80 calls) and plain text 83.6 MiB (80 calls): 16.7 bytes
-# per byte; elements at the node bound, 88 MiB bare (four calls) and up to 125.7 MiB as links
-# with one kept attribute each (80 calls), the document read on top. Earlier, 10 MiB prose
-# made 116.9 MiB a parse. Rounded up: 129 MiB a parse of a 5 MiB page.
+# CPython 3.11 on Linux, glibc (book/maintainers/measurements.md, "The worst page shapes").
+# At rest 38 to 46 MiB. Per parse, the peak of `tools/measure-memory --suite` less the process
+# at rest and the four bodies, halved (two parses at once; the threads' allocator arenas make
+# it more than one parse measured alone): 5 MiB of plain text with one character beyond
+# U+FFFF (the decoded text four bytes a character) 132 MiB, 26 bytes a byte of page (alone:
+# 89 MiB); links to the node bound with such a character 130 MiB (alone: 125, of which lxml's
+# tree of the links is 70), the same without it 110, behind a <nav> 105, prose 60. Rounded
+# up: 135 MiB a parse of a 5 MiB page.
 AT_REST_BYTES: Final = 46 * MIB
 PARSE_FIXED_BYTES: Final = 4 * MIB
-PARSE_TENTHS_PER_BYTE: Final = 170  # the part of a parse of text that grows with the page
-NODE_BOUND_BYTES: Final = 110 * MIB  # a tree at LIM-F10 and LIM-F17, selected and written
-DOCUMENT_TENTHS_PER_BYTE: Final = 30  # the body and its decoded text beside that tree
+PARSE_TENTHS_PER_BYTE: Final = 260  # the part of a parse of text that grows with the page
+NODE_BOUND_BYTES: Final = 96 * MIB  # a tree at LIM-F10 and LIM-F17, measured, selected, written
+DOCUMENT_TENTHS_PER_BYTE: Final = 70  # the body and its decoded text beside that tree
 SESSION_BYTES: Final = 60 * KIB  # LIM-M4; a session's state is the same in kind
 # The most a connection without a token makes the process hold: a header block just under
 # LIM-H7 left unfinished measured 87.3 KiB a connection over HTTP/2 and 50.4 KiB over HTTP/1

@@ -20,13 +20,18 @@ import functools
 import html
 import re
 import unicodedata
+from typing import TYPE_CHECKING, Final
 
 import attrs
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
 
 __all__ = [
     "INVISIBLE_RANGES",
     "Cleaned",
     "clean_decoded_text",
+    "clean_in_pieces",
     "clean_markup_text",
     "looks_like_instruction",
     "remove_invisible",
@@ -393,14 +398,18 @@ _INSTRUCTION_ANCHORS = re.compile(
 _ROLE_AT_LINE_START = re.compile(r"^[ \t]*(?:system|assistant|human|ai)[ \t]*:", re.MULTILINE)
 
 
-def looks_like_instruction(text: str) -> bool:
+def looks_like_instruction(text: str, checkpoint: Callable[[], None] | None = None) -> bool:
     """True when the text carries a pattern from the documented instruction-like list.
 
     It only looks: the text is never changed (REQ-SEC-003); the notice, and the optional drop,
-    are the pipeline's decision.
+    are the pipeline's decision. A text longer than a piece is read in pieces (see
+    `_instruction_like_in_pieces`), with the same answer; `checkpoint` runs between them (the
+    pipeline's raises once its call was abandoned).
     """
-    view, _ = remove_invisible(text)
-    return _instruction_like_visible(view)
+    if len(text) <= PIECE_CHARS:
+        view, _ = remove_invisible(text)
+        return _instruction_like_visible(view)
+    return _instruction_like_in_pieces(text, PIECE_CHARS, checkpoint or _nothing)
 
 
 def _instruction_like_visible(view: str) -> bool:
@@ -413,6 +422,219 @@ def _instruction_like_visible(view: str) -> bool:
         _INSTRUCTION_ANCHORS.search(view) is not None
         and _rx(_INSTRUCTION_PHRASES, re.VERBOSE).search(view) is not None
     )
+
+
+# --- long texts, in pieces ----------------------------------------------------------------
+#
+# One regular-expression scan, normalization or removal over a whole page (5 MB) is one C
+# call that holds the GIL for up to 1.8 s: the event loop cannot answer any call meanwhile,
+# and a fetch ends past LIM-F5 (issue 23). A long text is therefore read in pieces of about
+# PIECE_CHARS characters, Python running between them (the GIL can pass, and the caller's
+# checkpoint can end an abandoned read). The answer is the whole text's, on every input,
+# because of where a text is cut and how each piece is read:
+#
+# - A cut falls between two characters that every step reads without looking across them:
+#   neither is invisible (REQ-SEC-015 looks only at a run's neighbours), the second has no
+#   NFC/NFKC composition with what precedes (an ASCII character, a character with combining
+#   class 0 after white space, or one of two CJK ideographs or Hangul syllables), and neither
+#   lets a final sigma's context through (str.lower() reads a capital sigma's neighbours,
+#   skipping case-ignorable characters: white space, ASCII letters and digits and ideographs
+#   are not case-ignorable).
+# - For the instruction check a cut also falls outside every run that the check's patterns
+#   repeat without bound: a run of white space, of "#", and of the filler words of the first
+#   phrase ("ignore all the ... previous instructions"). Each piece's runs are then shortened
+#   to what the patterns cannot tell apart (white space to one character, "#" to two, five
+#   filler words or more to four), so that no match is longer than _MATCH_BOUND, and each
+#   piece is searched with _OVERLAP characters of its neighbours on both sides: a match that
+#   starts in the piece ends within its overlap, and every assertion sees its true context.
+
+PIECE_CHARS: Final = 16384
+# Longer than any match of the patterns once runs are shortened: the longest phrase is about
+# 70 characters ("disregard" + four filler words + "foregoing guidelines", the role labels
+# with their one white-space character, a chat-template token).
+_MATCH_BOUND: Final = 128
+_OVERLAP: Final = 2 * _MATCH_BOUND
+# Where a cut may fall (the first test; the second is `_cut_allowed`): after white space and
+# before a character that starts no run (an ASCII one that is not white space, "#" nor the
+# first letter of a filler word; any other character is looked at in Python); between two
+# ASCII letters or digits that are not two neighbours inside a filler word; between two
+# ideographs or two Hangul syllables.
+_CUT: Final = re.compile(
+    r"(?<=[ \n\t])(?:(?=[\x21-\x7e])(?![#atyoATYO])|(?=[^\x00-\x7f]))"
+    r"|(?<=[A-Za-z0-9])(?=[A-Za-z0-9])"
+    r"(?!(?<=[aA])[lLnN]|(?<=[lL])[lL]|(?<=[nN])[yY]|(?<=[tT])[hH]|(?<=[hH])[eE]"
+    r"|(?<=[yY])[oO]|(?<=[oO])[uUfF]|(?<=[uU])[rR])"
+    r"|(?<=[\u4e00-\u9fff\uac00-\ud7a3])(?=[\u4e00-\u9fff\uac00-\ud7a3])"
+)
+_RUN_STARTS: Final = frozenset("#atyo")
+
+
+def _nothing() -> None:
+    return None
+
+
+def _cut_allowed(text: str, at: int) -> bool:
+    """Whether `text` may be cut before `at`, a place `_CUT` found."""
+    after = text[at]
+    if after.isascii() or not text[at - 1].isspace():
+        return True  # the pattern alone decides
+    # White space, then a character that is not ASCII: it must be visible, compose with
+    # nothing before it, and not be read (NFKC, lower case) as the start of a run.
+    if _has_invisible(after) or unicodedata.combining(after):
+        return False
+    read = unicodedata.normalize("NFKC", after).lower()
+    if not read or read[0].isspace() or read[0] in _RUN_STARTS:
+        return False
+    before = text[at - 1]
+    return unicodedata.normalize("NFKC", before + after) == before + unicodedata.normalize(
+        "NFKC", after
+    )
+
+
+def _cuts(text: str, piece_chars: int, checkpoint: Callable[[], None]) -> Iterator[int]:
+    """The places `text` is cut at: the first allowed place at least `piece_chars` after the
+    last. Each search is bounded to a window, so no scan holds the GIL long."""
+    size = len(text)
+    start = 0
+    while size - start > piece_chars:
+        position = start + piece_chars
+        found = None
+        while found is None and position < size:
+            checkpoint()
+            end = min(position + PIECE_CHARS, size)
+            for match in _CUT.finditer(text, position, end):
+                if _cut_allowed(text, match.start()):
+                    found = match.start()
+                    break
+            position = end
+        if found is None:
+            return
+        yield found
+        start = found
+
+
+def _pieces(text: str, piece_chars: int, checkpoint: Callable[[], None]) -> Iterator[str]:
+    start = 0
+    for cut in _cuts(text, piece_chars, checkpoint):
+        yield text[start:cut]
+        start = cut
+    yield text[start:]
+
+
+_SPACE_RUN: Final = re.compile(r"\s{2,}")
+_SPACE_OR_TAB: Final = frozenset(" \t")
+_HASH_RUN: Final = re.compile(r"#{3,}")
+_FILLER: Final = r"(?:all|any|the|your|of)\s"
+_FILLER_RUN: Final = re.compile(rf"(?<!\S)(?:{_FILLER}){{5,}}")
+_FILLER_WORD: Final = re.compile(_FILLER)
+
+
+def _one_space(match: re.Match[str]) -> str:
+    """A run of white space as the patterns tell it apart: `\\s+` reads any run alike; a role
+    label (`^[ \\t]*`) needs to know whether a line starts in it and ends in spaces and tabs
+    only, and a run with no line end whether it is spaces and tabs only."""
+    run = match.group()
+    line = run.rfind("\n")
+    if line >= 0:
+        return "\n" if all(c in _SPACE_OR_TAB for c in run[line + 1 :]) else "\x0b"
+    return " " if all(c in _SPACE_OR_TAB for c in run) else "\x0b"
+
+
+def _filler_ends(match: re.Match[str]) -> str:
+    """A run of five filler words or more as its first two and last two: the first phrase
+    takes any number, every other pattern at most two next to a word that is no filler."""
+    words = _FILLER_WORD.findall(match.group())
+    return "".join(words[:2] + words[-2:])
+
+
+def _instruction_view(piece: str) -> str:
+    """A piece as the instruction check reads it: invisible characters removed, NFKC, lower
+    case, and its runs shortened."""
+    view, _ = remove_invisible(piece)
+    if not view.isascii():
+        view = unicodedata.normalize("NFKC", view)
+    view = _SPACE_RUN.sub(_one_space, view.lower())
+    if "###" in view:
+        view = _HASH_RUN.sub("##", view)
+    return _FILLER_RUN.sub(_filler_ends, view)
+
+
+def _around(views: list[str], index: int, chars: int, *, after: bool) -> str:
+    """Up to `chars` characters of the views before (or after) `views[index]`."""
+    parts: list[str] = []
+    taken = 0
+    others = views[index + 1 :] if after else reversed(views[:index])
+    for view in others:
+        part = view[: chars - taken] if after else view[max(0, len(view) - (chars - taken)) :]
+        parts.append(part)
+        taken += len(part)
+        if taken >= chars:
+            break
+    return "".join(parts) if after else "".join(reversed(parts))
+
+
+def _found_in(pattern: re.Pattern[str], views: list[str], checkpoint: Callable[[], None]) -> bool:
+    """Whether `pattern` matches the joined views, searched piece by piece."""
+    for index, view in enumerate(views):
+        if not view:
+            continue
+        checkpoint()
+        before = _around(views, index, _OVERLAP, after=False)
+        window = before + view + _around(views, index, _OVERLAP, after=True)
+        match = pattern.search(window, len(before))
+        # A match starting in the overlap after the piece is the next piece's to find.
+        if match is not None and match.start() < len(before) + len(view):
+            return True
+    return False
+
+
+def _instruction_like_in_pieces(
+    text: str, piece_chars: int, checkpoint: Callable[[], None]
+) -> bool:
+    """`looks_like_instruction`, read in pieces of about `piece_chars` characters."""
+    views = []
+    for piece in _pieces(text, piece_chars, checkpoint):
+        checkpoint()
+        views.append(_instruction_view(piece))
+    if _found_in(_ROLE_AT_LINE_START, views, checkpoint):
+        return True
+    return _found_in(_INSTRUCTION_ANCHORS, views, checkpoint) and _found_in(
+        _rx(_INSTRUCTION_PHRASES, re.VERBOSE), views, checkpoint
+    )
+
+
+def _unchanged(piece: str) -> bool:
+    return not _has_invisible(piece) and (
+        piece.isascii() or unicodedata.is_normalized("NFC", piece)
+    )
+
+
+def clean_in_pieces(text: str, checkpoint: Callable[[], None] | None = None) -> tuple[str, int]:
+    """`remove_invisible`, then NFC, of a long text (a fetched page's content), in pieces
+    cut where neither step looks across (see above); `checkpoint` runs between them. The
+    text itself comes back, never copied, when neither step changes anything."""
+    check = checkpoint or _nothing
+    if len(text) <= PIECE_CHARS:
+        pieces = [text]
+    else:
+        for piece in _pieces(text, PIECE_CHARS, check):
+            check()
+            if not _unchanged(piece):
+                break
+        else:
+            return text, 0
+        pieces = list(_pieces(text, PIECE_CHARS, check))
+    if all(_unchanged(piece) for piece in pieces):
+        return text, 0
+    removed = 0
+    for index, piece in enumerate(pieces):
+        check()
+        cleaned, count = remove_invisible(piece)
+        removed += count
+        if not cleaned.isascii() and not unicodedata.is_normalized("NFC", cleaned):
+            cleaned = unicodedata.normalize("NFC", cleaned)
+        pieces[index] = cleaned
+    return "".join(pieces), removed
 
 
 # --- the cleaners ---------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import re
+from array import array
 from typing import TYPE_CHECKING, Final, TypeAlias
 
 import attrs
@@ -184,6 +185,40 @@ class MainBlock:
     heading: str | None
 
 
+class _Column:
+    """One measure of every element: read like a dict keyed by element (a missing element
+    reads as the default). The measures of a page share one index and are kept in arrays of
+    machine integers: at the node bound (LIM-F10) six dicts of 100,000 entries cost about
+    30 MiB of a parse, the arrays a fifth of it (issue 23)."""
+
+    __slots__ = ("_index", "_values")
+
+    def __init__(self, index: dict[Element, int], values: array[int]) -> None:
+        self._index = index
+        self._values = values
+
+    def __getitem__(self, element: Element) -> int:
+        return self._values[self._index[element]]
+
+    def get(self, element: Element, default: int = 0) -> int:
+        row = self._index.get(element)
+        return default if row is None else self._values[row]
+
+
+class _Parents:
+    """Each measured element's parent (None for the root), by the same index."""
+
+    __slots__ = ("_index", "_parents")
+
+    def __init__(self, index: dict[Element, int], parents: list[Element | None]) -> None:
+        self._index = index
+        self._parents = parents
+
+    def get(self, element: Element) -> Element | None:
+        row = self._index.get(element)
+        return None if row is None else self._parents[row]
+
+
 class _Stats:
     """Lengths of every element, measured in one pass from the leaves up.
 
@@ -196,36 +231,29 @@ class _Stats:
     """
 
     def __init__(self, root: Element) -> None:
-        self.text: dict[Element, int] = {}
-        self.links: dict[Element, int] = {}
-        self.inline: dict[Element, int] = {}
-        self.inline_links: dict[Element, int] = {}
-        self.commas: dict[Element, int] = {}
-        text_of = self.text
-        links_of = self.links
-        inline_of = self.inline
-        inline_links_of = self.inline_links
-        commas_of = self.commas
+        # Each element's row, given at its end (children first); the columns below.
+        index: dict[Element, int] = {}
+        text_of: array[int] = array("q")
+        links_of: array[int] = array("q")
+        inline_of: array[int] = array("q")
+        inline_links_of: array[int] = array("q")
+        commas_of: array[int] = array("q")
+        # The running text under each element: the inline runs of its blocks (paragraphs,
+        # items, cells, code) that are long enough and not mostly links.
+        prose_of: array[int] = array("q")
+        parents: list[Element | None] = []
         # The elements holding a paragraph, code, a quote or a table (a figure that does is
         # content, not an illustration).
         self.holds_text: set[Element] = set()
         holds_text = self.holds_text
-        # The running text under each element: the inline runs of its blocks (paragraphs,
-        # items, cells, code) that are long enough and not mostly links.
-        self.prose: dict[Element, int] = {}
-        prose_of = self.prose
         # A walk with start and end events: each element's sums are open on a stack while
         # its subtree is walked, and handed to its parent (the next on the stack) at its end.
         # One step per element, no lookup of a parent or of pending sums.
-        self.parent: dict[Element, Element] = {}
-        parent_of = self.parent
         stack: list[list[int]] = []
         elements: list[Element] = []
         for event, element in etree.iterwalk(root, events=("start", "end")):
             if event == "start":
                 stack.append([0, 0, 0, 0, 0, 0, 0])
-                if elements:
-                    parent_of[element] = elements[-1]
                 elements.append(element)
                 continue
             length, links, inline, inline_links, commas, prose, holds = stack.pop()
@@ -240,11 +268,13 @@ class _Stats:
             if tag == "a":
                 links = length
                 inline_links = inline
-            text_of[element] = length
-            links_of[element] = links
-            inline_of[element] = inline
-            inline_links_of[element] = inline_links
-            commas_of[element] = commas
+            index[element] = len(parents)
+            parents.append(elements[-1] if elements else None)
+            text_of.append(length)
+            links_of.append(links)
+            inline_of.append(inline)
+            inline_links_of.append(inline_links)
+            commas_of.append(commas)
             if holds:
                 holds_text.add(element)
             if (
@@ -259,7 +289,7 @@ class _Stats:
             elif tag == "li" and links >= _TEASER_LINKS * length:
                 # So is an item whose summary sits in its own paragraph under a linked title.
                 prose = 0
-            prose_of[element] = prose
+            prose_of.append(prose)
             if not stack:
                 break
             into = stack[-1]
@@ -278,6 +308,13 @@ class _Stats:
                 into[0] += tail_length
                 into[2] += tail_length
                 into[4] += tail.count(",")
+        self.text = _Column(index, text_of)
+        self.links = _Column(index, links_of)
+        self.inline = _Column(index, inline_of)
+        self.inline_links = _Column(index, inline_links_of)
+        self.commas = _Column(index, commas_of)
+        self.prose = _Column(index, prose_of)
+        self.parent = _Parents(index, parents)
 
     def density(self, element: Element) -> float:
         length = self.text.get(element, 0)
@@ -434,9 +471,7 @@ def _block_text(element: Element) -> str:
     return str(element.xpath("string()"))
 
 
-def _score_candidates(
-    body: Element, stats: _Stats
-) -> tuple[dict[Element, float], dict[Element, int]]:
+def _score_candidates(body: Element, stats: _Stats) -> tuple[dict[Element, float], _Column]:
     """Each container's score, and the length of the paragraph text under each element."""
     scores: dict[Element, float] = {}
 
@@ -473,7 +508,7 @@ def _score_candidates(
     return weighed, stats.prose
 
 
-def _narrow(top: Element, good: dict[Element, int]) -> Element:
+def _narrow(top: Element, good: _Column) -> Element:
     """The descendant of `top` that holds nearly all its paragraph text."""
     while True:
         total = good.get(top, 0)
@@ -496,9 +531,7 @@ def _ancestors(element: Element) -> list[Element]:
     return chain
 
 
-def _merge_parts(
-    top: Element, best: float, scores: dict[Element, float], good: dict[Element, int]
-) -> Element:
+def _merge_parts(top: Element, best: float, scores: dict[Element, float], good: _Column) -> Element:
     """A container of `top` and the other parts of a story split across containers.
 
     A page may cut its story into chunks (around advertisements, a lead and a body, the
@@ -529,9 +562,7 @@ def _merge_parts(
     return top
 
 
-def _climb(
-    top: Element, best: float, scores: dict[Element, float], good: dict[Element, int]
-) -> Element:
+def _climb(top: Element, best: float, scores: dict[Element, float], good: _Column) -> Element:
     """An ancestor of `top` that scores well in its own right and of whose paragraph text
     `top` holds less than 60 %: the page's content is larger than its best part (a
     reference page's description, its sections and its lists of items)."""
@@ -548,7 +579,7 @@ def _climb(
     return top
 
 
-def _container_of(top: Element, good: dict[Element, int]) -> Element:
+def _container_of(top: Element, good: _Column) -> Element:
     """An article (or articleBody) around `top` when `top` holds less than 80 % of its
     paragraph text."""
     ancestor = top.getparent()
@@ -596,8 +627,8 @@ _CLEANED: Final = frozenset({"div", "section", "ul", "ol", "table", "dl", "figur
 def _clean(
     elements: Iterable[Element],
     scores: dict[Element, float],
-    good: dict[Element, int],
-    stats_text: dict[Element, int],
+    good: _Column,
+    stats_text: _Column,
 ) -> None:
     """Remove the chrome-like parts left inside the main block (readability's conditional
     cleaning, in spirit).
@@ -708,7 +739,9 @@ def select_main_block(root: Element) -> MainBlock:
     heading = _first_heading(body)
     stats = _Stats(body)
     if _remove_chrome(body, stats):
-        # The lengths are measured again without the chrome (one more linear pass).
+        # The lengths are measured again without the chrome (one more linear pass); the old
+        # ones go first, so that two sets are never alive at once (issue 23).
+        del stats
         stats = _Stats(body)
     scores, good = _score_candidates(body, stats)
     if not scores:

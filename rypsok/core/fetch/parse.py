@@ -44,6 +44,7 @@ __all__ = [
     "ParsedDocument",
     "attribute_cut",
     "parse_html",
+    "stop_if_abandoned",
 ]
 
 # Characters (or bytes) handed to the parser at a time; the bound check runs between slices
@@ -562,7 +563,7 @@ def _xml_safe(text: str) -> str:
     return _NOT_XML.sub("", text.replace("\x0c", " "))
 
 
-def _stop_if_abandoned() -> None:
+def stop_if_abandoned() -> None:
     """End the parse when it runs in a Trio worker thread whose call has ended (the pipeline
     abandons it at the deadline): what it would build is thrown away, and its parse permit
     and its memory are held until it ends (issue 23). Raises trio.Cancelled, which no
@@ -828,7 +829,7 @@ def _parse_bounded(
             huge_tree=False,
         )
         for offset in range(0, limit, FEED_SLICE):
-            _stop_if_abandoned()
+            stop_if_abandoned()
             parser.feed(document[offset : min(offset + FEED_SLICE, limit)])
             if target.stopped:
                 break

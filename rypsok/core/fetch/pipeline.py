@@ -15,7 +15,6 @@ Implements REQ-FETCH-001, REQ-FETCH-003, LIM-F1, LIM-F2 and LIM-F7.
 from __future__ import annotations
 
 import math
-import unicodedata
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Final, Protocol, cast
 
@@ -24,7 +23,7 @@ import httpx
 import trio
 
 from rypsok.core import errors, privacy, telemetry
-from rypsok.core.boundary import clean_decoded_text, looks_like_instruction, remove_invisible
+from rypsok.core.boundary import clean_decoded_text, clean_in_pieces, looks_like_instruction
 from rypsok.core.egress import (
     Denial,
     EgressPolicy,
@@ -35,6 +34,7 @@ from rypsok.core.egress import (
 )
 from rypsok.core.fetch import content as content_mod
 from rypsok.core.fetch.body import BodyTooLarge, UnreadableBody, read_bounded
+from rypsok.core.fetch.parse import stop_if_abandoned
 from rypsok.core.fetch.robots import ROBOTS_MAX_BYTES, Robots, RobotsCache
 from rypsok.core.fetch.slots import ParsePermit
 from rypsok.core.model import (
@@ -427,10 +427,11 @@ class FetchPipeline:
             raise errors.extraction_failed()
         title = clean_decoded_text(extracted.title, TITLE_MAX_CHARS)
         partial = extracted.partial
-        body, removed = remove_invisible(extracted.markdown)
+        # Invisible characters out, NFC, and the instruction check below: read in pieces, the
+        # GIL passing between them, so that the event loop still ends calls at LIM-F5 while
+        # a large page is read here; an abandoned read stops at its next piece (issue 23).
+        body, removed = clean_in_pieces(extracted.markdown, stop_if_abandoned)
         del extracted
-        if not body.isascii() and not unicodedata.is_normalized("NFC", body):
-            body = unicodedata.normalize("NFC", body)
         body = body.strip()
         if not body:
             raise errors.extraction_failed()
@@ -451,10 +452,16 @@ class FetchPipeline:
 def _instruction_like_passages(content: str) -> int:
     """How many paragraphs of the content read like an instruction; 1 when the content does
     only as a whole (a pattern's parts in different paragraphs), 0 when it does not."""
-    if not looks_like_instruction(content):
+    if not looks_like_instruction(content, stop_if_abandoned):
         return 0
     # Only a page that is flagged pays for the second, per-paragraph look.
-    passages = sum(1 for part in content.split("\n\n") if looks_like_instruction(part))
+    passages = 0
+    start = 0
+    while start <= len(content):
+        end = content.find("\n\n", start)
+        end = len(content) if end < 0 else end
+        passages += looks_like_instruction(content[start:end], stop_if_abandoned)
+        start = end + 2
     return max(passages, 1)
 
 
