@@ -86,10 +86,13 @@ async def _observations(
     """Normalize every answer, in selection order; counts of url_invalid and url_too_long."""
     observations: list[Observation] = []
     invalid = too_long = 0
+    started = False
     for position, outcome in enumerate(outcomes):
         if outcome.results is None:
             continue
-        await trio.lowlevel.checkpoint()  # LIM-S7 and cancellation act between engines
+        if started:
+            await trio.lowlevel.checkpoint()  # LIM-S7 and cancellation act between engines
+        started = True
         derived = outcome.derived
         for rank, raw in enumerate(outcome.results[:per_engine], start=1):
             if derived is None:
@@ -179,10 +182,13 @@ async def _clean_and_cut(
     search = config.search
     stats = _Cleaning()
     results: list[SearchResult] = []
-    for merged in ranked:
+    for index, merged in enumerate(ranked):
         if len(results) >= max_results:
             break
-        await trio.lowlevel.checkpoint()  # LIM-S7 and cancellation act between results
+        if index:
+            # LIM-S7 and cancellation act between results (before the first, the caller's
+            # own checkpoint after ranking did).
+            await trio.lowlevel.checkpoint()
         memo = _memo_for(merged, memos)
         title = _clean(memo, merged.decoded, merged.title, search.title_max_chars)
         snippet = _clean(memo, merged.decoded, merged.snippet, search.snippet_max_chars)
@@ -337,7 +343,7 @@ async def _respond(
         outcomes, config.search.results_per_engine
     )
     ranked = merge_and_rank(observations)
-    await trio.lowlevel.checkpoint()
+    await trio.lowlevel.checkpoint()  # between ranking and cleaning
     requires = {o.slot.id for o in outcomes if o.slot.record.attribution_required}
 
     def attribution(merged: MergedResult) -> bool:
