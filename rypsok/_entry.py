@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-import gc
+# True once the console script runs: the process is rypsok's own, so `serve` may freeze what
+# start-up made (`rypsok.mcp.process.startup_done`); never in a program that imports rypsok.
+own_process = False
 
 
 def main() -> int:
+    global own_process
     from rypsok import _early
 
+    own_process = True
     _early.install()
     _prefetch_trust_store()
     _skip_httpx_command_line()
-    # No garbage collection while the modules import: they only add objects that live as
-    # long as the process, and a collection pass over them is wasted start-up time. `serve`
-    # turns it back on once the core is built (`rypsok.mcp.process.startup_done`); this is
-    # the net.
-    gc.disable()
-    try:
-        from rypsok.cli import main as cli_main
+    from rypsok.cli import main as cli_main
 
-        return cli_main()
-    finally:
-        gc.enable()
+    return cli_main()
 
 
 def _prefetch_trust_store() -> None:

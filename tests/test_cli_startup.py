@@ -43,14 +43,18 @@ _DISCOVER = (
 )
 
 # The console script's own entry, run in a child; after serving it says on stderr which of
-# the modules that only httpx or the fetch client need were loaded.
+# the modules that only httpx, the fetch client or the secret check (a
+# search's) need were loaded.
 _SERVE_AND_LIST = textwrap.dedent(
     """
     import sys
     from rypsok import _entry
     sys.argv = ["rypsok", *sys.argv[1:]]
     code = _entry.main()
-    unneeded = ("httpx", "httpcore", "http.cookiejar", "urllib.request", "email.utils")
+    unneeded = (
+        "httpx", "httpcore", "http.cookiejar", "urllib.request", "email.utils",
+        "rypsok.core.privacy",
+    )
     loaded = [name for name in unneeded if name in sys.modules]
     sys.stderr.write("LOADED " + ",".join(loaded) + "\\n")
     raise SystemExit(code)
@@ -84,7 +88,9 @@ def _run(args: list[str], *, env: dict[str, str] | None = None) -> subprocess.Co
     )
 
 
-def test_req_perf_005_serving_a_discover_line_loads_no_httpx(tmp_path: Path) -> None:
+def test_req_perf_005_serving_a_discover_line_loads_no_httpx_nor_secret_check(
+    tmp_path: Path,
+) -> None:
     done = _run(["-c", _SERVE_AND_LIST, "serve", "--config", str(_config(tmp_path))])
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout.splitlines()[0])

@@ -249,3 +249,42 @@ async def test_req_sec_011_a_tls_start_on_a_closed_connection_is_a_connect_error
         await _TrioStream(client).start_tls(Authority().client_context(), "localhost", timeout=2)
     await server.aclose()
     await listener.aclose()
+
+
+async def test_req_sec_011_a_read_or_write_timeout_before_the_callers_deadline_is_its_own(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    # The stream's timeout ends the operation as httpcore's timeout when it comes first.
+    client, _server = trio.testing.lockstep_stream_pair()
+    stream = _Stream(client)
+    mock_clock.autojump_threshold = 0
+    with trio.move_on_after(5) as outer:
+        start = trio.current_time()
+        with pytest.raises(httpcore.ReadTimeout):
+            await stream.read(10, timeout=1.0)
+        assert trio.current_time() - start == pytest.approx(1.0)
+        with pytest.raises(httpcore.WriteTimeout):
+            await stream.write(b"never taken", timeout=1.0)
+        assert trio.current_time() - start == pytest.approx(2.0)
+    assert not outer.cancelled_caught
+
+
+@pytest.mark.parametrize("stream_timeout", [4.0, 5.0, None])
+async def test_req_sec_011_a_timeout_at_or_after_the_callers_deadline_leaves_it_the_callers(
+    mock_clock: trio.testing.MockClock, stream_timeout: float | None
+) -> None:
+    # An engine's read timeout is the time left of its total: the caller's scope ends the
+    # read at its deadline, as a cancellation, never as a timeout of the stream.
+    client, _server = trio.testing.lockstep_stream_pair()
+    stream = _Stream(client)
+    mock_clock.autojump_threshold = 0
+    operations = (
+        stream.read(10, timeout=stream_timeout),
+        stream.write(b"x", timeout=stream_timeout),
+    )
+    for operation in operations:
+        start = trio.current_time()
+        with trio.move_on_after(4.0) as outer:
+            await operation
+        assert outer.cancelled_caught
+        assert trio.current_time() - start == pytest.approx(4.0)

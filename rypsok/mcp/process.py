@@ -3,7 +3,8 @@
 `rypsok serve` over stdio and over HTTP open the same things in the same order: the signal
 receiver, then the early flag (`rypsok._early`: a SIGTERM that came while the modules were
 importing), then a task that turns each signal received into the stop event, then the core.
-Once the core is built, the garbage collector is turned back on (`startup_done`). The
+Once the core is built, what start-up made is frozen out of later collections
+(`startup_done`). The
 transport serves inside; on the way out the core closes first, then the task ends. What
 differs stays with each transport: the signals listened to, its streams or its socket, and
 what it does once the core is built.
@@ -90,21 +91,17 @@ async def serving(
 
 
 def startup_done() -> None:
-    """Turn garbage collection back on once start-up has made what serving keeps.
+    """Freeze what start-up made, once the core is built, in the console script's process.
 
-    The console script (`rypsok._entry`) disables the collector while importing. What
-    start-up made (modules, configuration, the core) lives until exit: it is frozen out of
-    later collections, so that a full pass walks only what requests made and its pause
-    stays short (p99). Then the collector runs again: each closed HTTP connection leaves
-    reference cycles, which without it would never be freed.
-
-    No collection first: it would cost a pause of 15 to 18 ms before the first answer and
-    change nothing a request sees (the freeze keeps the start's objects out of every later
-    pass either way); the price is the start's own garbage, about 0.9 MiB, kept until exit
-    (decisions.md). Nothing happens when the collector is on: rypsok embedded in a program,
-    or under a test runner, whose collector is left as it is.
+    What start-up made (modules, configuration, the core) lives until exit: frozen, it is
+    left out of every later collection, so that a full pass walks only what requests made
+    and its pause stays short (p99), and the exit's own pass is short too. The collector
+    itself runs as Python runs it, start-up included. No collection first: it would cost a
+    pause before the first answer and change nothing a request sees; the price is the start's
+    own garbage kept until exit (decisions.md). Nothing happens in a program that imports
+    rypsok (an embedding host, a test runner): its heap is its own.
     """
-    if gc.isenabled():
-        return
-    gc.freeze()
-    gc.enable()
+    from rypsok import _entry
+
+    if _entry.own_process:
+        gc.freeze()

@@ -25,7 +25,6 @@ import trio
 
 from rypsok import _early
 from rypsok.core import telemetry
-from rypsok.core.turns import send_all_now, take
 from rypsok.mcp.calls import ToolService, execute, make_dispatcher
 from rypsok.mcp.process import Activity, serving
 from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Nothing, Reply, jsonrpc
@@ -118,23 +117,18 @@ class _Connection:
             self._stop.set()
 
     async def _send(self, data: bytes, request_id: jsonrpc.RequestId | None) -> None:
-        # The lock taken without a scheduling round when it is free (the usual case: one
-        # answer at a time); only a writer that has to wait goes through `acquire`.
-        await take(self._write_lock)
-        try:
+        async with self._write_lock:
             if self._broken:
                 return
             if request_id is not None and request_id in self._cancelled:
                 return  # cancelled while it waited for the lock: no message for it
             try:
-                await send_all_now(self._stdout, data)
+                await self._stdout.send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 # The host stopped reading: nobody is left to answer, so shut down.
                 self._broken = True
                 telemetry.warn("stdio_output_closed")
                 self._stop.set()
-        finally:
-            self._write_lock.release()
 
     async def line(self, line: bytes) -> None:
         if not line.strip() or self._stop.is_set():

@@ -115,24 +115,32 @@ class _TrioStream(httpcore.AsyncNetworkStream):
         self._stream = stream
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109
+        bound = _bound(timeout)
         try:
-            with trio.fail_after(_seconds(timeout)):
+            if bound is None:
                 return bytes(await self._stream.receive_some(max_bytes))
-        except trio.TooSlowError:
-            raise httpcore.ReadTimeout("the read timed out") from None
+            with bound:
+                return bytes(await self._stream.receive_some(max_bytes))
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             raise httpcore.ReadError("the connection failed while reading") from exc
+        # Only the timeout's own cancellation, caught by its scope, comes out here.
+        raise httpcore.ReadTimeout("the read timed out")
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:  # noqa: ASYNC109
         if not buffer:
             return
+        bound = _bound(timeout)
         try:
-            with trio.fail_after(_seconds(timeout)):
+            if bound is None:
                 await self._stream.send_all(buffer)
-        except trio.TooSlowError:
-            raise httpcore.WriteTimeout("the write timed out") from None
+                return
+            with bound:
+                await self._stream.send_all(buffer)
+                return
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             raise httpcore.WriteError("the connection failed while writing") from exc
+        # Only the timeout's own cancellation, caught by its scope, comes out here.
+        raise httpcore.WriteTimeout("the write timed out")
 
     async def aclose(self) -> None:
         await self._stream.aclose()
@@ -185,6 +193,20 @@ class _TrioStream(httpcore.AsyncNetworkStream):
 def _seconds(timeout: float | None) -> float:
     # httpcore passes what httpx was given; a budget already spent is zero, never an error.
     return float("inf") if timeout is None else max(timeout, 0.0)
+
+
+def _bound(timeout: float | None) -> trio.CancelScope | None:
+    """The cancel scope of one read's or write's timeout, or None when it could never be the
+    one that ends the operation: no timeout, or one that falls at or after the deadline of
+    the scopes around the call (an engine's read timeout is the time left of its total, so it
+    always does). Trio delivers a cancellation to the outermost cancelled scope, so such an
+    inner scope would never catch anything; rypsok only ever moves a deadline earlier."""
+    if timeout is None:
+        return None
+    deadline = trio.current_time() + max(timeout, 0.0)
+    if deadline >= trio.current_effective_deadline():
+        return None
+    return trio.CancelScope(deadline=deadline)
 
 
 class EgressBackend(httpcore.AsyncNetworkBackend):

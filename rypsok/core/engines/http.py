@@ -261,6 +261,7 @@ class EngineHttp:
         self._proxy = _proxy_parts(proxy) if proxy else None
         self._transports: dict[EngineOrigin, EgressTransport] = {}
         self._targets: dict[tuple[EngineOrigin, str], tuple[bytes, bytes, int, bytes]] = {}
+        self._header_lists: dict[tuple[tuple[str, str], ...], list[tuple[bytes, bytes]]] = {}
         # rypsok's own headers, written last on every request.
         self._own_headers: Final = (
             (b"Accept-Encoding", b"gzip, deflate"),
@@ -376,6 +377,21 @@ class EngineHttp:
             self._targets[key] = known
         return known
 
+    def _header_list(self, headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
+        """A driver's headers as sent, followed by rypsok's own: checked and encoded once
+        per distinct set (a driver sends the same few on every request)."""
+        key = tuple(headers.items())
+        known = self._header_lists.get(key)
+        if known is None:
+            known = [(n.encode("ascii"), v.encode("ascii")) for n, v in _driver_headers(headers)]
+            # rypsok's own headers last: a driver cannot change the User-Agent (REQ-CMP-004)
+            # nor ask for a coding this client does not decode under the bound.
+            known += self._own_headers
+            if len(self._header_lists) >= _TARGETS_KEPT:
+                self._header_lists.clear()
+            self._header_lists[key] = known
+        return known
+
     async def get(
         self,
         origin: EngineOrigin,
@@ -396,10 +412,7 @@ class EngineHttp:
         target = raw_path + b"?" + urlencode(params).encode("ascii") if params else raw_path
         default_port = port == (443 if scheme == b"https" else 80)
         sent = [(b"Host", host if default_port else host + b":%d" % port)]
-        # rypsok's own headers last: a driver cannot change the User-Agent (REQ-CMP-004)
-        # nor ask for a coding this client does not decode under the bound.
-        sent += [(n.encode("ascii"), v.encode("ascii")) for n, v in _driver_headers(headers)]
-        sent += self._own_headers
+        sent += self._header_list(headers)
         request = httpcore.Request(
             b"GET",
             httpcore.URL(scheme=scheme, host=host, port=port, target=target),

@@ -20,8 +20,6 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
-from rypsok.core.turns import take
-
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
@@ -108,13 +106,8 @@ class EngineLimiter:
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         """Hold one of the engine's in-flight places (LIM-C2) for the length of a request."""
-        # A free place is taken without a scheduling round; a cancelled call still ends at
-        # the request's first checkpoint, before anything is sent.
-        await take(self._slots)
-        try:
+        async with self._slots:
             yield
-        finally:
-            self._slots.release()
 
     def statistics(self) -> LimiterStatistics:
         return LimiterStatistics(

@@ -47,7 +47,6 @@ from rypsok.core.search.select import (
     validate,
 )
 from rypsok.core.search.urls import NormalizedUrl, normalize_url
-from rypsok.core.turns import Slices
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -82,15 +81,18 @@ def _valid_date(value: str | None) -> str | None:
 
 
 async def _observations(
-    outcomes: Sequence[EngineOutcome], per_engine: int, slices: Slices
+    outcomes: Sequence[EngineOutcome], per_engine: int
 ) -> tuple[list[Observation], int, int]:
     """Normalize every answer, in selection order; counts of url_invalid and url_too_long."""
     observations: list[Observation] = []
     invalid = too_long = 0
+    started = False
     for position, outcome in enumerate(outcomes):
         if outcome.results is None:
             continue
-        await slices.pause()  # LIM-S7 and cancellation act between engines
+        if started:
+            await trio.lowlevel.checkpoint()  # LIM-S7 and cancellation act between engines
+        started = True
         derived = outcome.derived
         for rank, raw in enumerate(outcome.results[:per_engine], start=1):
             if derived is None:
@@ -170,7 +172,6 @@ async def _clean_and_cut(
     attribution: Callable[[MergedResult], bool],
     max_results: int,
     memos: Mapping[str, Derived],
-    slices: Slices,
 ) -> tuple[list[SearchResult], _Cleaning]:
     """The content boundary on each result in rank order until `max_results` are kept.
 
@@ -181,10 +182,13 @@ async def _clean_and_cut(
     search = config.search
     stats = _Cleaning()
     results: list[SearchResult] = []
-    for merged in ranked:
+    for index, merged in enumerate(ranked):
         if len(results) >= max_results:
             break
-        await slices.pause()  # LIM-S7 and cancellation act between results
+        if index:
+            # LIM-S7 and cancellation act between results (before the first, the caller's
+            # own checkpoint after ranking did).
+            await trio.lowlevel.checkpoint()
         memo = _memo_for(merged, memos)
         title = _clean(memo, merged.decoded, merged.title, search.title_max_chars)
         snippet = _clean(memo, merged.decoded, merged.snippet, search.snippet_max_chars)
@@ -335,21 +339,18 @@ async def _respond(
             raise errors.deadline_search()
         raise errors.all_failed(_min_retry_ms(failed, config.resilience.max_cooldown_s))
 
-    slices = Slices()
     observations, invalid, too_long = await _observations(
-        outcomes, config.search.results_per_engine, slices
+        outcomes, config.search.results_per_engine
     )
     ranked = merge_and_rank(observations)
-    await slices.pause()
+    await trio.lowlevel.checkpoint()  # between ranking and cleaning
     requires = {o.slot.id for o in outcomes if o.slot.record.attribution_required}
 
     def attribution(merged: MergedResult) -> bool:
         return config.search.engine_attribution or any(e in requires for e in merged.engines)
 
     memos = {o.slot.id: o.derived for o in outcomes if o.derived is not None}
-    results, stats = await _clean_and_cut(
-        ranked, config, attribution, valid.max_results, memos, slices
-    )
+    results, stats = await _clean_and_cut(ranked, config, attribution, valid.max_results, memos)
 
     notices: list[Notice] = list(privacy_notices)
     notices += [

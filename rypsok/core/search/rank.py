@@ -78,6 +78,10 @@ def fusion_score(observations: Iterable[Observation]) -> Fraction:
     for obs in observations:
         if obs.engine not in best or obs.rank < best[obs.engine]:
             best[obs.engine] = obs.rank
+    if len(best) == 1:
+        # One engine (most results): its one term, without summing from zero.
+        (rank,) = best.values()
+        return Fraction(1, FUSION_K + rank)
     total = Fraction(0)
     for engine in sorted(best):
         total += Fraction(1, FUSION_K + best[engine])

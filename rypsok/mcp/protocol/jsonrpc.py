@@ -177,8 +177,12 @@ def encode(message: dict[str, Any] | list[dict[str, Any]]) -> bytes:
     return _compact(message).encode("utf-8") + b"\n"
 
 
+# One encoder for every line: `json.dumps` with options builds a new one per call.
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def _compact(message: Any) -> str:
-    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    text = _COMPACT.encode(message)
     text.encode("utf-8")  # a string that is not Unicode text fails here, not in the writer
     return text
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from rypsok.core import errors, privacy
+from rypsok.core import errors
 from rypsok.core.model import (
     MAX_MESSAGE_CHARS,
     DisabledReason,
@@ -220,6 +220,10 @@ _SHOWN_NAME_MAX_CHARS = 64
 
 
 def _showable(name: str) -> bool:
+    # The secret check (its many patterns compile on import) is loaded by the first name that
+    # needs it, or by the first web_search, never by the start: discover answers without it.
+    from rypsok.core import privacy
+
     return (
         0 < len(name) <= _SHOWN_NAME_MAX_CHARS
         and name.isprintable()
