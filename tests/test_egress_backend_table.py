@@ -256,7 +256,7 @@ async def test_req_sec_011_a_read_or_write_timeout_before_the_callers_deadline_i
 ) -> None:
     # The stream's timeout ends the operation as httpcore's timeout when it comes first.
     client, _server = trio.testing.lockstep_stream_pair()
-    stream = _Stream(client)
+    stream = _TrioStream(client)
     mock_clock.autojump_threshold = 0
     with trio.move_on_after(5) as outer:
         start = trio.current_time()
@@ -276,7 +276,7 @@ async def test_req_sec_011_a_timeout_at_or_after_the_callers_deadline_leaves_it_
     # An engine's read timeout is the time left of its total: the caller's scope ends the
     # read at its deadline, as a cancellation, never as a timeout of the stream.
     client, _server = trio.testing.lockstep_stream_pair()
-    stream = _Stream(client)
+    stream = _TrioStream(client)
     mock_clock.autojump_threshold = 0
     operations = (
         stream.read(10, timeout=stream_timeout),
