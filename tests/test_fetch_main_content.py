@@ -250,6 +250,27 @@ def test_req_fetch_002_short_reference_page_comes_whole() -> None:
     assert "- Whitespace is ignored." in content
 
 
+# --- Figures' file names are not their description ---------------------------------------------
+
+
+@pytest.mark.parametrize("alt", ["12-IMG_3886.jpg", "performance.PNG", "quay_2019-06-03.webp"])
+def test_req_fetch_004_alt_text_that_is_a_file_name_is_left_out(alt: str) -> None:
+    # The image shown is a resized or lazy-loaded copy with another name than the one the
+    # author uploaded, which the publishing tool wrote as the alternative text.
+    html = (
+        f"<html><body>{CHROME}<article><h1>The northern quay opens</h1>"
+        f'<p><a href="/album/1"><img src="/cdn/1387894842-1217674167.jpg" alt="{alt}"></a></p>'
+        f'{paragraphs(STORY)}<p><img src="/cdn/98.jpg" alt="The quay at dawn.jpg"></p>'
+        f"</article>{FOOTER}</body></html>"
+    )
+    content = extract(html)
+    assert missing(content, STORY) == []
+    assert alt not in content
+    assert alt.rsplit(".", 1)[0] not in content
+    # A description that only ends like a file name is still a description.
+    assert "The quay at dawn.jpg" in content
+
+
 # --- LIM-F10: the work grows with the page, never with its square ----------------------------
 
 

@@ -671,11 +671,19 @@ def _code_language(element: etree._Element) -> str:
 
 
 _NOT_ALNUM: Final = re.compile(r"[\W_]+")
+# An alternative text that is a file name of its own ("IMG_3886.jpg", "performance.png"):
+# one word ending in an image format's extension, whatever file the image shows now (a
+# lazy-loaded or resized copy has another name than the one the author uploaded).
+_FILE_NAME: Final = re.compile(
+    r"[^\s/]+\.(?:jpe?g|png|gif|webp|avif|bmp|svg|tiff?|heic|ico)", re.IGNORECASE
+)
 
 
 def _names_the_file(alt: str, src: str | None) -> bool:
-    """Whether an alternative text is only the image's file name (a publishing tool's
-    default), which describes nothing."""
+    """Whether an alternative text is only a file name (the image's own, or any image
+    file's: a publishing tool's default), which describes nothing."""
+    if _FILE_NAME.fullmatch(alt) is not None:
+        return True
     if not src:
         return False
     stem = src.split("?", 1)[0].split("#", 1)[0].rsplit("/", 1)[-1].rsplit(".", 1)[0]
