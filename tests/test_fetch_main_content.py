@@ -143,6 +143,40 @@ def test_req_page_002_chrome_word_does_not_outweigh_the_articles_text(name: str)
     assert missing(content, STORY) == []
 
 
+# Promotions named for what they promote: a content word beside "related" or "share" in one
+# name ("related-posts") says what is promoted, not that it is the content.
+TEASERS = [
+    "Ferry timetables change for the winter, with a night boat on Fridays.",
+    "The lighthouse museum reopens, with a lift to the lantern room.",
+]
+
+
+@pytest.mark.parametrize(
+    "inside",
+    [
+        '<div class="jp-relatedposts-post jp-relatedposts-post-thumbs">',
+        '<div class="share-post-links">',
+        '<div class="article-sharing">',
+        '<div class="related-content">',
+    ],
+)
+def test_req_page_002_promotion_named_with_a_content_word_is_chrome(inside: str) -> None:
+    promotion = "".join(
+        f'<div><h3><a href="/story/{n}">Story {n}</a></h3><p>{text}</p></div>'
+        for n, text in enumerate(TEASERS)
+    )
+    html = (
+        f"<html><body>{CHROME}<main><article><h1>The northern quay opens</h1>"
+        f"<div class=entry-content>{paragraphs(STORY)}{inside}{promotion}</div></div>"
+        "</article></main>"
+        f"{FOOTER}</body></html>"
+    )
+    content = extract(html)
+    assert missing(content, STORY) == []
+    assert "Ferry timetables" not in content
+    assert "lighthouse museum" not in content
+
+
 # --- 3. Articles made of lists -----------------------------------------------------------------
 
 TIPS = [

@@ -82,6 +82,12 @@ _CHROME_WORDS: Final = re.compile(
     r"|(?:^|[-_ ])(?:date|time|timestamp|dateline)(?:$|[-_ ])",
     re.IGNORECASE,
 )
+# Chrome words naming other pages or an action on this one, whatever they promote.
+_PROMOTION_WORDS: Final = re.compile(
+    r"share|sharing|social|related|recommend|promo|advert|sponsor|newsletter|subscri"
+    r"|most-?popular|trending|outbrain|taboola",
+    re.IGNORECASE,
+)
 # A thread of readers' comments: not the article, however long it grows.
 _THREAD_WORDS: Final = re.compile(
     r"comment|disqus|(?:^|[-_ ])(?:respond|replies|discussion|reactions)(?:$|[-_ ])",
@@ -329,7 +335,13 @@ def _chrome_kind(element: Element, stats: _Stats) -> int:
 @functools.lru_cache(maxsize=4096)
 def _chrome_words(words: str) -> int:
     # Pages repeat their class names; the cache spares the regexes most of their work.
-    content = _CONTENT_WORDS.search(words)
+    # A content word counts only in a name without a word for other pages or for acting on
+    # this one: beside such a word it says what is promoted or shared ("related-posts",
+    # "post-share", "article-most-popular"), not that the element is the content. (A
+    # post's own parts keep it: "entry-date", "post-author" may wrap the post.)
+    content = any(
+        _CONTENT_WORDS.search(name) and not _PROMOTION_WORDS.search(name) for name in words.split()
+    )
     if _THREAD_WORDS.search(words) and (not content or _THREAD_NAMES.search(words)):
         return 3
     return 1 if _CHROME_WORDS.search(words) and not content else 0
