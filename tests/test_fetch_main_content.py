@@ -9,12 +9,17 @@ runs.
 
 from __future__ import annotations
 
+import html as html_lib
 import time
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from rypsok.core.fetch.extract import DocumentKind, ExtractionOutcome, extract_document
+from rypsok.core.fetch.markdown import link_target, render_markdown
+from rypsok.core.fetch.parse import parse_html
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -416,3 +421,81 @@ def test_req_page_002_fidelity_page_without_its_chrome() -> None:
     assert content.startswith("# Reading tide tables")
     assert "All guides" not in content
     assert "all rights reserved" not in content
+
+
+# --- Links: resolved once per site, written as each alone would be ------------------------------
+
+BASES = [
+    "https://example.org/docs/page",
+    "http://example.org",
+    "https://EXAMPLE.org:8443/a/b/?q=1#top",
+    "https://bücher.example/katalog/",
+    "http://example.org:99999/",
+    "https://user:secret@example.org/",
+    "https://example.org/" + "x" * 2030,
+]
+HREF_PARTS = st.sampled_from(
+    [
+        "/",
+        "//",
+        ".",
+        "..",
+        "a",
+        "Z9",
+        "-_~",
+        "%41",
+        "%zz",
+        "&",
+        "&amp;",
+        "&lt;",
+        ";",
+        "?",
+        "#",
+        ":",
+        "@",
+        "$!'*+,=",
+        "é",
+        " ",
+        "(",
+        ")",
+        "`",
+        "\\",
+        "x" * 40,
+        "http://",
+        "https://",
+        "HTTPS://",
+        "example.org",
+        "other.example",
+        "bücher.example",
+        ":443",
+        ":99999",
+        "user@",
+        "utm_source=x",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    base=st.sampled_from(BASES),
+    hrefs=st.lists(st.lists(HREF_PARTS, min_size=1, max_size=8).map("".join), max_size=12),
+)
+@example(base=BASES[0], hrefs=["/a/b", "/a/../b", "/a//b", "https://example.org/c", "/a?x=1"])
+# The longest target LIM-F9 allows ("https://example.org" is 19 characters), and one more.
+@example(base=BASES[0], hrefs=["/" + "y" * 2028, "/" + "y" * 2029])
+def test_req_fetch_004_each_link_written_as_if_alone(base: str, hrefs: list[str]) -> None:
+    # The writer resolves the plain links of a site once; each target must still be what
+    # resolving that link alone gives (or its text alone, when it has no target).
+    links = "".join(
+        f'<p><a href="{html_lib.escape(h)}">link {i}</a> end {i}.</p>' for i, h in enumerate(hrefs)
+    )
+    root = parse_html(
+        f"<html><body>{links}</body></html>", max_nodes=MAX_NODES, max_depth=MAX_DEPTH
+    ).root
+    assert root is not None
+    written = render_markdown(list(root.iterchildren("body")), base)
+    for index, element in enumerate(root.iter("a")):
+        href = element.get("href", "")
+        target = None if href.strip().startswith("#") else link_target(base, href)
+        expected = f"[link {index}]({target})" if target else f"link {index}"
+        assert f"{expected} end {index}." in written
