@@ -499,3 +499,17 @@ def test_req_fetch_004_each_link_written_as_if_alone(base: str, hrefs: list[str]
         target = None if href.strip().startswith("#") else link_target(base, href)
         expected = f"[link {index}]({target})" if target else f"link {index}"
         assert f"{expected} end {index}." in written
+
+
+def test_req_fetch_004_picture_in_a_layout_table_keeps_its_alternative_text() -> None:
+    # A table laid out with a paragraph in a later cell is written as blocks; the picture in
+    # its first cell is still written (its text was once taken as written already).
+    html = (
+        f"<html><body><article><h1>The northern quay opens</h1>{paragraphs(STORY)}"
+        "<table><tr><td><img src=/b.png alt='Harbour map'></td><td>Quay, north side</td></tr>"
+        "<tr><td>Notes</td><td><p>Open daily from dawn to dusk.</p></td></tr></table>"
+        "</article></body></html>"
+    )
+    content = extract(html)
+    assert "Harbour map" in content
+    assert missing(content, STORY) == []

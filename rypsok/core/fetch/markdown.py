@@ -455,6 +455,14 @@ class _Writer:
         leaves the others empty.
         """
         rows = _rows(element)
+        # The shape is checked first, without the cells' text: a table that turns out to be
+        # a layout or too large costs no writing of cells that are then written again as
+        # blocks (and leaves no picture marked as written).
+        if self._grid(rows, write=False) is None:
+            return None
+        return self._grid(rows, write=True)
+
+    def _grid(self, rows: list[etree._Element], *, write: bool) -> list[list[str]] | None:
         grid: list[list[str]] = []
         # Columns taken by a cell of an earlier row: column -> (text, rows still to take).
         carried: dict[int, tuple[str, int]] = {}
@@ -469,7 +477,7 @@ class _Writer:
                     return None
                 while len(line) in carried:
                     line.append(carried[len(line)][0])
-                text = _escape_pipes(self.inline_text(cell).replace("\n", " "))
+                text = _escape_pipes(self.inline_text(cell).replace("\n", " ")) if write else ""
                 columns = _span(cell.get("colspan"), MAX_COLSPAN) or 1
                 down = _span(cell.get("rowspan"), MAX_ROWSPAN)
                 if down == 0:
@@ -602,7 +610,8 @@ def escape_line_start(line: str) -> str:
     first = 0
     while first < len(line) and (line[first].isspace() or _is_invisible(line[first])):
         first += 1
-    if first == len(line):
+    if first == len(line) or line[first].isalpha():
+        # (A visible letter first starts no block: most lines, decided without a copy.)
         return line
     # The first characters decide, looked at as the agent will see them.
     seen = _strip_invisible(line[first : first + 80])
