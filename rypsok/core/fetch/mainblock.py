@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import TYPE_CHECKING, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import attrs
 from lxml import etree
@@ -194,23 +194,24 @@ class _Stats:
     """Lengths of every element, measured in one pass from the leaves up.
 
     `text` is the length of all the text under an element and `links` the part of it inside
-    links; `inline`, `inline_links` and `commas` count only the element's own run of inline
-    content (its text, its inline children, the tails of its children), which is what a
-    reader sees as the element's paragraph. `prose` is the running text under an element
-    (the runs of its blocks that are long enough and not mostly links), `parent` each
-    element's parent.
+    links; `inline` and `commas` count only the element's own run of inline content (its
+    text, its inline children, the tails of its children), which is what a reader sees as
+    the element's paragraph. `prose` is the running text under an element (the runs of its
+    blocks that are long enough and not mostly links), `parent` each element's parent.
+
+    Only what is read later is stored, to spare a dictionary entry per element and count:
+    `links` where it is not 0, `inline` and `commas` where the run is long enough to score
+    (read with a default of 0).
     """
 
     def __init__(self, root: Element) -> None:
         self.text: dict[Element, int] = {}
         self.links: dict[Element, int] = {}
         self.inline: dict[Element, int] = {}
-        self.inline_links: dict[Element, int] = {}
         self.commas: dict[Element, int] = {}
         text_of = self.text
         links_of = self.links
         inline_of = self.inline
-        inline_links_of = self.inline_links
         commas_of = self.commas
         # The elements holding a paragraph, code, a quote or a table (a figure that does is
         # content, not an illustration).
@@ -225,17 +226,14 @@ class _Stats:
         # One step per element, no lookup of a parent or of pending sums.
         self.parent: dict[Element, Element] = {}
         parent_of = self.parent
-        stack: list[list[int]] = []
-        elements: list[Element] = []
+        stack: list[list[Any]] = []
         for event, element in etree.iterwalk(root, events=("start", "end")):
             if event == "start":
-                stack.append([0, 0, 0, 0, 0, 0, 0])
-                if elements:
-                    parent_of[element] = elements[-1]
-                elements.append(element)
+                if stack:
+                    parent_of[element] = stack[-1][7]
+                stack.append([0, 0, 0, 0, 0, 0, 0, element])
                 continue
-            length, links, inline, inline_links, commas, prose, holds = stack.pop()
-            elements.pop()
+            length, links, inline, inline_links, commas, prose, holds, _ = stack.pop()
             tag = element.tag
             own = element.text
             if own:
@@ -247,10 +245,11 @@ class _Stats:
                 links = length
                 inline_links = inline
             text_of[element] = length
-            links_of[element] = links
-            inline_of[element] = inline
-            inline_links_of[element] = inline_links
-            commas_of[element] = commas
+            if links:
+                links_of[element] = links
+            if inline >= _MIN_BLOCK:
+                inline_of[element] = inline
+                commas_of[element] = commas
             if holds:
                 holds_text.add(element)
             if (
@@ -295,7 +294,11 @@ def _words(element: Element) -> str:
 
 
 def _class_weight(element: Element) -> int:
-    return _words_weight(element.get("class")) + _words_weight(element.get("id"))
+    names = element.get("class")
+    ident = element.get("id")
+    if names is None and ident is None:
+        return 0  # most elements: no call of the cached weighing
+    return _words_weight(names) + _words_weight(ident)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -351,34 +354,24 @@ def _drop_all(doomed: list[Element]) -> None:
     """Remove the `doomed` elements (in document order, none inside another) but keep their
     tail text in place.
 
-    A tail goes to the nearest kept sibling before it, or to the parent's text. The tails
-    bound for one place are joined once at the end: appending each to a growing string would
-    copy it again for every removed sibling, quadratic in a run of thousands of them.
+    A tail goes to the nearest kept sibling before it, or to the parent's text: removed in
+    document order, the earlier of a run of removed siblings are gone when a later one is,
+    so its previous sibling is the one kept. The tails bound for one place are joined once
+    at the end: appending each to a growing string would copy it again for every removed
+    sibling, quadratic in a run of thousands of them.
     """
-    gone = set(doomed)
-    # element -> the kept sibling (or the parent, as text) that receives its tail
-    anchor: dict[Element, tuple[Element, bool]] = {}
     pieces: dict[tuple[Element, bool], list[str]] = {}
     for element in doomed:
         parent = element.getparent()
         if parent is None:
             continue
         previous = element.getprevious()
-        if previous is None:
-            target = (parent, True)
-        elif previous in gone:
-            target = anchor.get(previous, (parent, True))
-        else:
-            target = (previous, False)
-        anchor[element] = target
         tail = element.tail
         if tail:
+            target = (parent, True) if previous is None else (previous, False)
             pieces.setdefault(target, []).append(tail)
-    for element in doomed:
-        parent = element.getparent()
-        if parent is not None:
             element.tail = None
-            parent.remove(element)
+        parent.remove(element)
     for (element, as_text), texts in pieces.items():
         if as_text:
             element.text = (element.text or "") + "".join(texts)
@@ -422,8 +415,12 @@ def _remove_chrome(body: Element, stats: _Stats) -> bool:
     while heading is not None and heading is not body:
         titled.add(heading)
         heading = stats.parent.get(heading)
-    doomed: set[Element] = set()
-    for element in body.iterdescendants():
+    # Walked in document order, a removed element's subtree skipped: what it holds goes with
+    # it, and the list is of the outermost ones only.
+    doomed: list[Element] = []
+    walk = etree.iterwalk(body, events=("start",))
+    next(walk)  # the body itself
+    for _, element in walk:
         kind = _chrome_kind(element, stats)
         if kind == 3 and element in titled:
             kind = 1
@@ -436,9 +433,9 @@ def _remove_chrome(body: Element, stats: _Stats) -> bool:
             )
             or (kind == 3 and (not prose or stats.prose[element] < thread_guard))
         ):
-            doomed.add(element)
-    if doomed:
-        _drop_all(_outermost(body, doomed))
+            doomed.append(element)
+            walk.skip_subtree()
+    _drop_all(doomed)
     return bool(doomed)
 
 
@@ -463,15 +460,20 @@ def _score_candidates(
 
     parent_of = stats.parent
     inline_of = stats.inline
+    commas_of = stats.commas
+    # In document order (the order breaks ties between equal scores); `inline` holds only
+    # the runs long enough to score, so the others cost a lookup.
     for element in body.iter():
-        tag = element.tag
-        length = inline_of[element]
-        if length < _MIN_BLOCK or tag not in BLOCK_ELEMENTS or tag in _UNSCORED:
+        length = inline_of.get(element, 0)
+        if length < _MIN_BLOCK:
             continue
-        score = 1.0 + stats.commas[element] + min(length // 100, 3)
+        tag = element.tag
+        if tag not in BLOCK_ELEMENTS or tag in _UNSCORED:
+            continue
+        score = 1.0 + commas_of[element] + min(length // 100, 3)
         if tag in _BLOCK_TAGS and tag != "p":
             # Text straight inside a container is a paragraph of that container.
-            scores[element] = scores.get(element, initial(element)) + score
+            scores[element] = (scores[element] if element in scores else initial(element)) + score
         ancestor = parent_of.get(element)
         level = 0
         while ancestor is not None and level < 5:
@@ -481,7 +483,13 @@ def _score_candidates(
             scores[ancestor] += score / divider
             ancestor = parent_of.get(ancestor)
             level += 1
-    weighed = {element: score * (1 - stats.density(element)) for element, score in scores.items()}
+    text_of = stats.text
+    links_of = stats.links
+    weighed = {
+        element: score * (1 - links_of.get(element, 0) / length) if length else score
+        for element, score in scores.items()
+        for length in (text_of.get(element, 0),)
+    }
     return weighed, stats.prose
 
 
@@ -651,6 +659,7 @@ def _clean(
             if not stack:
                 remaining = total[0]
                 break
+            into = stack[-1]
             if (tag == "p" and total[0] and total[1] >= 0.8 * total[0]) or (
                 tag in _CLEANED
                 and not (keep and good.get(element, 0) >= keep)
@@ -659,10 +668,13 @@ def _clean(
                 # A paragraph that is (almost) only a link promotes another page: "Read
                 # more: …"; the other parts are judged by their counts.
                 gone.add(element)
-            into = stack[-1]
-            if element not in gone:
-                for index in range(6):
-                    into[index] += total[index]
+            else:
+                into[0] += total[0]
+                into[1] += total[1]
+                into[2] += total[2]
+                into[3] += total[3]
+                into[4] += total[4]
+                into[5] += total[5]
             tail = element.tail
             if tail:
                 into[0] += len(tail.strip())
@@ -671,7 +683,8 @@ def _clean(
             # Cleaning would leave almost nothing: the block is a page of teasers or links
             # (an index, a directory), and its parts are its content.
             continue
-        _drop_all(_outermost(root, gone))
+        if gone:
+            _drop_all(_outermost(root, gone))
 
 
 def _should_drop(element: Element, scores: dict[Element, float], counts: list[int]) -> bool:
