@@ -97,7 +97,6 @@ BLOCK_ELEMENTS: Final = frozenset(
 )
 
 _HEADINGS: Final = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
-_SPACE: Final = re.compile(r"\s+")
 # Marks a hard line break inside inline text until the whitespace is collapsed; NUL never
 # survives the parser (libxml2 replaces it), and text nodes are scrubbed of it anyway.
 _BREAK: Final = "\x00"
@@ -212,17 +211,15 @@ class _LinkTargets:
         return site[0] + path
 
 
-def _collapse(text: str) -> str:
-    return _SPACE.sub(" ", text)
-
-
 def _finish_inline(parts: list[str]) -> str:
-    text = _collapse("".join(parts))
+    # Each line's white space collapsed and its ends stripped: str.split() splits at the
+    # white space `\s` matches (Unicode's), and is several times quicker than the regex.
+    text = "".join(parts)
     if _BREAK in text:
-        text = "\n".join(escape_line_start(line.strip()) for line in text.split(_BREAK))
+        text = "\n".join(escape_line_start(" ".join(line.split())) for line in text.split(_BREAK))
         # Line breaks in a row are at most one blank line.
         return _BLANK_LINES.sub("\n\n", text).strip()
-    return escape_line_start(text.strip())
+    return escape_line_start(" ".join(text.split()))
 
 
 class _Writer:
@@ -370,7 +367,7 @@ class _Writer:
                 self.inline.append(f"[{text.replace(chr(10), ' ')}]({url})")
             return
         if tag == "code" and not _has_block_child(element):
-            text = _nfc(_collapse(element.xpath("string()")).strip())
+            text = _nfc(" ".join(str(element.xpath("string()")).split()))
             if text:
                 last = self._last_visible()
                 if last is not None and self.inline[last[0]][last[1]] == "`":
