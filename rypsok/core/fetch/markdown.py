@@ -329,6 +329,11 @@ class _Writer:
     # Inline -----------------------------------------------------------------------------
 
     def inline_text(self, element: etree._Element) -> str:
+        if not len(element):
+            # Text alone (most links, cells and headings): what a writer would make of it,
+            # without making one.
+            own = element.text
+            return _finish_inline([escape_text(own.replace(_BREAK, ""))]) if own else ""
         writer = _Writer(self.base_url, self.seen_alts, inline_only=True, links=self.links)
         writer.children(element)
         # Block content inside an inline context (a div in a heading) is joined by spaces.
