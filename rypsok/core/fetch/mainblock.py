@@ -6,7 +6,8 @@ Four steps over the tree the bounded parse built (book: "How web_fetch reads a p
    element (nav, header, footer, aside, menu, dialog, figcaption) and by ARIA role
    (navigation, banner, contentinfo, complementary, search…), whatever they hold. Forms,
    figures and elements whose class or id words name chrome (menu, sidebar, share, related…,
-   unless a content word such as article, content or post is there too) go as well unless
+   unless a content word such as article, content or post is there too, in a name without
+   a word for other pages or for sharing: "related-posts" is chrome) go as well unless
    they hold 40 % of the page's text, half its running text, or a fifth of it with few
    links: a name is a guess, and a site that puts its article in a ``<form>`` or names its
    wrapper ``date-outer`` or ``share_wrapper`` keeps it. A comment thread goes whatever its
