@@ -274,19 +274,3 @@ def test_req_sec_003_cuts_fall_only_where_allowed() -> None:
     cuts = list(boundary._cuts(words, 1000, _every_cut_checked))
     assert len(cuts) >= len(words) // 2000
     assert all(re.match(r"[ a-z]", words[cut - 1]) for cut in cuts)
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    st.lists(
-        st.sampled_from(
-            ["a", " ", "  ", "\n", "\u3000", "\x1c", "word", " " * 70_000, "x" * 70_000]
-        ),
-        max_size=12,
-    ).map("".join)
-)
-def test_req_fetch_004_a_long_paragraph_collapses_in_pieces_as_a_whole(text: str) -> None:
-    from rypsok.core.fetch import markdown
-
-    long = text * 3
-    assert markdown._collapse(long) == markdown._SPACE.sub(" ", long)

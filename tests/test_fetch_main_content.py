@@ -9,12 +9,17 @@ runs.
 
 from __future__ import annotations
 
+import html as html_lib
 import time
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from rypsok.core.fetch.extract import DocumentKind, ExtractionOutcome, extract_document
+from rypsok.core.fetch.markdown import link_target, render_markdown
+from rypsok.core.fetch.parse import parse_html
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -143,6 +148,40 @@ def test_req_page_002_chrome_word_does_not_outweigh_the_articles_text(name: str)
     assert missing(content, STORY) == []
 
 
+# Promotions named for what they promote: a content word beside "related" or "share" in one
+# name ("related-posts") says what is promoted, not that it is the content.
+TEASERS = [
+    "Ferry timetables change for the winter, with a night boat on Fridays.",
+    "The lighthouse museum reopens, with a lift to the lantern room.",
+]
+
+
+@pytest.mark.parametrize(
+    "inside",
+    [
+        '<div class="jp-relatedposts-post jp-relatedposts-post-thumbs">',
+        '<div class="share-post-links">',
+        '<div class="article-sharing">',
+        '<div class="related-content">',
+    ],
+)
+def test_req_page_002_promotion_named_with_a_content_word_is_chrome(inside: str) -> None:
+    promotion = "".join(
+        f'<div><h3><a href="/story/{n}">Story {n}</a></h3><p>{text}</p></div>'
+        for n, text in enumerate(TEASERS)
+    )
+    html = (
+        f"<html><body>{CHROME}<main><article><h1>The northern quay opens</h1>"
+        f"<div class=entry-content>{paragraphs(STORY)}{inside}{promotion}</div></div>"
+        "</article></main>"
+        f"{FOOTER}</body></html>"
+    )
+    content = extract(html)
+    assert missing(content, STORY) == []
+    assert "Ferry timetables" not in content
+    assert "lighthouse museum" not in content
+
+
 # --- 3. Articles made of lists -----------------------------------------------------------------
 
 TIPS = [
@@ -248,6 +287,27 @@ def test_req_fetch_002_short_reference_page_comes_whole() -> None:
     assert '```python\ns = parse_duration("1h")\n```' in content
     assert "- Units may appear in any order." in content
     assert "- Whitespace is ignored." in content
+
+
+# --- Figures' file names are not their description ---------------------------------------------
+
+
+@pytest.mark.parametrize("alt", ["12-IMG_3886.jpg", "performance.PNG", "quay_2019-06-03.webp"])
+def test_req_fetch_004_alt_text_that_is_a_file_name_is_left_out(alt: str) -> None:
+    # The image shown is a resized or lazy-loaded copy with another name than the one the
+    # author uploaded, which the publishing tool wrote as the alternative text.
+    html = (
+        f"<html><body>{CHROME}<article><h1>The northern quay opens</h1>"
+        f'<p><a href="/album/1"><img src="/cdn/1387894842-1217674167.jpg" alt="{alt}"></a></p>'
+        f'{paragraphs(STORY)}<p><img src="/cdn/98.jpg" alt="The quay at dawn.jpg"></p>'
+        f"</article>{FOOTER}</body></html>"
+    )
+    content = extract(html)
+    assert missing(content, STORY) == []
+    assert alt not in content
+    assert alt.rsplit(".", 1)[0] not in content
+    # A description that only ends like a file name is still a description.
+    assert "The quay at dawn.jpg" in content
 
 
 # --- LIM-F10: the work grows with the page, never with its square ----------------------------
@@ -361,3 +421,95 @@ def test_req_page_002_fidelity_page_without_its_chrome() -> None:
     assert content.startswith("# Reading tide tables")
     assert "All guides" not in content
     assert "all rights reserved" not in content
+
+
+# --- Links: resolved once per site, written as each alone would be ------------------------------
+
+BASES = [
+    "https://example.org/docs/page",
+    "http://example.org",
+    "https://EXAMPLE.org:8443/a/b/?q=1#top",
+    "https://bücher.example/katalog/",
+    "http://example.org:99999/",
+    "https://user:secret@example.org/",
+    "https://example.org/" + "x" * 2030,
+]
+HREF_PARTS = st.sampled_from(
+    [
+        "/",
+        "//",
+        ".",
+        "..",
+        "a",
+        "Z9",
+        "-_~",
+        "%41",
+        "%zz",
+        "&",
+        "&amp;",
+        "&lt;",
+        ";",
+        "?",
+        "#",
+        ":",
+        "@",
+        "$!'*+,=",
+        "é",
+        " ",
+        "(",
+        ")",
+        "`",
+        "\\",
+        "x" * 40,
+        "http://",
+        "https://",
+        "HTTPS://",
+        "example.org",
+        "other.example",
+        "bücher.example",
+        ":443",
+        ":99999",
+        "user@",
+        "utm_source=x",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    base=st.sampled_from(BASES),
+    hrefs=st.lists(st.lists(HREF_PARTS, min_size=1, max_size=8).map("".join), max_size=12),
+)
+@example(base=BASES[0], hrefs=["/a/b", "/a/../b", "/a//b", "https://example.org/c", "/a?x=1"])
+# The longest target LIM-F9 allows ("https://example.org" is 19 characters), and one more.
+@example(base=BASES[0], hrefs=["/" + "y" * 2028, "/" + "y" * 2029])
+def test_req_fetch_004_each_link_written_as_if_alone(base: str, hrefs: list[str]) -> None:
+    # The writer resolves the plain links of a site once; each target must still be what
+    # resolving that link alone gives (or its text alone, when it has no target).
+    links = "".join(
+        f'<p><a href="{html_lib.escape(h)}">link {i}</a> end {i}.</p>' for i, h in enumerate(hrefs)
+    )
+    root = parse_html(
+        f"<html><body>{links}</body></html>", max_nodes=MAX_NODES, max_depth=MAX_DEPTH
+    ).root
+    assert root is not None
+    written = render_markdown(list(root.iterchildren("body")), base)
+    for index, element in enumerate(root.iter("a")):
+        href = element.get("href", "")
+        target = None if href.strip().startswith("#") else link_target(base, href)
+        expected = f"[link {index}]({target})" if target else f"link {index}"
+        assert f"{expected} end {index}." in written
+
+
+def test_req_fetch_004_picture_in_a_layout_table_keeps_its_alternative_text() -> None:
+    # A table laid out with a paragraph in a later cell is written as blocks; the picture in
+    # its first cell is still written (its text was once taken as written already).
+    html = (
+        f"<html><body><article><h1>The northern quay opens</h1>{paragraphs(STORY)}"
+        "<table><tr><td><img src=/b.png alt='Harbour map'></td><td>Quay, north side</td></tr>"
+        "<tr><td>Notes</td><td><p>Open daily from dawn to dusk.</p></td></tr></table>"
+        "</article></body></html>"
+    )
+    content = extract(html)
+    assert "Harbour map" in content
+    assert missing(content, STORY) == []

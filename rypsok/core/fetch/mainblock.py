@@ -6,7 +6,8 @@ Four steps over the tree the bounded parse built (book: "How web_fetch reads a p
    element (nav, header, footer, aside, menu, dialog, figcaption) and by ARIA role
    (navigation, banner, contentinfo, complementary, search…), whatever they hold. Forms,
    figures and elements whose class or id words name chrome (menu, sidebar, share, related…,
-   unless a content word such as article, content or post is there too) go as well unless
+   unless a content word such as article, content or post is there too, in a name without
+   a word for other pages or for sharing: "related-posts" is chrome) go as well unless
    they hold 40 % of the page's text, half its running text, or a fifth of it with few
    links: a name is a guess, and a site that puts its article in a ``<form>`` or names its
    wrapper ``date-outer`` or ``share_wrapper`` keeps it. A comment thread goes whatever its
@@ -36,8 +37,7 @@ from __future__ import annotations
 
 import functools
 import re
-from array import array
-from typing import TYPE_CHECKING, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import attrs
 from lxml import etree
@@ -81,6 +81,12 @@ _CHROME_WORDS: Final = re.compile(
     r"|(?:^|[-_ ])tags?(?:$|[-_ ])|byline|author|login|skip|outbrain|taboola|disqus|rating"
     r"|print|follow|most-?popular|trending|teaser|caption|credit|gallery|slideshow|carousel"
     r"|(?:^|[-_ ])(?:date|time|timestamp|dateline)(?:$|[-_ ])",
+    re.IGNORECASE,
+)
+# Chrome words naming other pages or an action on this one, whatever they promote.
+_PROMOTION_WORDS: Final = re.compile(
+    r"share|sharing|social|related|recommend|promo|advert|sponsor|newsletter|subscri"
+    r"|most-?popular|trending|outbrain|taboola",
     re.IGNORECASE,
 )
 # A thread of readers' comments: not the article, however long it grows.
@@ -185,79 +191,50 @@ class MainBlock:
     heading: str | None
 
 
-class _Column:
-    """One measure of every element: read like a dict keyed by element (a missing element
-    reads as the default). The measures of a page share one index and are kept in arrays of
-    machine integers: at the node bound (LIM-F10) six dicts of 100,000 entries cost about
-    30 MiB of a parse, the arrays a fifth of it (issue 23)."""
-
-    __slots__ = ("_index", "_values")
-
-    def __init__(self, index: dict[Element, int], values: array[int]) -> None:
-        self._index = index
-        self._values = values
-
-    def __getitem__(self, element: Element) -> int:
-        return self._values[self._index[element]]
-
-    def get(self, element: Element, default: int = 0) -> int:
-        row = self._index.get(element)
-        return default if row is None else self._values[row]
-
-
-class _Parents:
-    """Each measured element's parent (None for the root), by the same index."""
-
-    __slots__ = ("_index", "_parents")
-
-    def __init__(self, index: dict[Element, int], parents: list[Element | None]) -> None:
-        self._index = index
-        self._parents = parents
-
-    def get(self, element: Element) -> Element | None:
-        row = self._index.get(element)
-        return None if row is None else self._parents[row]
-
-
 class _Stats:
     """Lengths of every element, measured in one pass from the leaves up.
 
     `text` is the length of all the text under an element and `links` the part of it inside
-    links; `inline`, `inline_links` and `commas` count only the element's own run of inline
-    content (its text, its inline children, the tails of its children), which is what a
-    reader sees as the element's paragraph. `prose` is the running text under an element
-    (the runs of its blocks that are long enough and not mostly links), `parent` each
-    element's parent.
+    links; `inline` and `commas` count only the element's own run of inline content (its
+    text, its inline children, the tails of its children), which is what a reader sees as
+    the element's paragraph. `prose` is the running text under an element (the runs of its
+    blocks that are long enough and not mostly links), `parent` each element's parent.
+
+    Only what is read later is stored, to spare a dictionary entry per element and count:
+    `links` where it is not 0, `inline` and `commas` where the run is long enough to score
+    (read with a default of 0).
     """
 
     def __init__(self, root: Element) -> None:
-        # Each element's row, given at its end (children first); the columns below.
-        index: dict[Element, int] = {}
-        text_of: array[int] = array("q")
-        links_of: array[int] = array("q")
-        inline_of: array[int] = array("q")
-        inline_links_of: array[int] = array("q")
-        commas_of: array[int] = array("q")
-        # The running text under each element: the inline runs of its blocks (paragraphs,
-        # items, cells, code) that are long enough and not mostly links.
-        prose_of: array[int] = array("q")
-        parents: list[Element | None] = []
+        self.text: dict[Element, int] = {}
+        self.links: dict[Element, int] = {}
+        self.inline: dict[Element, int] = {}
+        self.commas: dict[Element, int] = {}
+        text_of = self.text
+        links_of = self.links
+        inline_of = self.inline
+        commas_of = self.commas
         # The elements holding a paragraph, code, a quote or a table (a figure that does is
         # content, not an illustration).
         self.holds_text: set[Element] = set()
         holds_text = self.holds_text
+        # The running text under each element: the inline runs of its blocks (paragraphs,
+        # items, cells, code) that are long enough and not mostly links.
+        self.prose: dict[Element, int] = {}
+        prose_of = self.prose
         # A walk with start and end events: each element's sums are open on a stack while
         # its subtree is walked, and handed to its parent (the next on the stack) at its end.
         # One step per element, no lookup of a parent or of pending sums.
-        stack: list[list[int]] = []
-        elements: list[Element] = []
+        self.parent: dict[Element, Element] = {}
+        parent_of = self.parent
+        stack: list[list[Any]] = []
         for event, element in etree.iterwalk(root, events=("start", "end")):
             if event == "start":
-                stack.append([0, 0, 0, 0, 0, 0, 0])
-                elements.append(element)
+                if stack:
+                    parent_of[element] = stack[-1][7]
+                stack.append([0, 0, 0, 0, 0, 0, 0, element])
                 continue
-            length, links, inline, inline_links, commas, prose, holds = stack.pop()
-            elements.pop()
+            length, links, inline, inline_links, commas, prose, holds, _ = stack.pop()
             tag = element.tag
             own = element.text
             if own:
@@ -268,13 +245,12 @@ class _Stats:
             if tag == "a":
                 links = length
                 inline_links = inline
-            index[element] = len(parents)
-            parents.append(elements[-1] if elements else None)
-            text_of.append(length)
-            links_of.append(links)
-            inline_of.append(inline)
-            inline_links_of.append(inline_links)
-            commas_of.append(commas)
+            text_of[element] = length
+            if links:
+                links_of[element] = links
+            if inline >= _MIN_BLOCK:
+                inline_of[element] = inline
+                commas_of[element] = commas
             if holds:
                 holds_text.add(element)
             if (
@@ -289,7 +265,7 @@ class _Stats:
             elif tag == "li" and links >= _TEASER_LINKS * length:
                 # So is an item whose summary sits in its own paragraph under a linked title.
                 prose = 0
-            prose_of.append(prose)
+            prose_of[element] = prose
             if not stack:
                 break
             into = stack[-1]
@@ -308,13 +284,6 @@ class _Stats:
                 into[0] += tail_length
                 into[2] += tail_length
                 into[4] += tail.count(",")
-        self.text = _Column(index, text_of)
-        self.links = _Column(index, links_of)
-        self.inline = _Column(index, inline_of)
-        self.inline_links = _Column(index, inline_links_of)
-        self.commas = _Column(index, commas_of)
-        self.prose = _Column(index, prose_of)
-        self.parent = _Parents(index, parents)
 
     def density(self, element: Element) -> float:
         length = self.text.get(element, 0)
@@ -326,7 +295,11 @@ def _words(element: Element) -> str:
 
 
 def _class_weight(element: Element) -> int:
-    return _words_weight(element.get("class")) + _words_weight(element.get("id"))
+    names = element.get("class")
+    ident = element.get("id")
+    if names is None and ident is None:
+        return 0  # most elements: no call of the cached weighing
+    return _words_weight(names) + _words_weight(ident)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -366,7 +339,13 @@ def _chrome_kind(element: Element, stats: _Stats) -> int:
 @functools.lru_cache(maxsize=4096)
 def _chrome_words(words: str) -> int:
     # Pages repeat their class names; the cache spares the regexes most of their work.
-    content = _CONTENT_WORDS.search(words)
+    # A content word counts only in a name without a word for other pages or for acting on
+    # this one: beside such a word it says what is promoted or shared ("related-posts",
+    # "post-share", "article-most-popular"), not that the element is the content. (A
+    # post's own parts keep it: "entry-date", "post-author" may wrap the post.)
+    content = any(
+        _CONTENT_WORDS.search(name) and not _PROMOTION_WORDS.search(name) for name in words.split()
+    )
     if _THREAD_WORDS.search(words) and (not content or _THREAD_NAMES.search(words)):
         return 3
     return 1 if _CHROME_WORDS.search(words) and not content else 0
@@ -376,34 +355,24 @@ def _drop_all(doomed: list[Element]) -> None:
     """Remove the `doomed` elements (in document order, none inside another) but keep their
     tail text in place.
 
-    A tail goes to the nearest kept sibling before it, or to the parent's text. The tails
-    bound for one place are joined once at the end: appending each to a growing string would
-    copy it again for every removed sibling, quadratic in a run of thousands of them.
+    A tail goes to the nearest kept sibling before it, or to the parent's text: removed in
+    document order, the earlier of a run of removed siblings are gone when a later one is,
+    so its previous sibling is the one kept. The tails bound for one place are joined once
+    at the end: appending each to a growing string would copy it again for every removed
+    sibling, quadratic in a run of thousands of them.
     """
-    gone = set(doomed)
-    # element -> the kept sibling (or the parent, as text) that receives its tail
-    anchor: dict[Element, tuple[Element, bool]] = {}
     pieces: dict[tuple[Element, bool], list[str]] = {}
     for element in doomed:
         parent = element.getparent()
         if parent is None:
             continue
         previous = element.getprevious()
-        if previous is None:
-            target = (parent, True)
-        elif previous in gone:
-            target = anchor.get(previous, (parent, True))
-        else:
-            target = (previous, False)
-        anchor[element] = target
         tail = element.tail
         if tail:
+            target = (parent, True) if previous is None else (previous, False)
             pieces.setdefault(target, []).append(tail)
-    for element in doomed:
-        parent = element.getparent()
-        if parent is not None:
             element.tail = None
-            parent.remove(element)
+        parent.remove(element)
     for (element, as_text), texts in pieces.items():
         if as_text:
             element.text = (element.text or "") + "".join(texts)
@@ -447,8 +416,12 @@ def _remove_chrome(body: Element, stats: _Stats) -> bool:
     while heading is not None and heading is not body:
         titled.add(heading)
         heading = stats.parent.get(heading)
-    doomed: set[Element] = set()
-    for element in body.iterdescendants():
+    # Walked in document order, a removed element's subtree skipped: what it holds goes with
+    # it, and the list is of the outermost ones only.
+    doomed: list[Element] = []
+    walk = etree.iterwalk(body, events=("start",))
+    next(walk)  # the body itself
+    for _, element in walk:
         kind = _chrome_kind(element, stats)
         if kind == 3 and element in titled:
             kind = 1
@@ -461,9 +434,9 @@ def _remove_chrome(body: Element, stats: _Stats) -> bool:
             )
             or (kind == 3 and (not prose or stats.prose[element] < thread_guard))
         ):
-            doomed.add(element)
-    if doomed:
-        _drop_all(_outermost(body, doomed))
+            doomed.append(element)
+            walk.skip_subtree()
+    _drop_all(doomed)
     return bool(doomed)
 
 
@@ -471,7 +444,9 @@ def _block_text(element: Element) -> str:
     return str(element.xpath("string()"))
 
 
-def _score_candidates(body: Element, stats: _Stats) -> tuple[dict[Element, float], _Column]:
+def _score_candidates(
+    body: Element, stats: _Stats
+) -> tuple[dict[Element, float], dict[Element, int]]:
     """Each container's score, and the length of the paragraph text under each element."""
     scores: dict[Element, float] = {}
 
@@ -486,15 +461,20 @@ def _score_candidates(body: Element, stats: _Stats) -> tuple[dict[Element, float
 
     parent_of = stats.parent
     inline_of = stats.inline
+    commas_of = stats.commas
+    # In document order (the order breaks ties between equal scores); `inline` holds only
+    # the runs long enough to score, so the others cost a lookup.
     for element in body.iter():
-        tag = element.tag
-        length = inline_of[element]
-        if length < _MIN_BLOCK or tag not in BLOCK_ELEMENTS or tag in _UNSCORED:
+        length = inline_of.get(element, 0)
+        if length < _MIN_BLOCK:
             continue
-        score = 1.0 + stats.commas[element] + min(length // 100, 3)
+        tag = element.tag
+        if tag not in BLOCK_ELEMENTS or tag in _UNSCORED:
+            continue
+        score = 1.0 + commas_of[element] + min(length // 100, 3)
         if tag in _BLOCK_TAGS and tag != "p":
             # Text straight inside a container is a paragraph of that container.
-            scores[element] = scores.get(element, initial(element)) + score
+            scores[element] = (scores[element] if element in scores else initial(element)) + score
         ancestor = parent_of.get(element)
         level = 0
         while ancestor is not None and level < 5:
@@ -504,11 +484,17 @@ def _score_candidates(body: Element, stats: _Stats) -> tuple[dict[Element, float
             scores[ancestor] += score / divider
             ancestor = parent_of.get(ancestor)
             level += 1
-    weighed = {element: score * (1 - stats.density(element)) for element, score in scores.items()}
+    text_of = stats.text
+    links_of = stats.links
+    weighed = {
+        element: score * (1 - links_of.get(element, 0) / length) if length else score
+        for element, score in scores.items()
+        for length in (text_of.get(element, 0),)
+    }
     return weighed, stats.prose
 
 
-def _narrow(top: Element, good: _Column) -> Element:
+def _narrow(top: Element, good: dict[Element, int]) -> Element:
     """The descendant of `top` that holds nearly all its paragraph text."""
     while True:
         total = good.get(top, 0)
@@ -531,7 +517,9 @@ def _ancestors(element: Element) -> list[Element]:
     return chain
 
 
-def _merge_parts(top: Element, best: float, scores: dict[Element, float], good: _Column) -> Element:
+def _merge_parts(
+    top: Element, best: float, scores: dict[Element, float], good: dict[Element, int]
+) -> Element:
     """A container of `top` and the other parts of a story split across containers.
 
     A page may cut its story into chunks (around advertisements, a lead and a body, the
@@ -562,7 +550,9 @@ def _merge_parts(top: Element, best: float, scores: dict[Element, float], good: 
     return top
 
 
-def _climb(top: Element, best: float, scores: dict[Element, float], good: _Column) -> Element:
+def _climb(
+    top: Element, best: float, scores: dict[Element, float], good: dict[Element, int]
+) -> Element:
     """An ancestor of `top` that scores well in its own right and of whose paragraph text
     `top` holds less than 60 %: the page's content is larger than its best part (a
     reference page's description, its sections and its lists of items)."""
@@ -579,7 +569,7 @@ def _climb(top: Element, best: float, scores: dict[Element, float], good: _Colum
     return top
 
 
-def _container_of(top: Element, good: _Column) -> Element:
+def _container_of(top: Element, good: dict[Element, int]) -> Element:
     """An article (or articleBody) around `top` when `top` holds less than 80 % of its
     paragraph text."""
     ancestor = top.getparent()
@@ -627,8 +617,8 @@ _CLEANED: Final = frozenset({"div", "section", "ul", "ol", "table", "dl", "figur
 def _clean(
     elements: Iterable[Element],
     scores: dict[Element, float],
-    good: _Column,
-    stats_text: _Column,
+    good: dict[Element, int],
+    stats_text: dict[Element, int],
 ) -> None:
     """Remove the chrome-like parts left inside the main block (readability's conditional
     cleaning, in spirit).
@@ -670,6 +660,7 @@ def _clean(
             if not stack:
                 remaining = total[0]
                 break
+            into = stack[-1]
             if (tag == "p" and total[0] and total[1] >= 0.8 * total[0]) or (
                 tag in _CLEANED
                 and not (keep and good.get(element, 0) >= keep)
@@ -678,10 +669,13 @@ def _clean(
                 # A paragraph that is (almost) only a link promotes another page: "Read
                 # more: …"; the other parts are judged by their counts.
                 gone.add(element)
-            into = stack[-1]
-            if element not in gone:
-                for index in range(6):
-                    into[index] += total[index]
+            else:
+                into[0] += total[0]
+                into[1] += total[1]
+                into[2] += total[2]
+                into[3] += total[3]
+                into[4] += total[4]
+                into[5] += total[5]
             tail = element.tail
             if tail:
                 into[0] += len(tail.strip())
@@ -690,7 +684,8 @@ def _clean(
             # Cleaning would leave almost nothing: the block is a page of teasers or links
             # (an index, a directory), and its parts are its content.
             continue
-        _drop_all(_outermost(root, gone))
+        if gone:
+            _drop_all(_outermost(root, gone))
 
 
 def _should_drop(element: Element, scores: dict[Element, float], counts: list[int]) -> bool:
@@ -739,9 +734,7 @@ def select_main_block(root: Element) -> MainBlock:
     heading = _first_heading(body)
     stats = _Stats(body)
     if _remove_chrome(body, stats):
-        # The lengths are measured again without the chrome (one more linear pass); the old
-        # ones go first, so that two sets are never alive at once (issue 23).
-        del stats
+        # The lengths are measured again without the chrome (one more linear pass).
         stats = _Stats(body)
     scores, good = _score_candidates(body, stats)
     if not scores:

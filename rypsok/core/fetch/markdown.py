@@ -24,7 +24,7 @@ from lxml import etree
 
 from rypsok.core.boundary import INVISIBLE_RANGES, remove_invisible
 from rypsok.core.model import Reason
-from rypsok.core.search.urls import returned_url
+from rypsok.core.search.urls import MAX_URL_CHARS, returned_url
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -97,7 +97,6 @@ BLOCK_ELEMENTS: Final = frozenset(
 )
 
 _HEADINGS: Final = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
-_SPACE: Final = re.compile(r"\s+")
 # Marks a hard line break inside inline text until the whitespace is collapsed; NUL never
 # survives the parser (libxml2 replaces it), and text nodes are scrubbed of it anyway.
 _BREAK: Final = "\x00"
@@ -145,6 +144,12 @@ def link_target(base_url: str, href: str) -> str | None:
     THR-24, tracking parameters removed). A target web_search would not return (a host
     web_fetch refuses, credentials, longer than LIM-F9) keeps only the link's text.
     """
+    target = _target(base_url, href)
+    return None if target is None else target[0]
+
+
+def _target(base_url: str, href: str) -> tuple[str, int] | None:
+    """`link_target`'s answer, and the length of the URL it was checked against LIM-F9 at."""
     url = absolute_http_url(base_url, href)
     if url is None:
         return None
@@ -157,43 +162,77 @@ def link_target(base_url: str, href: str) -> str | None:
     if isinstance(shown, Reason):
         return None
     # A reader decodes character references in a target too: "&lt;" would become "<".
-    return _REFERENCE_IN_URL.sub("\\\\&", shown)
+    return _REFERENCE_IN_URL.sub("\\\\&", shown), len(shown)
 
 
-# A paragraph longer than this is collapsed in pieces cut before a character that is not
-# white space (so that no run is split, and the result is the same): one substitution over a
-# paragraph of 5 MB held the GIL 0.25 to 0.5 s, the event loop unable to end a call (issue 23).
-_COLLAPSE_PIECE: Final = 65536
-_NOT_SPACE: Final = re.compile(r"\S")
+# A link written as a plain path from the root of its site, or as an http(s) origin and such
+# a path: none of what resolving, encoding or returning changes in a path (no dot segment,
+# no empty segment, no parameters, query or fragment, nothing to percent-encode or to
+# escape). Its target is the target of its site's root ("/") with the path in place of the
+# "/", so the work of resolving is done once per site, not once per link (a page of 100,000
+# links spent two seconds on it).
+_PLAIN_LINK: Final = re.compile(
+    r"((?:https?://[A-Za-z0-9.:-]+)?)(/[A-Za-z0-9_~!$'*+,=:@%&./-]*)", re.ASCII
+)
+# Distinct sites remembered for one page; links to others are resolved one by one.
+_SITES_REMEMBERED: Final = 256
 
 
-def _collapse(text: str) -> str:
-    if len(text) <= _COLLAPSE_PIECE:
-        return _SPACE.sub(" ", text)
-    parts = []
-    start = 0
-    while start < len(text):
-        after = _NOT_SPACE.search(text, start + _COLLAPSE_PIECE)
-        end = len(text) if after is None else after.start()
-        parts.append(_SPACE.sub(" ", text[start:end]))
-        start = end
-    return "".join(parts)
+class _LinkTargets:
+    """`link_target` for the links of one page, the common plain ones at the cost of a
+    match (the shared work cached per site)."""
+
+    __slots__ = ("base_url", "sites")
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        # origin as written ("" for a path from the base's root) -> the root's target with
+        # its final "/" off and LIM-F9's room left for the path, or None (no target).
+        self.sites: dict[str, tuple[str, int] | None] = {}
+
+    def target(self, href: str) -> str | None:
+        match = _PLAIN_LINK.fullmatch(href)
+        if match is None or "//" in match.group(2) or "/." in match.group(2):
+            return link_target(self.base_url, href)
+        origin, path = match.groups()
+        if origin in self.sites:
+            site = self.sites[origin]
+        elif len(self.sites) >= _SITES_REMEMBERED:
+            return link_target(self.base_url, href)
+        else:
+            root = _target(self.base_url, origin + "/")
+            site = self.sites[origin] = (
+                None
+                if root is None or not root[0].endswith("/")
+                else (root[0][:-1], MAX_URL_CHARS - (root[1] - 1))
+            )
+        if site is None or len(path) > site[1]:
+            return None
+        return site[0] + path
 
 
 def _finish_inline(parts: list[str]) -> str:
-    text = _collapse("".join(parts))
+    # Each line's white space collapsed and its ends stripped: str.split() splits at the
+    # white space `\s` matches (Unicode's), and is several times quicker than the regex.
+    text = "".join(parts)
     if _BREAK in text:
-        text = "\n".join(escape_line_start(line.strip()) for line in text.split(_BREAK))
+        text = "\n".join(escape_line_start(" ".join(line.split())) for line in text.split(_BREAK))
         # Line breaks in a row are at most one blank line.
         return _BLANK_LINES.sub("\n\n", text).strip()
-    return escape_line_start(text.strip())
+    return escape_line_start(" ".join(text.split()))
 
 
 class _Writer:
     def __init__(
-        self, base_url: str, seen_alts: set[str] | None = None, *, inline_only: bool = False
+        self,
+        base_url: str,
+        seen_alts: set[str] | None = None,
+        *,
+        inline_only: bool = False,
+        links: _LinkTargets | None = None,
     ) -> None:
         self.base_url = base_url
+        self.links = _LinkTargets(base_url) if links is None else links
         # Alternative texts already written: a picture repeated (share buttons, carousels)
         # says nothing new the second time.
         self.seen_alts: set[str] = set() if seen_alts is None else seen_alts
@@ -213,7 +252,7 @@ class _Writer:
 
     def child_blocks(self, element: etree._Element) -> list[str]:
         """The blocks of `element`'s content, written by a fresh writer."""
-        writer = _Writer(self.base_url, self.seen_alts)
+        writer = _Writer(self.base_url, self.seen_alts, links=self.links)
         writer.children(element)
         writer.flush()
         return writer.blocks
@@ -290,7 +329,12 @@ class _Writer:
     # Inline -----------------------------------------------------------------------------
 
     def inline_text(self, element: etree._Element) -> str:
-        writer = _Writer(self.base_url, self.seen_alts, inline_only=True)
+        if not len(element):
+            # Text alone (most links, cells and headings): what a writer would make of it,
+            # without making one.
+            own = element.text
+            return _finish_inline([escape_text(own.replace(_BREAK, ""))]) if own else ""
+        writer = _Writer(self.base_url, self.seen_alts, inline_only=True, links=self.links)
         writer.children(element)
         # Block content inside an inline context (a div in a heading) is joined by spaces.
         writer.flush()
@@ -313,7 +357,7 @@ class _Writer:
             href = element.get("href")
             # A link within the page (an anchor, a table of contents) is only its text.
             url = (
-                link_target(self.base_url, href)
+                self.links.target(href)
                 if href is not None and not href.strip().startswith("#")
                 else None
             )
@@ -328,7 +372,7 @@ class _Writer:
                 self.inline.append(f"[{text.replace(chr(10), ' ')}]({url})")
             return
         if tag == "code" and not _has_block_child(element):
-            text = _nfc(_collapse(element.xpath("string()")).strip())
+            text = _nfc(" ".join(str(element.xpath("string()")).split()))
             if text:
                 last = self._last_visible()
                 if last is not None and self.inline[last[0]][last[1]] == "`":
@@ -372,7 +416,7 @@ class _Writer:
             self.blocks.append("\n".join(items))
 
     def child_blocks_of(self, element: etree._Element) -> list[str]:
-        writer = _Writer(self.base_url, self.seen_alts)
+        writer = _Writer(self.base_url, self.seen_alts, links=self.links)
         writer.node(element)
         writer.flush()
         return writer.blocks
@@ -413,6 +457,14 @@ class _Writer:
         leaves the others empty.
         """
         rows = _rows(element)
+        # The shape is checked first, without the cells' text: a table that turns out to be
+        # a layout or too large costs no writing of cells that are then written again as
+        # blocks (and leaves no picture marked as written).
+        if self._grid(rows, write=False) is None:
+            return None
+        return self._grid(rows, write=True)
+
+    def _grid(self, rows: list[etree._Element], *, write: bool) -> list[list[str]] | None:
         grid: list[list[str]] = []
         # Columns taken by a cell of an earlier row: column -> (text, rows still to take).
         carried: dict[int, tuple[str, int]] = {}
@@ -427,7 +479,7 @@ class _Writer:
                     return None
                 while len(line) in carried:
                     line.append(carried[len(line)][0])
-                text = _escape_pipes(self.inline_text(cell).replace("\n", " "))
+                text = _escape_pipes(self.inline_text(cell).replace("\n", " ")) if write else ""
                 columns = _span(cell.get("colspan"), MAX_COLSPAN) or 1
                 down = _span(cell.get("rowspan"), MAX_ROWSPAN)
                 if down == 0:
@@ -560,7 +612,8 @@ def escape_line_start(line: str) -> str:
     first = 0
     while first < len(line) and (line[first].isspace() or _is_invisible(line[first])):
         first += 1
-    if first == len(line):
+    if first == len(line) or line[first].isalpha():
+        # (A visible letter first starts no block: most lines, decided without a copy.)
         return line
     # The first characters decide, looked at as the agent will see them.
     seen = _strip_invisible(line[first : first + 80])
@@ -687,11 +740,19 @@ def _code_language(element: etree._Element) -> str:
 
 
 _NOT_ALNUM: Final = re.compile(r"[\W_]+")
+# An alternative text that is a file name of its own ("IMG_3886.jpg", "performance.png"):
+# one word ending in an image format's extension, whatever file the image shows now (a
+# lazy-loaded or resized copy has another name than the one the author uploaded).
+_FILE_NAME: Final = re.compile(
+    r"[^\s/]+\.(?:jpe?g|png|gif|webp|avif|bmp|svg|tiff?|heic|ico)", re.IGNORECASE
+)
 
 
 def _names_the_file(alt: str, src: str | None) -> bool:
-    """Whether an alternative text is only the image's file name (a publishing tool's
-    default), which describes nothing."""
+    """Whether an alternative text is only a file name (the image's own, or any image
+    file's: a publishing tool's default), which describes nothing."""
+    if _FILE_NAME.fullmatch(alt) is not None:
+        return True
     if not src:
         return False
     stem = src.split("?", 1)[0].split("#", 1)[0].rsplit("/", 1)[-1].rsplit(".", 1)[0]
