@@ -553,6 +553,10 @@ _BASE: Final = "https://example.org/a/b?x=1"
         ("//news.example.net/x", "https://news.example.net/x"),
         ("\\\\news.example.net\\x?q=\\", "https://news.example.net/x?q=\\"),
         ("https://EXAMPLE.org./z", "https://example.org/z"),
+        # A scheme starts with a letter and holds only letters, digits, "+", "-" and ".":
+        # anything else before the first colon is a relative path, as a browser reads it.
+        ("1a:b", "https://example.org/a/1a:b"),
+        ("a_b:c", "https://example.org/a/a_b:c"),
     ],
 )
 def test_req_sec_008_a_location_is_read_relative_to_the_url_that_answered(
