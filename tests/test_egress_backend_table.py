@@ -62,15 +62,24 @@ async def test_req_sec_007_the_system_resolvers_answer_is_read_as_addresses(
         stream = socket.SOCK_STREAM
         return [
             (socket.AF_INET6, stream, 6, "", ("fe80::1%eth0", 443, 0, 2)),  # a scope
-            (socket.AF_INET, stream, 6, "", ("192.0.2.7", 443)),
-            (socket.AF_INET, stream, 6, "", ("192.0.2.7", 443)),  # the same again
             (socket.AF_UNIX, stream, 0, "", "/run/x.sock"),  # not an Internet address
+            (socket.AF_INET, stream, 6, "", ("192.0.2.7", 443)),
             (socket.AF_INET, stream, 6, "", ("not-an-address", 443)),
+            (socket.AF_INET, stream, 6, "", ("192.0.2.7", 443)),  # the same again
+            # Another family is never read as an address, whatever its entry holds (a
+            # resolver an embedding host installs in Trio may answer anything).
+            (socket.AF_UNIX, stream, 0, "", ("192.0.2.66", 0)),
+            (socket.AF_INET6, stream, 6, "", ("2001:db8::5", 443, 0, 0)),
         ]
 
     monkeypatch.setattr(trio.socket, "getaddrinfo", getaddrinfo)
     answer = await SystemResolver().resolve("site.example", 443)
-    assert answer == [ipaddress.ip_address("fe80::1"), ipaddress.ip_address("192.0.2.7")]
+    # Every address after a passed-over entry is still read, in the answer's order.
+    assert answer == [
+        ipaddress.ip_address("fe80::1"),
+        ipaddress.ip_address("192.0.2.7"),
+        ipaddress.ip_address("2001:db8::5"),
+    ]
 
 
 async def _pair() -> tuple[trio.SocketStream, trio.SocketStream, trio.SocketListener]:
@@ -288,3 +297,14 @@ async def test_req_sec_011_a_timeout_at_or_after_the_callers_deadline_leaves_it_
             await operation
         assert outer.cancelled_caught
         assert trio.current_time() - start == pytest.approx(4.0)
+
+
+async def test_req_sec_007_the_backends_sleep_is_trios_own(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # httpcore waits through its backend (between connection retries): the wait is Trio's,
+    # so that it honours cancellation and the test clock like every other wait of a call.
+    backend = EgressBackend(EgressPolicy(), resolver=_ListResolver([]))
+    start = trio.current_time()
+    await backend.sleep(7.5)
+    assert trio.current_time() - start == pytest.approx(7.5)

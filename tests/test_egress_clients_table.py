@@ -412,3 +412,32 @@ async def test_req_res_008_through_a_proxy_the_request_and_its_credentials_go_to
     (seen,) = proxy.requests
     assert seen.target == "http://api.provider-of-search.net/x"
     assert seen.header("proxy-authorization") == "Basic dXNlcjpzZWNyZXQ="
+
+
+async def test_req_res_008_an_https_proxy_is_verified_with_the_processs_trust_store() -> None:
+    # The operator's proxy over TLS: its certificate is checked against the same trust
+    # context as every other connection (here a test authority's), not a library's own
+    # bundle, which does not hold that authority and would refuse the proxy.
+    from fetch_helpers import Authority
+
+    authority = Authority()
+    async with serve_http(
+        default=Reply(body=b"via tls proxy"), tls=authority.server_context("proxy.example.net")
+    ) as proxy:
+        policy = EgressPolicy(allow_http=True, ports=frozenset({80, proxy.port})).with_allow(
+            "127.0.0.1"
+        )
+        transport = EgressTransport(
+            policy,
+            ssl_context=authority.client_context(),
+            resolver=MapResolver({"proxy.example.net": ["127.0.0.1"]}),
+            allowed_headers=None,
+            proxy=(f"https://proxy.example.net:{proxy.port}", None),
+        )
+        response = await transport.handle_core(_core_get("http://api.provider-of-search.net/x"))
+        body = await response.aread()
+        await response.aclose()
+        await transport.aclose()
+    assert body == b"via tls proxy"
+    (seen,) = proxy.requests
+    assert seen.target == "http://api.provider-of-search.net/x"

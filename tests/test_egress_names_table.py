@@ -109,3 +109,17 @@ def test_req_sec_006_hosts_that_are_read(text: str, host: Host) -> None:
 )
 def test_req_sec_006_a_host_is_written_back_as_in_a_url(host: Host, text: str) -> None:
     assert host.text == text
+
+
+def test_req_sec_006_a_name_of_253_characters_is_read_and_one_longer_refused() -> None:
+    # RFC 1035's bound on a name written in text, its root dot not counted.
+    longest = ".".join(("a" * 63, "b" * 63, "c" * 63, "d" * 61))
+    assert len(longest) == 253
+    assert parse_host(longest) == Host(name=longest)
+    assert parse_host(longest + ".") == Host(name=longest)
+    assert parse_host(longest + "e") is Refusal.MALFORMED_HOST
+
+
+def test_req_sec_006_an_empty_text_is_no_number_form() -> None:
+    assert parse_ipv4_number_form("") is None
+    assert parse_ipv4_number_form(".") is None

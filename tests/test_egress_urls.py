@@ -553,6 +553,10 @@ _BASE: Final = "https://example.org/a/b?x=1"
         ("//news.example.net/x", "https://news.example.net/x"),
         ("\\\\news.example.net\\x?q=\\", "https://news.example.net/x?q=\\"),
         ("https://EXAMPLE.org./z", "https://example.org/z"),
+        # A scheme starts with a letter and holds only letters, digits, "+", "-" and ".":
+        # anything else before the first colon is a relative path, as a browser reads it.
+        ("1a:b", "https://example.org/a/1a:b"),
+        ("a_b:c", "https://example.org/a/a_b:c"),
     ],
 )
 def test_req_sec_008_a_location_is_read_relative_to_the_url_that_answered(
@@ -657,6 +661,10 @@ def test_req_sec_008_a_location_is_read_without_tabs_and_newlines(location: str,
         ("https://exa%20mple.org/", Refusal.MALFORMED_HOST),  # a space, decoded
         ("https://1.2.3.4.5/", Refusal.MALFORMED_HOST),  # five numbers are no address
         ("https://" + "a" * 64 + ".org/", Refusal.MALFORMED_HOST),  # a label over 63
+        # The authority ends at the first "?" or "#", even right after the slashes: the
+        # host is empty, and the "@" after it belongs to the query or fragment.
+        ("https://?@example.org/", Refusal.MALFORMED_HOST),
+        ("https://#@example.org/", Refusal.MALFORMED_HOST),
     ],
 )
 def test_req_sec_006_host_reading_edges(url: str, refusal: Refusal) -> None:
@@ -666,3 +674,22 @@ def test_req_sec_006_host_reading_edges(url: str, refusal: Refusal) -> None:
 def test_req_sec_006_a_label_of_63_characters_is_a_name() -> None:
     assert _target("https://" + "a" * 63 + ".org/").host == "a" * 63 + ".org"
     assert _target("https://1.2.3.0x/").host == "1.2.3.0"  # the last part in hexadecimal
+
+
+def test_req_sec_009_port_zero_is_a_port_and_not_one_of_lim_f8() -> None:
+    # Any run of zeros is the number zero: read, then refused as a port not admitted.
+    for url in ("https://example.org:0/", "https://example.org:000/"):
+        assert _denied(url).refusal is Refusal.PORT
+
+
+def test_req_sec_006_a_deny_rule_for_ipv6_refuses_an_ipv4_mapped_address_as_written() -> None:
+    # A deny rule matches the address in either form: as written (IPv6) and as canonical.
+    policy = EgressPolicy(deny=(parse_egress_rule("::/0"),))
+    assert _denied("https://[::ffff:93.184.215.14]/", policy).refusal is Refusal.DENY_RULE
+    assert _target("https://93.184.215.14/", policy).host == "93.184.215.14"
+
+
+def test_req_sec_006_only_slashes_are_skipped_before_the_host() -> None:
+    # Any run of slashes and backslashes, and nothing else: the letters after it are the host.
+    assert _target("https://XY.example.org/").host == "xy.example.org"
+    assert _target("https:/\\/Xn.example.org/").host == "xn.example.org"

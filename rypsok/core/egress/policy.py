@@ -78,8 +78,8 @@ class Target:
     port: int
     path: str
     address: Address | None = None
-    upgraded: bool = False
-    allowed_by_rule: bool = False
+    upgraded: bool
+    allowed_by_rule: bool
 
     @property
     def authority(self) -> str:
