@@ -63,9 +63,9 @@ MEMORY_MAX_BYTES: Final = 256 * MIB  # LIM-M5: MemoryMax of the documented unit
 # less the process at rest (57 MiB) and the four bodies, halved (two parses at once): links to
 # the node bound with one character beyond U+FFFF (the decoded text four bytes a character)
 # 117 MiB (lxml's tree of the links is 70), the same without it 103, behind a <nav> 98; 5 MiB
-# of plain text with such a character 89 MiB, 18 bytes a byte of page; prose 52. With glibc's
+# of plain text with such a character 89 MiB, 18 bytes a byte of page; prose 47. With glibc's
 # mmap threshold fixed and a trim after each large parse (rypsok/shared/allocator.py) two
-# parses cost what two alone do; before, the arenas kept up to 40 MiB more a parse. Rounded
+# parses cost what two alone do; before, the arenas kept up to 43 MiB more a parse. Rounded
 # up: 123 MiB a parse of a 5 MiB page.
 AT_REST_BYTES: Final = 58 * MIB
 PARSE_FIXED_BYTES: Final = 4 * MIB
