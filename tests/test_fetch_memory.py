@@ -5,9 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from fetch_helpers import Authority, fetch_config, fetching_rypsok
+from fetch_sites import Page, serve_site
+
 from rypsok.config import memory
 from rypsok.config.check import run_check
 from rypsok.config.load import load_config_text
+from rypsok.core.fetch import pipeline
+from rypsok.core.model import FetchRequest
 
 if TYPE_CHECKING:
     import pytest
@@ -89,3 +94,29 @@ def test_req_perf_003_another_build_gets_the_figure_without_a_warning(
     (line,) = [line for line in lines if line.startswith("rypsok: memory")]
     assert "not measured for PyPy on darwin" in line
     assert not any("warning: memory" in line for line in lines)
+
+
+async def test_req_perf_003_a_large_pages_parse_hands_its_freed_memory_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A parse of a body of TRIM_AFTER_BYTES or more ends with one malloc_trim, in its own
+    thread once its tree is freed; a small page's parse (most of them) costs none (issue
+    23.2)."""
+    trims: list[int] = []
+    monkeypatch.setattr(pipeline, "_TRIM", lambda: trims.append(1))
+    paragraph = "<p>" + "words of a long page " * 40 + "</p>\n"
+    large = "<html><body><main>" + paragraph * (pipeline.TRIM_AFTER_BYTES // len(paragraph) + 1)
+    small = "<html><body><main>" + paragraph * 4
+    authority = Authority()
+    routes = {
+        "/large": Page.html(large + "</main></body></html>"),
+        "/small": Page.html(small + "</main></body></html>"),
+        "/robots.txt": Page.text("User-agent: *\nAllow: /\n"),
+    }
+    async with serve_site(routes, tls=authority.server_context("example.org")) as site:
+        rypsok, _, _ = fetching_rypsok(fetch_config(), {"example.org": site}, authority=authority)
+        async with rypsok:
+            await rypsok.fetch(FetchRequest(url="https://example.org/small"))
+            assert trims == []
+            await rypsok.fetch(FetchRequest(url="https://example.org/large"))
+            assert trims == [1]

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import errno
 import json
-import os
 import socket
-import sys
 from typing import Any
 
 import h2.config
@@ -42,7 +40,6 @@ from rypsok.mcp.listener import (
     TRIM_QUIET_S,
     _Connection,
     listening_socket,
-    malloc_trim,
 )
 
 
@@ -767,16 +764,3 @@ async def test_req_perf_003_a_few_closed_connections_cost_no_trim() -> None:
         await _wait_for(lambda: server.listener.connections == 0)
         await trio.sleep(TRIM_QUIET_S + 0.3)
     assert trims == []
-
-
-def test_req_perf_003_malloc_trim_is_glibcs_on_linux_and_absent_elsewhere(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    trim = malloc_trim()
-    if sys.platform == "linux" and os.confstr("CS_GNU_LIBC_VERSION"):
-        assert trim is not None
-        assert trim() in (0, 1)  # 1: memory was released, 0: there was none to release
-    monkeypatch.setattr(os, "confstr", lambda name: None)  # musl has no glibc version
-    assert malloc_trim() is None
-    monkeypatch.setattr(sys, "platform", "darwin")
-    assert malloc_trim() is None

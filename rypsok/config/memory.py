@@ -19,7 +19,8 @@ its thread ends, an abandoned one too (rypsok/core/fetch/slots.py): so however m
 wait, the bodies and the parses alive are the ones counted here (issue 23).
 
 The constants are measured for the build rypsok runs as, because the interpreter and the
-allocator decide how much a process holds after a parse: here CPython on Linux with glibc,
+allocator decide how much a process holds after a parse: here CPython on Linux with glibc
+(with the allocator settings of rypsok/shared/allocator.py),
 measured one parse at a time and by `tools/measure-memory --suite` (every page shape with four
 calls from four hosts and the costliest with 80 at once, 5 MiB pages, the worst shapes of
 issue 23 among them) and rounded up so that the estimate is above every measured peak
@@ -57,18 +58,19 @@ MIB: Final = 1024 * 1024
 KIB: Final = 1024
 MEMORY_MAX_BYTES: Final = 256 * MIB  # LIM-M5: MemoryMax of the documented unit
 
-# CPython 3.11 on Linux, glibc (book/maintainers/measurements.md, "The worst page shapes").
-# At rest 38 to 46 MiB. Per parse, the peak of `tools/measure-memory --suite` less the process
-# at rest and the four bodies, halved (two parses at once; the threads' allocator arenas make
-# it more than one parse measured alone): 5 MiB of plain text with one character beyond
-# U+FFFF (the decoded text four bytes a character) 132 MiB, 26 bytes a byte of page (alone:
-# 89 MiB); links to the node bound with such a character 130 MiB (alone: 125, of which lxml's
-# tree of the links is 70), the same without it 110, behind a <nav> 105, prose 60. Rounded
-# up: 135 MiB a parse of a 5 MiB page.
-AT_REST_BYTES: Final = 46 * MIB
+# CPython 3.11 on Linux, glibc (book/maintainers/measurements.md, "Issue 23.2: the allocator
+# after a parse"). At rest 42 to 58 MiB. Per parse, the peak of `tools/measure-memory --suite`
+# less the process at rest (57 MiB) and the four bodies, halved (two parses at once): links to
+# the node bound with one character beyond U+FFFF (the decoded text four bytes a character)
+# 117 MiB (lxml's tree of the links is 70), the same without it 103, behind a <nav> 98; 5 MiB
+# of plain text with such a character 89 MiB, 18 bytes a byte of page; prose 47. With glibc's
+# mmap threshold fixed and a trim after each large parse (rypsok/shared/allocator.py) two
+# parses cost what two alone do; before, the arenas kept up to 43 MiB more a parse. Rounded
+# up: 123 MiB a parse of a 5 MiB page.
+AT_REST_BYTES: Final = 58 * MIB
 PARSE_FIXED_BYTES: Final = 4 * MIB
-PARSE_TENTHS_PER_BYTE: Final = 260  # the part of a parse of text that grows with the page
-NODE_BOUND_BYTES: Final = 96 * MIB  # a tree at LIM-F10 and LIM-F17, measured, selected, written
+PARSE_TENTHS_PER_BYTE: Final = 180  # the part of a parse of text that grows with the page
+NODE_BOUND_BYTES: Final = 84 * MIB  # a tree at LIM-F10 and LIM-F17, measured, selected, written
 DOCUMENT_TENTHS_PER_BYTE: Final = 70  # the body and its decoded text beside that tree
 SESSION_BYTES: Final = 60 * KIB  # LIM-M4; a session's state is the same in kind
 # The most a connection without a token makes the process hold: a header block just under

@@ -36,14 +36,12 @@ connections are refused), idle connections close, and calls in flight get what i
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import gc
 import math
 import os
 import signal
 import socket as stdlib_socket
-import sys
 import time
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -76,6 +74,7 @@ from rypsok.mcp.http import (
 )
 from rypsok.mcp.process import Activity, serving
 from rypsok.mcp.sessions import SESSION_TTL_S
+from rypsok.shared.allocator import malloc_trim
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, MutableMapping, Sequence
@@ -88,7 +87,6 @@ __all__ = [
     "HEADER_BLOCK_BYTES",
     "Listener",
     "listening_socket",
-    "malloc_trim",
     "run_http",
     "serve_http",
 ]
@@ -120,23 +118,6 @@ TRIM_QUIET_S: Final = 1.0
 _TRANSIENT_ACCEPT: Final = frozenset(
     {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.ECONNABORTED, errno.EPROTO}
 )
-
-
-def malloc_trim() -> Callable[[], object] | None:
-    """glibc's `malloc_trim(0)`: the free pages of every malloc arena handed back to the
-    system, which glibc otherwise keeps for later allocations. None elsewhere (musl, other
-    systems): their allocators have no such call."""
-    if sys.platform != "linux":
-        return None
-    try:
-        if not os.confstr("CS_GNU_LIBC_VERSION"):
-            return None
-        trim = ctypes.CDLL("libc.so.6").malloc_trim
-    except (AttributeError, OSError, ValueError):
-        return None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    return partial(trim, 0)
 
 
 def _resident_kib() -> int:

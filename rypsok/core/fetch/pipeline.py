@@ -45,6 +45,7 @@ from rypsok.core.model import (
     NoticeCode,
     ToolError,
 )
+from rypsok.shared.allocator import malloc_trim
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -71,6 +72,13 @@ _TIMER_MARGIN_S: Final = 0.5
 # parse threads compete for (issue 23: calls cut at LIM-F5 itself were answered 0.5 s late).
 _PARSE_MARGIN_S: Final = 0.5
 _ROBOTS_REDIRECTS: Final = 5  # RFC 9309 §2.3.1.2
+# A parse of a body this large hands what it freed back to the system when it ends (glibc's
+# malloc_trim): its tree and strings were freed into its worker thread's malloc arena, where
+# a later parse in another thread could not use them, and two parses at once then cost more
+# than two alone (REQ-PERF-003, issue 23.2). A trim walks every arena, up to 43 ms: small
+# pages, the HTML engines' answers among them, are not worth it.
+TRIM_AFTER_BYTES: Final = 1024 * 1024
+_TRIM: Final = malloc_trim()
 # The part of the fetch deadline a robots.txt read may take (decisions.md, issue 23).
 _ROBOTS_SHARE: Final = 0.5
 _ACCEPT: Final = "text/html, application/xhtml+xml, text/markdown, text/plain;q=0.9, */*;q=0.1"
@@ -227,7 +235,7 @@ class FetchPipeline:
             read: _Read | None = None
             with trio.move_on_at(network_deadline + _PARSE_MARGIN_S):
                 read = await trio.to_thread.run_sync(
-                    self._read_page,
+                    self._read_page_and_trim,
                     page,
                     kind,
                     # The permit goes with the thread: trio returns it when the thread ends.
@@ -414,6 +422,15 @@ class FetchPipeline:
         return Robots.unreachable()
 
     # -- worker thread: decode, extract, clean -------------------------------------------------
+
+    def _read_page_and_trim(self, page: _Page, kind: Kind) -> _Read:
+        large = len(page.body) >= TRIM_AFTER_BYTES
+        try:
+            return self._read_page(page, kind)
+        finally:
+            # `_read_page`'s frame is gone here: its tree and texts are freed.
+            if large and _TRIM is not None:
+                _TRIM()
 
     def _read_page(self, page: _Page, kind: Kind) -> _Read:
         text = content_mod.decode(page.content_type, page.body, kind)
