@@ -37,7 +37,8 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from array import array
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 import attrs
 from lxml import etree
@@ -191,6 +192,26 @@ class MainBlock:
     heading: str | None
 
 
+class _Column:
+    """One measure of every element, read like a dict keyed by element (a missing element
+    reads as the default). The dense measures of a page share one index and sit in arrays
+    of machine integers: at the node bound (LIM-F10) a dict of 100,000 entries costs about
+    5 MiB of a parse, an array under the shared index under 1 MiB (issue 23.2)."""
+
+    __slots__ = ("index", "values")
+
+    def __init__(self, index: dict[Element, int], values: array[int]) -> None:
+        self.index = index
+        self.values = values
+
+    def __getitem__(self, element: Element) -> int:
+        return self.values[self.index[element]]
+
+    def get(self, element: Element, default: int = 0) -> int:
+        row = self.index.get(element)
+        return default if row is None else self.values[row]
+
+
 class _Stats:
     """Lengths of every element, measured in one pass from the leaves up.
 
@@ -198,43 +219,42 @@ class _Stats:
     links; `inline` and `commas` count only the element's own run of inline content (its
     text, its inline children, the tails of its children), which is what a reader sees as
     the element's paragraph. `prose` is the running text under an element (the runs of its
-    blocks that are long enough and not mostly links), `parent` each element's parent.
+    blocks that are long enough and not mostly links).
 
-    Only what is read later is stored, to spare a dictionary entry per element and count:
-    `links` where it is not 0, `inline` and `commas` where the run is long enough to score
-    (read with a default of 0).
+    The measures every element has (`text`, `links`, `prose`) are columns under one index,
+    not a dict each, and no map of parents is kept: the tree's own link is read instead,
+    its elements' proxies being alive in the index (issue 23.2). `inline` and `commas` are
+    stored only where the run is long enough to score, so they stay small dicts (read with
+    a default of 0).
     """
 
     def __init__(self, root: Element) -> None:
-        self.text: dict[Element, int] = {}
-        self.links: dict[Element, int] = {}
+        # Each element's row, given at its end (children first); the columns below, of 32-bit
+        # integers: a length is at most the page's characters, under 10 MiB (LIM-F3).
+        self.index: dict[Element, int] = {}
+        index = self.index
+        text_of: array[int] = array("i")
+        links_of: array[int] = array("i")
+        # The running text under each element: the inline runs of its blocks (paragraphs,
+        # items, cells, code) that are long enough and not mostly links.
+        prose_of: array[int] = array("i")
         self.inline: dict[Element, int] = {}
         self.commas: dict[Element, int] = {}
-        text_of = self.text
-        links_of = self.links
         inline_of = self.inline
         commas_of = self.commas
         # The elements holding a paragraph, code, a quote or a table (a figure that does is
         # content, not an illustration).
         self.holds_text: set[Element] = set()
         holds_text = self.holds_text
-        # The running text under each element: the inline runs of its blocks (paragraphs,
-        # items, cells, code) that are long enough and not mostly links.
-        self.prose: dict[Element, int] = {}
-        prose_of = self.prose
         # A walk with start and end events: each element's sums are open on a stack while
         # its subtree is walked, and handed to its parent (the next on the stack) at its end.
         # One step per element, no lookup of a parent or of pending sums.
-        self.parent: dict[Element, Element] = {}
-        parent_of = self.parent
-        stack: list[list[Any]] = []
+        stack: list[list[int]] = []
         for event, element in etree.iterwalk(root, events=("start", "end")):
             if event == "start":
-                if stack:
-                    parent_of[element] = stack[-1][7]
-                stack.append([0, 0, 0, 0, 0, 0, 0, element])
+                stack.append([0, 0, 0, 0, 0, 0, 0])
                 continue
-            length, links, inline, inline_links, commas, prose, holds, _ = stack.pop()
+            length, links, inline, inline_links, commas, prose, holds = stack.pop()
             tag = element.tag
             own = element.text
             if own:
@@ -245,9 +265,9 @@ class _Stats:
             if tag == "a":
                 links = length
                 inline_links = inline
-            text_of[element] = length
-            if links:
-                links_of[element] = links
+            index[element] = len(text_of)
+            text_of.append(length)
+            links_of.append(links)
             if inline >= _MIN_BLOCK:
                 inline_of[element] = inline
                 commas_of[element] = commas
@@ -265,7 +285,7 @@ class _Stats:
             elif tag == "li" and links >= _TEASER_LINKS * length:
                 # So is an item whose summary sits in its own paragraph under a linked title.
                 prose = 0
-            prose_of[element] = prose
+            prose_of.append(prose)
             if not stack:
                 break
             into = stack[-1]
@@ -284,6 +304,9 @@ class _Stats:
                 into[0] += tail_length
                 into[2] += tail_length
                 into[4] += tail.count(",")
+        self.text = _Column(index, text_of)
+        self.links = _Column(index, links_of)
+        self.prose = _Column(index, prose_of)
 
     def density(self, element: Element) -> float:
         length = self.text.get(element, 0)
@@ -415,7 +438,7 @@ def _remove_chrome(body: Element, stats: _Stats) -> bool:
     heading = next(body.iter("h1"), None)
     while heading is not None and heading is not body:
         titled.add(heading)
-        heading = stats.parent.get(heading)
+        heading = heading.getparent()
     # Walked in document order, a removed element's subtree skipped: what it holds goes with
     # it, and the list is of the outermost ones only.
     doomed: list[Element] = []
@@ -444,9 +467,7 @@ def _block_text(element: Element) -> str:
     return str(element.xpath("string()"))
 
 
-def _score_candidates(
-    body: Element, stats: _Stats
-) -> tuple[dict[Element, float], dict[Element, int]]:
+def _score_candidates(body: Element, stats: _Stats) -> tuple[dict[Element, float], _Column]:
     """Each container's score, and the length of the paragraph text under each element."""
     scores: dict[Element, float] = {}
 
@@ -459,7 +480,7 @@ def _score_candidates(
             weight = 0
         return _TAG_WEIGHT.get(str(element.tag), 0) + weight
 
-    parent_of = stats.parent
+    row_of = stats.index
     inline_of = stats.inline
     commas_of = stats.commas
     # In document order (the order breaks ties between equal scores); `inline` holds only
@@ -475,26 +496,29 @@ def _score_candidates(
         if tag in _BLOCK_TAGS and tag != "p":
             # Text straight inside a container is a paragraph of that container.
             scores[element] = (scores[element] if element in scores else initial(element)) + score
-        ancestor = parent_of.get(element)
+        # The measured tree's parents: the body's own is outside it.
+        ancestor = None if element is body else element.getparent()
         level = 0
         while ancestor is not None and level < 5:
             if ancestor not in scores:
                 scores[ancestor] = initial(ancestor)
             divider = 1 if level == 0 else 2 if level == 1 else level * 3
             scores[ancestor] += score / divider
-            ancestor = parent_of.get(ancestor)
+            ancestor = None if ancestor is body else ancestor.getparent()
             level += 1
-    text_of = stats.text
-    links_of = stats.links
+    # Every scored element is one of the measured tree's (the tree is not changed between).
+    text_of = stats.text.values
+    links_of = stats.links.values
     weighed = {
-        element: score * (1 - links_of.get(element, 0) / length) if length else score
+        element: score * (1 - links_of[row] / length) if length else score
         for element, score in scores.items()
-        for length in (text_of.get(element, 0),)
+        for row in (row_of[element],)
+        for length in (text_of[row],)
     }
     return weighed, stats.prose
 
 
-def _narrow(top: Element, good: dict[Element, int]) -> Element:
+def _narrow(top: Element, good: _Column) -> Element:
     """The descendant of `top` that holds nearly all its paragraph text."""
     while True:
         total = good.get(top, 0)
@@ -517,9 +541,7 @@ def _ancestors(element: Element) -> list[Element]:
     return chain
 
 
-def _merge_parts(
-    top: Element, best: float, scores: dict[Element, float], good: dict[Element, int]
-) -> Element:
+def _merge_parts(top: Element, best: float, scores: dict[Element, float], good: _Column) -> Element:
     """A container of `top` and the other parts of a story split across containers.
 
     A page may cut its story into chunks (around advertisements, a lead and a body, the
@@ -550,9 +572,7 @@ def _merge_parts(
     return top
 
 
-def _climb(
-    top: Element, best: float, scores: dict[Element, float], good: dict[Element, int]
-) -> Element:
+def _climb(top: Element, best: float, scores: dict[Element, float], good: _Column) -> Element:
     """An ancestor of `top` that scores well in its own right and of whose paragraph text
     `top` holds less than 60 %: the page's content is larger than its best part (a
     reference page's description, its sections and its lists of items)."""
@@ -569,7 +589,7 @@ def _climb(
     return top
 
 
-def _container_of(top: Element, good: dict[Element, int]) -> Element:
+def _container_of(top: Element, good: _Column) -> Element:
     """An article (or articleBody) around `top` when `top` holds less than 80 % of its
     paragraph text."""
     ancestor = top.getparent()
@@ -617,8 +637,8 @@ _CLEANED: Final = frozenset({"div", "section", "ul", "ol", "table", "dl", "figur
 def _clean(
     elements: Iterable[Element],
     scores: dict[Element, float],
-    good: dict[Element, int],
-    stats_text: dict[Element, int],
+    good: _Column,
+    stats_text: _Column,
 ) -> None:
     """Remove the chrome-like parts left inside the main block (readability's conditional
     cleaning, in spirit).
@@ -734,7 +754,9 @@ def select_main_block(root: Element) -> MainBlock:
     heading = _first_heading(body)
     stats = _Stats(body)
     if _remove_chrome(body, stats):
-        # The lengths are measured again without the chrome (one more linear pass).
+        # The lengths are measured again without the chrome (one more linear pass); the old
+        # ones go first, so that two sets are never alive at once (issue 23.2).
+        del stats
         stats = _Stats(body)
     scores, good = _score_candidates(body, stats)
     if not scores:
