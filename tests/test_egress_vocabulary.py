@@ -100,3 +100,18 @@ def test_req_sec_006_every_address_class_of_the_book_is_a_class_the_policy_gives
     # The closed vocabulary: every class is reached by one of the inputs above or the
     # transport's two, and none is left that nothing produces.
     assert {str(r) for r in Refusal} == given | {"method", "header"}
+
+
+def test_req_priv_004_every_class_the_log_writes_is_named_in_the_operators_books() -> None:
+    # The address classes are listed in egress.md's table; the others (names, rules, the URL
+    # or request itself) in the `refused` row of logs.md. An operator reading a log line
+    # finds its class in one of them.
+    logs = (ROOT / "book" / "logs.md").read_text(encoding="utf-8")
+    egress = (ROOT / "book" / "egress.md").read_text(encoding="utf-8")
+    refused_row = next(line for line in logs.splitlines() if line.startswith("| `refused` (with"))
+    missing = [
+        str(refusal)
+        for refusal in Refusal
+        if f"`{refusal}`" not in egress and f"`{refusal}`" not in refused_row
+    ]
+    assert missing == []
