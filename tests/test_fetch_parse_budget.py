@@ -16,7 +16,7 @@ import test_fetch_load as load
 import trio
 import trio.testing
 from fetch_helpers import fetch_config, fetching_rypsok
-from fetch_sites import Page, serve_site
+from fetch_sites import serve_site
 
 from rypsok.core.fetch import extract as extract_mod
 from rypsok.core.fetch.extract import DocumentKind, DocumentText, extract_document
@@ -104,9 +104,7 @@ async def test_req_perf_003_two_pages_dense_in_elements_never_parse_together(
     page += b"</body></html>"
     max_bytes = 512 * KIB
     assert len(page) < max_bytes // 2
-    counts, held, answers = await parse_two(
-        monkeypatch, page, page, config(max_bytes=max_bytes)
-    )
+    counts, held, answers = await parse_two(monkeypatch, page, page, config(max_bytes=max_bytes))
     assert counts.sent == 2
     assert held == 1
     assert counts.most_parsing == 1
@@ -131,6 +129,7 @@ async def test_req_perf_003_two_small_pages_parse_together(
     small = article(MAX_BYTES // 3, "Small")
     counts, held, answers = await parse_two(monkeypatch, small, small, config())
     assert held == 2
+    assert counts.most_parsing == 2
     assert [answer.title for answer in answers] == ["Small", "Small"]
 
 
