@@ -131,7 +131,11 @@ class _Page:
 @attrs.frozen(kw_only=True)
 class _Read:
     title: str
-    content: str
+    # The part of the content asked for (or the content's length, when start_char is past
+    # its end), cut in the worker thread: the whole content (20 MiB of a 5 MiB page with a
+    # character beyond U+FFFF) is freed there, under the parse's permit and budget share,
+    # not in the event loop once the next parse has already begun (issue 23.2).
+    piece: content_mod.Cut | int
     notices: tuple[Notice, ...]
 
 
@@ -254,6 +258,8 @@ class FetchPipeline:
                     self._read_page_and_trim,
                     page,
                     kind,
+                    start_char,
+                    max_chars,
                     # The permit goes with the thread: trio returns it when the thread ends.
                     limiter=cast("trio.CapacityLimiter", permit),
                     abandon_on_cancel=True,
@@ -264,7 +270,7 @@ class FetchPipeline:
         if read is None:
             # The parse goes on in its thread, abandoned; the call answers now.
             raise errors.deadline_fetch()
-        piece = content_mod.cut(read.content, start_char, max_chars)
+        piece = read.piece
         if isinstance(piece, int):
             raise errors.start_char_beyond(piece)
         return FetchResponse(
@@ -440,16 +446,18 @@ class FetchPipeline:
 
     # -- worker thread: decode, extract, clean -------------------------------------------------
 
-    def _read_page_and_trim(self, page: _Page, kind: Kind) -> _Read:
+    def _read_page_and_trim(
+        self, page: _Page, kind: Kind, start_char: int, max_chars: int
+    ) -> _Read:
         large = len(page.body) >= TRIM_AFTER_BYTES
         try:
-            return self._read_page(page, kind)
+            return self._read_page(page, kind, start_char, max_chars)
         finally:
             # `_read_page`'s frame is gone here: its tree and texts are freed.
             if large and _TRIM is not None:
                 _TRIM()
 
-    def _read_page(self, page: _Page, kind: Kind) -> _Read:
+    def _read_page(self, page: _Page, kind: Kind, start_char: int, max_chars: int) -> _Read:
         document = DocumentText(content_mod.decode(page.content_type, page.body, kind))
         # From here on the bytes are not needed; nor is each step's input after it: a page
         # is held at most twice at any moment (REQ-PERF-003's estimate counts on it), and
@@ -481,7 +489,11 @@ class FetchPipeline:
         flagged = int(title.instruction_like) + _instruction_like_passages(body)
         if flagged:
             notices.append(Notice(code=NoticeCode.INSTRUCTION_LIKE_CONTENT, count=flagged))
-        return _Read(title=title.text, content=body, notices=tuple(notices))
+        return _Read(
+            title=title.text,
+            piece=content_mod.cut(body, start_char, max_chars),
+            notices=tuple(notices),
+        )
 
 
 def _instruction_like_passages(content: str) -> int:
