@@ -12,6 +12,8 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
+import hypothesis
+import hypothesis.strategies as st
 import test_fetch_load as load
 import trio
 import trio.testing
@@ -19,6 +21,7 @@ from fetch_helpers import fetch_config, fetching_rypsok
 from fetch_sites import serve_site
 
 from rypsok.core.fetch import extract as extract_mod
+from rypsok.core.fetch import parse
 from rypsok.core.fetch.extract import DocumentKind, DocumentText, extract_document
 from rypsok.core.fetch.slots import ParseBudget, page_share
 from rypsok.core.model import DetailReason, ToolError
@@ -351,3 +354,63 @@ def test_req_perf_003_the_parse_takes_the_decoded_text_from_its_holder() -> None
     assert holder.take() == ""
     assert held == plain
     assert held.content.startswith("word word")
+
+
+_TOKENS = (
+    "<p>",
+    "</p>",
+    "x",
+    "</html>",
+    "</body>",
+    "<table>",
+    "<tr>",
+    "<td>",
+    "</td>",
+    "<li>",
+    "<dd>",
+    "<dt>",
+    "</head>",
+    "<head>",
+    "<title>",
+    "<select>",
+    "<option>",
+    "</br>",
+    "<br>",
+    "<frameset>",
+    "<form>",
+    "</form>",
+    "<a href=x>",
+    "</a>",
+    "<b>",
+    "</b>",
+    "<i>",
+    "<script>",
+    "</script>",
+    "<!--",
+    "-->",
+    "<![CDATA[",
+    "]]>",
+    "<svg>",
+    "<math>",
+    "&lt;",
+    "<ruby>",
+    "<rt>",
+    "<colgroup>",
+    "<col>",
+    "<caption>",
+    "<noscript>",
+    "<template>",
+    "<image>",
+    "<isindex>",
+)
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@hypothesis.given(st.lists(st.sampled_from(_TOKENS), max_size=80))
+def test_req_perf_003_a_page_makes_at_most_one_element_a_less_than_sign(tokens: list[str]) -> None:
+    """The share counts a page's elements as its `<` bytes: the parse makes no more than
+    one element a `<`, beside the document's own html, head and body (what the parse
+    budget's bound rests on)."""
+    document = "".join(tokens)
+    parsed = parse.parse_html(document, max_nodes=10**6, max_depth=256)
+    assert parsed.nodes <= document.count("<") + 3
