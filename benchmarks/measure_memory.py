@@ -211,6 +211,18 @@ def _status(pid: int, field: str) -> int:
     raise RuntimeError(f"{field} not in /proc/{pid}/status")
 
 
+_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "measure", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def _discover() -> bytes:
+    message = {"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": _META}}
+    return json.dumps(message).encode() + b"\n"
+
+
 def _call(request_id: int, host: str) -> bytes:
     message = {
         "jsonrpc": "2.0",
@@ -219,11 +231,7 @@ def _call(request_id: int, host: str) -> bytes:
         "params": {
             "name": "web_fetch",
             "arguments": {"url": f"https://{host}/page"},
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientInfo": {"name": "measure", "version": "1"},
-                "io.modelcontextprotocol/clientCapabilities": {},
-            },
+            "_meta": _META,
         },
     }
     return json.dumps(message).encode() + b"\n"
@@ -259,8 +267,21 @@ async def _one_run(body: bytes, calls: int, config_path: Path, folder: str) -> R
         )
         assert process.stdin is not None
         assert process.stdout is not None
-        # At rest: started and idle (the first line of the log is not read: wait a moment).
-        await trio.sleep(1.5)
+        # At rest: started (it has answered a discover request) and idle. The calls are sent
+        # only then: on a loaded machine the start can take more than the 1.5 s this tool
+        # used to wait, and calls sent before it wait in the pipe, unread, which the host
+        # counted against LIM-F5 and the service could not (issue 23: the answers "late"
+        # by up to 2.7 s whose calls the service had logged in time).
+        buffer = b""
+        await process.stdin.send_all(_discover())
+        with trio.fail_after(60):
+            while b"\n" not in buffer:
+                data = await process.stdout.receive_some(1 << 16)
+                if not data:
+                    raise RuntimeError("rypsok ended before answering server/discover")
+                buffer += data
+        buffer = buffer.split(b"\n", 1)[1]
+        await trio.sleep(1.0)
         idle = _status(process.pid, "VmRSS")
         lines = b"".join(
             _call(request_id, HOSTS[request_id % len(HOSTS)]) for request_id in range(1, calls + 1)
@@ -269,7 +290,6 @@ async def _one_run(body: bytes, calls: int, config_path: Path, folder: str) -> R
         await process.stdin.send_all(lines)
         answers: list[Any] = []
         times: list[float] = []
-        buffer = b""
         with trio.fail_after(120):
             while len(answers) < calls:
                 data = await process.stdout.receive_some(1 << 20)
