@@ -249,8 +249,8 @@ class FetchPipeline:
                     # however many wait.
                     await permit.take()
                 if scope.cancelled_caught or permit is None:
-                    # Still waiting for a slot at the deadline: the limit, not the site,
-                    # was the cause.
+                    # Still waiting for a slot, the parse budget or a permit at the
+                    # deadline: the limit, not the site, was the cause.
                     raise errors.deadline_fetch() if progress.started else errors.fetch_busy()
             read: _Read | None = None
             with trio.move_on_at(network_deadline + _PARSE_MARGIN_S):
