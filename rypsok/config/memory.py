@@ -3,7 +3,8 @@ MemoryMax?"), for `rypsok check`.
 
 estimate = at rest
          + limits.fetches_in_flight × fetch.max_bytes            (the bodies read or waiting)
-         + limits.parsing_in_flight × one parse
+         + one parse of a page at the bounds                     (the pages parsing at once)
+         + (limits.parsing_in_flight − 1) × one engine answer decoded  (the other permits)
          + service.http.max_sessions × one session   (only while legacy_revisions is on)
          + service.http.max_connections × one connection     (what a peer without a token
                                                               can make each one hold)
@@ -17,6 +18,16 @@ one parse = the larger of the two costliest shapes of page, plus a part that doe
 A body is held under its fetch slot until its parse has a permit, and a permit is held until
 its thread ends, an abandoned one too (rypsok/core/fetch/slots.py): so however many calls
 wait, the bodies and the parses alive are the ones counted here (issue 23).
+
+The pages parsing at once share the parse budget (slots.py, issue 23.2): each takes the
+larger of its part of fetch.max_bytes and its part of LIM-F10's elements, and together they
+take at most the whole. A parse's cost is at most linear in both (the larger of the text's
+slope and the tree's), so the pages parsing at once cost at most one page at both bounds,
+plus the part that does not grow for each further parse. The LIM-C5 permits the budget does
+not cover are the HTML and JSON engines' answers decoded off the event loop: each costs at
+most what its answer decodes to, 26 bytes a byte of JSON of empty objects (the costliest
+JSON; the DuckDuckGo page, read by a streaming target, 4 MiB), plus the answer itself, for
+the largest answer an enabled engine reads (its driver's bound, ANSWER_MAX_BYTES).
 
 The constants are measured for the build rypsok runs as, because the interpreter and the
 allocator decide how much a process holds after a parse: here CPython on Linux with glibc
@@ -45,9 +56,11 @@ if TYPE_CHECKING:
     from rypsok.config.schema import Config
 
 __all__ = [
+    "ANSWER_MAX_BYTES",
     "MEMORY_MAX_BYTES",
     "Estimate",
     "Share",
+    "answer_bytes",
     "estimate",
     "measured_build",
     "parse_bytes",
@@ -59,19 +72,38 @@ KIB: Final = 1024
 MEMORY_MAX_BYTES: Final = 256 * MIB  # LIM-M5: MemoryMax of the documented unit
 
 # CPython 3.11 on Linux, glibc (book/maintainers/measurements.md, "Issue 23.2: the allocator
-# after a parse"). At rest 42 to 58 MiB. Per parse, the peak of `tools/measure-memory --suite`
-# less the process at rest (57 MiB) and the four bodies, halved (two parses at once): links to
-# the node bound with one character beyond U+FFFF (the decoded text four bytes a character)
-# 117 MiB (lxml's tree of the links is 70), the same without it 103, behind a <nav> 98; 5 MiB
-# of plain text with such a character 89 MiB, 18 bytes a byte of page; prose 47. With glibc's
-# mmap threshold fixed and a trim after each large parse (rypsok/shared/allocator.py) two
-# parses cost what two alone do; before, the arenas kept up to 43 MiB more a parse. Rounded
-# up: 123 MiB a parse of a 5 MiB page.
+# after a parse", and "Issue 23.2: the parse budget"). At rest 42 to 58 MiB. Per parse, the
+# peak of `tools/measure-memory --suite` less the process at rest (57 MiB) and the four
+# bodies, halved (two parses at once, before the parse budget): links to the node bound with
+# one character beyond U+FFFF (the decoded text four bytes a character) 117 MiB (lxml's tree
+# of the links is 70), the same without it 103, behind a <nav> 98; 5 MiB of plain text with
+# such a character 89 MiB, 18 bytes a byte of page; prose 47. With glibc's mmap threshold
+# fixed and a trim after each large parse (rypsok/shared/allocator.py) two parses cost what
+# two alone do; before, the arenas kept up to 43 MiB more a parse. Rounded up: 123 MiB a
+# parse of a 5 MiB page. Under the parse budget (one such parse at a time), 80 calls: 102 to
+# 124 MiB a parse (the peak less 57 MiB at rest and four bodies waiting); two pages of half
+# the bound parsing together cost less than one of the whole (the model is linear).
 AT_REST_BYTES: Final = 58 * MIB
 PARSE_FIXED_BYTES: Final = 4 * MIB
 PARSE_TENTHS_PER_BYTE: Final = 180  # the part of a parse of text that grows with the page
 NODE_BOUND_BYTES: Final = 84 * MIB  # a tree at LIM-F10 and LIM-F17, measured, selected, written
 DOCUMENT_TENTHS_PER_BYTE: Final = 70  # the body and its decoded text beside that tree
+# An engine's answer decoded under a LIM-C5 permit: `json.loads` of 2 MiB of `[{},{},…]`
+# (or of empty lists) takes 51.9 MiB, 26 bytes a byte, the costliest JSON measured; the
+# answer itself beside it. DuckDuckGo's 256 KiB page, read by a streaming target: 4.3 MiB.
+ANSWER_TIMES_BYTES: Final = 27
+# The largest answer each driver type reads (its admission record's response_max_bytes,
+# after decompression; a test holds the two equal).
+ANSWER_MAX_BYTES: Final[dict[str, int]] = {
+    "wikipedia": MIB,
+    "brave": MIB,
+    "duckduckgo": 256 * KIB,
+    "searxng": MIB,
+    "stackexchange": MIB,
+    "arxiv": MIB,
+    "hackernews": MIB,
+    "crossref": 2 * MIB,
+}
 SESSION_BYTES: Final = 60 * KIB  # LIM-M4; a session's state is the same in kind
 # The most a connection without a token makes the process hold: a header block just under
 # LIM-H7 left unfinished measured 87.3 KiB a connection over HTTP/2 and 50.4 KiB over HTTP/1
@@ -122,6 +154,18 @@ def parse_bytes(max_bytes: int) -> int:
     return max(text, dense) + PARSE_FIXED_BYTES
 
 
+def answer_bytes(config: Config) -> int:
+    """The worst case of one engine answer decoded under a parse permit, for the engines the
+    configuration enables (a type without a known bound counts as the largest known); at least
+    the part of a parse that does not grow (a second page within the parse budget)."""
+    largest = max(ANSWER_MAX_BYTES.values())
+    answer = max(
+        (ANSWER_MAX_BYTES.get(engine.type, largest) for engine in config.engines if engine.enabled),
+        default=0,
+    )
+    return max(ANSWER_TIMES_BYTES * answer, PARSE_FIXED_BYTES)
+
+
 def estimate(config: Config) -> Estimate:
     fetch, limits, http = config.fetch, config.limits, config.service.http
     shares = [
@@ -131,8 +175,11 @@ def estimate(config: Config) -> Estimate:
             settings=("fetch.max_bytes", "limits.fetches_in_flight"),
         ),
         Share(
+            # The parse budget: the pages parsing at once cost at most one at the bounds; the
+            # other permits may each decode an engine's answer meanwhile.
             name="parses",
-            bytes=limits.parsing_in_flight * parse_bytes(fetch.max_bytes),
+            bytes=parse_bytes(fetch.max_bytes)
+            + (limits.parsing_in_flight - 1) * answer_bytes(config),
             settings=("fetch.max_bytes", "limits.parsing_in_flight"),
         ),
     ]

@@ -11,6 +11,12 @@ chrome is removed (navigation, headers, footers, sidebars, forms, and blocks who
 or id names them as such), the main block is chosen by scoring the text under each
 container (mainblock.py), and the block is written as Markdown (markdown.py). Plain text and
 Markdown pass through, normalised.
+
+Memory (issue 23.2): the pipeline hands the decoded text over in a `DocumentText`, which the
+parse empties, so the text is freed once the tree is built rather than kept through the main
+block and the writer (20 MiB of a 5 MiB page with a character beyond U+FFFF); and between the
+stages (parse, main block, writer) a parse whose call has been abandoned stops, its tree and
+its permit let go, rather than running the stages left for no one.
 """
 
 from __future__ import annotations
@@ -23,13 +29,14 @@ import attrs
 
 from rypsok.core.fetch.mainblock import select_main_block
 from rypsok.core.fetch.markdown import absolute_http_url, render_markdown
-from rypsok.core.fetch.parse import parse_html
+from rypsok.core.fetch.parse import parse_html, stop_if_abandoned
 
 if TYPE_CHECKING:
     from lxml import etree
 
 __all__ = [
     "DocumentKind",
+    "DocumentText",
     "Extraction",
     "ExtractionOutcome",
     "extract_document",
@@ -44,6 +51,25 @@ class DocumentKind(StrEnum):
     XHTML = "xhtml"
     PLAIN = "plain"
     MARKDOWN = "markdown"
+
+
+class DocumentText:
+    """A decoded document, handed over once: `take` returns the text and keeps none of it,
+    so that the caller's frames (the pipeline, the extraction step) do not keep it alive
+    while the tree is read."""
+
+    __slots__ = ("_text",)
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+
+    def take(self) -> str:
+        text, self._text = self._text, ""
+        return text
+
+
+def _text_of(document: str | bytes | DocumentText) -> str | bytes:
+    return document.take() if isinstance(document, DocumentText) else document
 
 
 class ExtractionOutcome(StrEnum):
@@ -124,14 +150,18 @@ def _pick_title(og_title: str | None, title: str | None, heading: str | None) ->
 
 
 def _extract_html(
-    document: str | bytes,
+    document: str | bytes | DocumentText,
     base_url: str,
     *,
     max_nodes: int,
     max_depth: int,
     encoding: str | None,
 ) -> Extraction:
-    parsed = parse_html(document, max_nodes=max_nodes, max_depth=max_depth, encoding=encoding)
+    # The text goes straight into the parse: no frame here holds it once the tree is built.
+    parsed = parse_html(
+        _text_of(document), max_nodes=max_nodes, max_depth=max_depth, encoding=encoding
+    )
+    del document
     partial = parsed.bound_hit or parsed.malformed
     if parsed.root is None:
         return _nothing(
@@ -143,7 +173,12 @@ def _extract_html(
     if parsed.base_href is not None:
         # Links resolve against the document's <base>, as in a browser, when it is http(s).
         base_url = absolute_http_url(base_url, parsed.base_href) or base_url
+    # Between the stages, a parse whose call has ended stops (trio.Cancelled, which the
+    # `except Exception` below does not catch): the tree is freed and the permit returned
+    # now, not after a main block and a writer no one will read.
+    stop_if_abandoned()
     main = select_main_block(parsed.root)
+    stop_if_abandoned()
     try:
         content = render_markdown(main.elements, base_url)
     except RecursionError:
@@ -165,7 +200,7 @@ def _extract_html(
 
 
 def extract_document(
-    document: str | bytes,
+    document: str | bytes | DocumentText,
     kind: DocumentKind,
     base_url: str,
     *,
@@ -175,12 +210,14 @@ def extract_document(
 ) -> Extraction:
     """Extract the title and the main content of `document`; never raises.
 
-    `document` is the decoded text (str) or, with `encoding`, the raw bytes. `base_url` is the
+    `document` is the decoded text (str, or a `DocumentText` the parse empties) or, with
+    `encoding`, the raw bytes. `base_url` is the
     URL fetched, against which links are made absolute. `max_nodes` and `max_depth` are
     LIM-F10 and LIM-F11, enforced while parsing.
     """
     try:
         if kind in (DocumentKind.PLAIN, DocumentKind.MARKDOWN):
+            document = _text_of(document)
             if isinstance(document, bytes):
                 document = document.decode(encoding or "utf-8", errors="replace")
             text = normalise_text(document)

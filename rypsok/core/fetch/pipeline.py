@@ -7,7 +7,8 @@ bounds → extraction → cleaning → truncation → structured response.
 Redirects are followed here, hop by hop, never by httpx: each hop is judged again by the
 egress policy and by robots.txt (REQ-FETCH-006, REQ-CMP-005). The network part runs under
 the fetch deadline (LIM-F4); parsing and extraction run in worker threads under the parse
-limiter (LIM-C5, REQ-PAGE-008); the service holds the one scope that ends the call at LIM-F5.
+limiter (LIM-C5, REQ-PAGE-008), each page with its share of the parse budget (slots.py); the
+service holds the one scope that ends the call at LIM-F5.
 
 Implements REQ-FETCH-001, REQ-FETCH-003, LIM-F1, LIM-F2 and LIM-F7.
 """
@@ -34,9 +35,10 @@ from rypsok.core.egress import (
 )
 from rypsok.core.fetch import content as content_mod
 from rypsok.core.fetch.body import BodyTooLarge, UnreadableBody, read_bounded
+from rypsok.core.fetch.extract import DocumentText
 from rypsok.core.fetch.parse import stop_if_abandoned
 from rypsok.core.fetch.robots import ROBOTS_MAX_BYTES, Robots, RobotsCache
-from rypsok.core.fetch.slots import ParsePermit
+from rypsok.core.fetch.slots import ParseBudget, ParsePermit, page_share
 from rypsok.core.model import (
     DetailReason,
     FetchRequest,
@@ -96,9 +98,11 @@ class Extracted:
 class Extractor(Protocol):
     """The extraction step: a decoded document of a kind, and its URL (for absolute links)
     → title and Markdown, or None when nothing can be extracted. Pure and synchronous: it
-    runs in a worker thread under the parse limiter, parsing under LIM-F10 and LIM-F11."""
+    runs in a worker thread under the parse limiter, parsing under LIM-F10 and LIM-F11. The
+    text is handed over in a `DocumentText`, which the parse empties: once the tree is built
+    nothing holds the text (issue 23.2)."""
 
-    def __call__(self, document: str, kind: Kind, base_url: str) -> Extracted | None: ...
+    def __call__(self, document: DocumentText, kind: Kind, base_url: str) -> Extracted | None: ...
 
 
 class _Progress:
@@ -127,7 +131,11 @@ class _Page:
 @attrs.frozen(kw_only=True)
 class _Read:
     title: str
-    content: str
+    # The part of the content asked for (or the content's length, when start_char is past
+    # its end), cut in the worker thread: the whole content (20 MiB of a 5 MiB page with a
+    # character beyond U+FFFF) is freed there, under the parse's permit and budget share,
+    # not in the event loop once the next parse has already begun (issue 23.2).
+    piece: content_mod.Cut | int
     notices: tuple[Notice, ...]
 
 
@@ -155,6 +163,13 @@ class FetchPipeline:
         self._slots = slots
         self._parse_limiter = parse_limiter
         self._was_returned = was_returned
+        # The node bound the extractor parses under (reading.py imports this module).
+        from rypsok.core.fetch.reading import MAX_NODES
+
+        self._max_nodes = MAX_NODES
+        # The pages parsing at once hold at most one page at the bounds between them: LIM-F3's
+        # bytes and LIM-F10's elements (slots.page_share; decisions.md, issue 23.2).
+        self._budget = ParseBudget(config.fetch.max_bytes * MAX_NODES)
 
     # -- parameters, privacy, policy (no network) -------------------------------------------
 
@@ -218,19 +233,24 @@ class FetchPipeline:
         hop = self._first_hop(url_text)
         network_deadline = start + self._fetch.deadline_ms / 1000
         progress = _Progress()
-        permit = ParsePermit(self._parse_limiter)
+        permit: ParsePermit | None = None
         try:
             async with self._slots.body() as slot:
                 with trio.move_on_at(network_deadline) as scope:
                     page = await self._retrieve(hop, progress, slot)
                     kind = _kind_of(page)
-                    # The body waits for its permit under its slot (REQ-PERF-003), and no
-                    # longer than the fetch deadline: a call still waiting then answers at
-                    # LIM-F4, LIM-F5's margin left for the answer, however many wait.
+                    share, _ = page_share(
+                        page.body, max_bytes=self._fetch.max_bytes, max_nodes=self._max_nodes
+                    )
+                    permit = ParsePermit(self._parse_limiter, self._budget, share)
+                    # The body waits for its share and its permit under its slot
+                    # (REQ-PERF-003), and no longer than the fetch deadline: a call still
+                    # waiting then answers at LIM-F4, LIM-F5's margin left for the answer,
+                    # however many wait.
                     await permit.take()
-                if scope.cancelled_caught:
-                    # Still waiting for a slot at the deadline: the limit, not the site,
-                    # was the cause.
+                if scope.cancelled_caught or permit is None:
+                    # Still waiting for a slot, the parse budget or a permit at the
+                    # deadline: the limit, not the site, was the cause.
                     raise errors.deadline_fetch() if progress.started else errors.fetch_busy()
             read: _Read | None = None
             with trio.move_on_at(network_deadline + _PARSE_MARGIN_S):
@@ -238,16 +258,19 @@ class FetchPipeline:
                     self._read_page_and_trim,
                     page,
                     kind,
+                    start_char,
+                    max_chars,
                     # The permit goes with the thread: trio returns it when the thread ends.
                     limiter=cast("trio.CapacityLimiter", permit),
                     abandon_on_cancel=True,
                 )
         finally:
-            permit.release_unless_handed()
+            if permit is not None:
+                permit.release_unless_handed()
         if read is None:
             # The parse goes on in its thread, abandoned; the call answers now.
             raise errors.deadline_fetch()
-        piece = content_mod.cut(read.content, start_char, max_chars)
+        piece = read.piece
         if isinstance(piece, int):
             raise errors.start_char_beyond(piece)
         return FetchResponse(
@@ -423,23 +446,26 @@ class FetchPipeline:
 
     # -- worker thread: decode, extract, clean -------------------------------------------------
 
-    def _read_page_and_trim(self, page: _Page, kind: Kind) -> _Read:
+    def _read_page_and_trim(
+        self, page: _Page, kind: Kind, start_char: int, max_chars: int
+    ) -> _Read:
         large = len(page.body) >= TRIM_AFTER_BYTES
         try:
-            return self._read_page(page, kind)
+            return self._read_page(page, kind, start_char, max_chars)
         finally:
             # `_read_page`'s frame is gone here: its tree and texts are freed.
             if large and _TRIM is not None:
                 _TRIM()
 
-    def _read_page(self, page: _Page, kind: Kind) -> _Read:
-        text = content_mod.decode(page.content_type, page.body, kind)
+    def _read_page(self, page: _Page, kind: Kind, start_char: int, max_chars: int) -> _Read:
+        document = DocumentText(content_mod.decode(page.content_type, page.body, kind))
         # From here on the bytes are not needed; nor is each step's input after it: a page
-        # is held at most twice at any moment (REQ-PERF-003's estimate counts on it).
+        # is held at most twice at any moment (REQ-PERF-003's estimate counts on it), and
+        # the decoded text only until its tree is built (the parse takes it from `document`).
         page.body = b""
         notices: list[Notice] = []
-        extracted = self._extract(text, kind, page.url)
-        del text
+        extracted = self._extract(document, kind, page.url)
+        del document
         if extracted is None:
             raise errors.extraction_failed()
         title = clean_decoded_text(extracted.title, TITLE_MAX_CHARS)
@@ -463,7 +489,11 @@ class FetchPipeline:
         flagged = int(title.instruction_like) + _instruction_like_passages(body)
         if flagged:
             notices.append(Notice(code=NoticeCode.INSTRUCTION_LIKE_CONTENT, count=flagged))
-        return _Read(title=title.text, content=body, notices=tuple(notices))
+        return _Read(
+            title=title.text,
+            piece=content_mod.cut(body, start_char, max_chars),
+            notices=tuple(notices),
+        )
 
 
 def _instruction_like_passages(content: str) -> int:

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from rypsok.core.fetch.extract import DocumentKind, ExtractionOutcome, extract_document
+from rypsok.core.fetch.extract import (
+    DocumentKind,
+    DocumentText,
+    ExtractionOutcome,
+    extract_document,
+)
 from rypsok.core.fetch.pipeline import Extracted
 
 if TYPE_CHECKING:
@@ -17,7 +22,7 @@ MAX_NODES: Final = 100_000  # LIM-F10
 MAX_DEPTH: Final = 256  # LIM-F11
 
 
-def extract(document: str, kind: Kind, base_url: str) -> Extracted | None:
+def extract(document: DocumentText | str, kind: Kind, base_url: str) -> Extracted | None:
     extraction = extract_document(
         document, DocumentKind(kind.value), base_url, max_nodes=MAX_NODES, max_depth=MAX_DEPTH
     )
