@@ -14,7 +14,10 @@ hypercorn parses HTTP and calls the ASGI app (`rypsok.mcp.http`). The accept loo
   at once past its share (`caller_share`); otherwise the app's gate claims it (503).
   Accepts are taken in bursts: a flood's connections queued in the backlog are not each
   a scheduling round ahead of a caller's; once a burst found no room, the next connections
-  wait a moment in the backlog, so that their heads are there at their accept.
+  wait a moment in the backlog, so that their heads are there at their accept. The kernel
+  holds a connection until its first bytes come, a second at most (`defer_accept`): a
+  caller that writes its request after its connect is known at its accept, never closed
+  as a newcomer without its request, nor made room with before its head is read.
 - LIM-H3: the first bytes are read here, under one deadline from the accept, until they show
   HTTP/1 or the HTTP/2 preface; a connection that does not (silence, or a preface cut short)
   is closed and counted as `idle_connection`, without a log line of its own. The bytes are
@@ -109,6 +112,11 @@ _CROWDED_PAUSE_S: Final = 0.02
 # would close a caller's connection before its head comes), and a body's rate says nothing
 # yet about whether it can arrive within LIM-H5 (`_Body.doomed`).
 ROOM_GRACE_S: Final = 1.0
+# How long the kernel holds a new connection that has sent nothing (`defer_accept`): the
+# SYN-ACK is sent again after a second and the connection is accepted at the peer's answer.
+# A client writes its request right after its connect; one that stays silent is accepted a
+# second late and then bounded by LIM-H3 as before.
+DEFER_ACCEPT_S: Final = 1
 # After a flood, the heap's free pages go back to the system (issue 18.3) once this many
 # connections have closed and then none for `TRIM_QUIET_S`: one trim when a flood ends,
 # none while it lasts (each costs a walk of the heap) nor for the odd connection.
@@ -936,6 +944,21 @@ class Listener:
             await self.calls.idle.wait()
 
 
+def defer_accept(sock: stdlib_socket.socket) -> bool:
+    """Have the kernel hold a new connection until its first bytes come (`TCP_DEFER_ACCEPT`,
+    Linux), `DEFER_ACCEPT_S` at most: a connection is then the listener's with its request
+    head in its buffer, known at its accept (issue 18.2). False where the system has no
+    such option; the listener then also takes connections before their first bytes."""
+    option = getattr(stdlib_socket, "TCP_DEFER_ACCEPT", None)
+    if option is None:
+        return False
+    try:
+        sock.setsockopt(stdlib_socket.IPPROTO_TCP, option, DEFER_ACCEPT_S)
+    except OSError:
+        return False
+    return True
+
+
 def listening_socket(bind: str, port: int | None = None) -> stdlib_socket.socket:
     """The bound, listening socket of `[service.http] bind` (`port` replaces its port).
 
@@ -949,6 +972,7 @@ def listening_socket(bind: str, port: int | None = None) -> stdlib_socket.socket
         if family == stdlib_socket.AF_INET6:
             sock.setsockopt(stdlib_socket.IPPROTO_IPV6, stdlib_socket.IPV6_V6ONLY, 1)
         sock.bind((str(parsed.host), parsed.port if port is None else port))
+        defer_accept(sock)
         sock.listen(_BACKLOG)
     except OSError:
         sock.close()
