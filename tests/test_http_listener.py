@@ -630,6 +630,44 @@ async def test_req_sec_018_a_refused_request_leaves_the_process_serving() -> Non
     assert response.status_code == 200
 
 
+class _StoppingSocket(_FailingSocket):
+    """A listening socket whose accept, once it has a connection, starts the shutdown and
+    returns only when the shutdown has closed the socket: the moment trio's accept spends in
+    its last checkpoint, which no cancel interrupts, under a flood."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__(sock, failures=0)
+        self.stop: trio.Event | None = None
+
+    async def accept(self) -> Any:
+        accepted = await self._sock.accept()
+        assert self.stop is not None
+        self.stop.set()
+        with trio.CancelScope(shield=True), trio.fail_after(5):
+            while self._sock.fileno() != -1:  # noqa: ASYNC110 # no event: the listener closes it
+                await trio.sleep(0.01)
+        return accepted
+
+
+async def test_req_ops_002_a_shutdown_during_an_accept_ends_the_accept_loop() -> None:
+    """The shutdown cancels the accept loop and closes the listening socket; an accept that
+    had just taken a connection returns after both. The loop then ends: before, it went on
+    to take what else the backlog held from the closed descriptor (EBADF), and the error
+    ended the process instead of the shutdown's drain."""
+    stopping = _StoppingSocket(listening_socket("127.0.0.1:8737", 0))
+    with capture_logs() as logs:
+        async with serving(make_config(), listen_socket=stopping) as server:
+            stopping.stop = server.stop
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            await stream.send_all(b"POST /mcp HTTP/1.1\r\n")  # a head begun: accepted now
+            with trio.fail_after(5):
+                await server.stop.wait()
+        # The drain closed the connection the last accept took, as any without a request.
+        assert await closed_by_server(stream, 5) == b""
+        await stream.aclose()
+    assert len(logs.named("shutdown_started")) == 1
+
+
 async def test_req_mcp_007_an_http2_stream_reset_cancels_its_call() -> None:
     from http_helpers import SlowEngine
 

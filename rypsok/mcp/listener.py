@@ -696,6 +696,10 @@ class Listener:
                     await self._accept_failed(exc)
                     continue
                 crowded = not self._admit(client, family, nursery)
+                # trio's accept ends with a checkpoint that no cancel interrupts: the shutdown
+                # may have cancelled this loop and closed the socket meanwhile, and an accept
+                # on its descriptor would fail (EBADF) instead of the loop ending.
+                await trio.lowlevel.checkpoint_if_cancelled()
                 # What else the listen backlog holds, taken now: trio's accept is one per
                 # scheduling round, so under a flood renewing itself a caller's connection
                 # would wait in the backlog one round per connection queued before it,
