@@ -23,6 +23,7 @@ import resource
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -548,6 +549,7 @@ def cap_flood(kind: str, count: int, limit_s: float, callers: int = 20) -> dict[
             "process_alive": float(alive), "ends": tries, "callers": float(len(answer)),
             "first_try_answered": float(first_try),
             "most_tries": float(max(len(each) for _, each in answer)),
+            "median_s": statistics.median(s for s, _ in answer),
             "slowest_s": max(s for s, _ in answer)}  # fmt: skip
 
 
@@ -671,8 +673,8 @@ def floods(count: int, *, memory: bool = True, kinds: tuple[str, ...] = FLOOD_KI
              f"opened), 64 slots: first legitimate answer after {out['first_answer_s']:.2f} s "
              f"({out['tries']:.0f} tries), process alive {bool(out['process_alive'])}; "
              f"{out['callers']:.0f} callers in turn: {out['first_try_answered']:.0f} answered "
-             f"on their first connection, most tries {out['most_tries']:.0f}, slowest "
-             f"{out['slowest_s']:.2f} s")  # fmt: skip
+             f"on their first connection, most tries {out['most_tries']:.0f}, answered after "
+             f"{out['median_s']:.2f} s (median), {out['slowest_s']:.2f} s at most")  # fmt: skip
         if out["tries"] > 1:
             _say("  the tries: " + "; ".join(out["ends"]))
     if not memory:
