@@ -35,6 +35,7 @@ from http_helpers import (
 from search_fakes import capture_logs
 
 from rypsok.core import telemetry
+from rypsok.mcp.framing import Http1Gate
 from rypsok.mcp.listener import (
     TRIM_AFTER_CLOSES,
     TRIM_QUIET_S,
@@ -757,9 +758,27 @@ async def test_req_ops_002_shutdown_closes_a_connection_that_sent_no_request_at_
     assert http_counts() == {}  # closed by the shutdown, not refused as idle
 
 
+def _h2_bytes(with_request: bool) -> bytes:
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    if with_request:
+        conn.send_headers(1, [(":method", "POST"), (":path", "/mcp"), (":scheme", "http"),
+                              (":authority", "127.0.0.1")])  # fmt: skip
+        conn.send_data(1, b"{}", end_stream=True)
+    return conn.data_to_send()
+
+
 @pytest.mark.parametrize(
     ("sent", "has_request"),
-    [(b"", False), (b"POST /mcp HTTP/1.1\r\nHost: a\r\n", False), (_request_bytes(), True)],
+    [
+        (b"", False),
+        (b"POST /mcp HTTP/1.1\r\nHost: a\r\n", False),
+        (_request_bytes(), True),
+        (_h2_bytes(with_request=False), False),  # the preface and SETTINGS only
+        (_h2_bytes(with_request=True), True),  # and a whole header block
+        (_h2_bytes(with_request=True)[:-5], True),  # its DATA frame cut short
+        (_h2_bytes(with_request=True)[:-15], False),  # its header block cut short
+    ],
 )
 async def test_req_sec_018_a_connection_whose_request_waits_unread_is_not_one_that_waits(
     sent: bytes, has_request: bool
@@ -913,3 +932,102 @@ async def test_req_sec_018_a_callers_first_connection_is_answered_during_a_flood
         nursery.cancel_scope.cancel()
     closed = [i for i, answer in enumerate(answers) if answer != b"HTTP/1.1 200 "]
     assert closed == [], f"callers closed on their first connection: {closed} of 12"
+
+
+# -- a request already there is not closed for room (issue 18.2) --------------------------------
+
+
+def _h2_opening(port: int, with_request: bool) -> h2.connection.H2Connection:
+    """An h2c client whose first bytes (`data_to_send`) are the preface and SETTINGS, with
+    a whole request (HEADERS and DATA, stream 1) when `with_request`."""
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    if with_request:
+        body = json.dumps(call_body("engine_status")).encode()
+        conn.send_headers(1, _h2_headers(port, body))
+        conn.send_data(1, body, end_stream=True)
+    return conn
+
+
+async def _h2_status(stream: trio.SocketStream, conn: h2.connection.H2Connection) -> bytes:
+    """The status of the answer to stream 1, b"" when the connection closed first."""
+    with trio.fail_after(5):
+        while True:
+            try:
+                data = await stream.receive_some(65536)
+            except trio.BrokenResourceError:
+                return b""
+            if not data:
+                return b""
+            for event in conn.receive_data(data):
+                if isinstance(event, h2.events.ResponseReceived):
+                    return dict(event.headers)[b":status"]
+            await stream.send_all(conn.data_to_send())
+
+
+async def test_req_sec_018_an_http2_caller_with_its_request_finds_room_among_young_ones() -> None:
+    """At the cap, the only slot held by a connection younger than the grace that has not
+    sent its whole head: an h2c caller whose preface and whole request are in its buffer at
+    its accept has its request, as an HTTP/1 caller with its whole head has, and makes
+    room; before, it was taken for a newcomer without a request and closed."""
+    config = make_config(max_connections=1, idle_timeout_s=60)
+    async with serving(config) as server:
+        young = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await young.send_all(b"POST /mcp HTTP/1.1\r\n")
+        await _wait_for(lambda: server.listener.connections == 1)
+        caller = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await trio.sleep(_CONNECT_TO_REQUEST_S)
+        client = _h2_opening(server.port, with_request=True)
+        await caller.send_all(client.data_to_send())  # in one write, as h2c clients do
+        assert await _h2_status(caller, client) == b"200"
+        assert await closed_by_server(young, 2) == b""
+        for stream in (young, caller):
+            await stream.aclose()
+    assert http_counts() == {"connection_evicted": 1}
+
+
+async def test_req_sec_018_http2_openings_without_a_request_cannot_hold_every_slot() -> None:
+    """Connections that send the h2c preface and SETTINGS and then nothing (no stream) are
+    protected for the grace, as a request about to start, and no longer: a caller then
+    takes the slot of one. Before, they held every slot until LIM-H3 (60 s here)."""
+    config = make_config(max_connections=2, idle_timeout_s=60)
+    async with serving(config) as server:
+        openings = []
+        for _ in range(2):
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            await stream.send_all(_h2_opening(server.port, with_request=False).data_to_send())
+            openings.append(stream)
+        await _wait_for(lambda: server.listener.connections == 2)
+        await trio.sleep(1.2)  # past the grace
+        assert await _one_call(server.port) == b"HTTP/1.1 200 "
+        for stream in openings:
+            await stream.aclose()
+    assert http_counts() == {"connection_evicted": 1}
+
+
+@pytest.mark.parametrize(
+    ("sent", "has_request"),
+    [
+        (b"", False),
+        (b"POST /mcp HTTP/1.1\r\nHost: a\r\n", False),
+        (_request_bytes(), True),
+    ],
+)
+async def test_req_sec_018_a_kept_alive_connections_next_request_unread_is_not_one_that_waits(
+    sent: bytes, has_request: bool
+) -> None:
+    """A kept-alive HTTP/1 connection between requests whose next whole head is in its
+    socket buffer, not yet read (its task not having run since it came), has a request:
+    closing it for room would drop that request unanswered."""
+    server_side, client_side = socket.socketpair()
+    with server_side, client_side:
+        connection = _Connection("ipv4", server_side.fileno())
+        connection.gate = Http1Gate(16384)
+        # The first request, whole and passed on: the gate waits for the next head.
+        assert connection.gate.feed(_request_bytes())
+        assert not connection.gate.head_started
+        assert not connection.gate.in_body
+        client_side.sendall(sent)
+        assert (connection.waiting_head() is not None) is has_request
+        server_side.setblocking(False)
+        assert (server_side.recv(65536) if sent else b"") == sent

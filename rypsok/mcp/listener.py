@@ -106,6 +106,11 @@ _ACCEPT_BURST: Final = 64
 # How long new connections wait in the backlog once every slot is taken and a newcomer found
 # no room: a client's head follows its connect within a round trip.
 _CROWDED_PAUSE_S: Final = 0.02
+# HTTP/2 frames, for a newcomer's buffer (`_whole_h2_head`): a frame's header is 9 bytes; a
+# header block is a HEADERS frame and its CONTINUATION frames, the last flagged END_HEADERS.
+_H2_FRAME_HEADER: Final = 9
+_H2_BLOCK_FRAMES: Final = frozenset({0x1, 0x9})
+_H2_END_HEADERS: Final = 0x4
 # A client writes its head and its body right after its connect: a second covers a slow
 # link's first round trips. Before it, a connection that has not sent its request yet is not
 # closed for a newcomer that has not either (issue 18.2: a flood's renewed connections
@@ -378,6 +383,7 @@ class _Connection:
         "in_flight",
         "quiet_since",
         "ready",
+        "ready_since",
         "replay",
         "scope",
         "scopes",
@@ -388,6 +394,7 @@ class _Connection:
         self.family = family
         self.fd = fd
         self.ready = False  # a complete head passed to hypercorn, its app not yet started
+        self.ready_since = 0.0  # when `ready` was last set (HTTP/2: it holds for a grace)
         self.in_flight = 0
         # Since when it has waited without a request running: its accept, or the end of its
         # last request. The oldest such connection makes room at the cap.
@@ -426,11 +433,29 @@ class _Connection:
         self.ready = False
 
     def waiting_head(self) -> bytes | None:
-        """A whole HTTP/1 head already in the socket's buffer and not read yet (the
-        connection's task not having run since its accept), else None."""
-        if self.gate is not None or self.h2 is not None:
+        """A whole request head already in the socket's buffer and not read yet, else None:
+        a new connection's (its task not having run since its accept), HTTP/1 or HTTP/2
+        (`_waiting_request`), or a kept-alive HTTP/1 connection's next one (its task not
+        having read since it came, the gate between requests)."""
+        gate = self.gate
+        if self.h2 is not None:
             return None
-        return _whole_http1_head(_peek(self.fd))
+        if gate is not None and (self.in_flight or gate.head_started or gate.in_body):
+            return None
+        head = _waiting_request(_peek(self.fd))
+        if gate is not None and head == b"":
+            return None  # an HTTP/2 preface after HTTP/1 requests is no request
+        return head
+
+    def protected(self, now: float) -> bool:
+        """Whether a complete request head has been read and its request is about to start.
+        Over HTTP/2 the first bytes after the preface count so for `ROOM_GRACE_S`: a header
+        block reaches the app within it, and a connection that sent its preface and
+        SETTINGS and nothing else must not hold its slot as one about to start until
+        LIM-H3 ends it."""
+        if not self.ready:
+            return False
+        return self.h2 is None or now - self.ready_since < ROOM_GRACE_S
 
 
 def _peek(fd: int) -> bytes:
@@ -450,6 +475,33 @@ def _whole_http1_head(peeked: bytes) -> bytes | None:
         return None
     head, found, _ = peeked.partition(b"\r\n\r\n")
     return head if found else None
+
+
+def _whole_h2_head(peeked: bytes) -> bool:
+    """Whether `peeked` holds the HTTP/2 preface and, after it, a whole header block: frames
+    each wholly there up to a HEADERS or CONTINUATION frame that ends the block (an h2c
+    client writes its preface, SETTINGS and first request together)."""
+    if not peeked.startswith(H2_PREFACE):
+        return False
+    at = len(H2_PREFACE)
+    while at + _H2_FRAME_HEADER <= len(peeked):
+        length = int.from_bytes(peeked[at : at + 3], "big")
+        kind, flags = peeked[at + 3], peeked[at + 4]
+        at += _H2_FRAME_HEADER + length
+        if at > len(peeked):
+            return False
+        if kind in _H2_BLOCK_FRAMES and flags & _H2_END_HEADERS:
+            return True
+    return False
+
+
+def _waiting_request(peeked: bytes) -> bytes | None:
+    """The whole request head at the start of `peeked`: an HTTP/1 head, b"" for an HTTP/2
+    preface and header block (its caller is not known without HPACK), else None."""
+    head = _whole_http1_head(peeked)
+    if head is None and _whole_h2_head(peeked):
+        return b""
+    return head
 
 
 def _authorization(head: bytes) -> bytes | None:
@@ -642,15 +694,15 @@ class Listener:
         if connection.in_flight:
             bodies = connection.bodies
             return len(bodies) == connection.in_flight and all(b.doomed(now) for b in bodies)
-        if connection.ready:
+        if connection.protected(now):
             return False
         head = connection.waiting_head()
         return head is None or self._past_share(self._caller_of(head), connection)
 
     def _caller_of(self, head: bytes | None) -> str | None:
         """The caller an HTTP/1 head names by its token, when there are shares to keep."""
-        if head is None or self._callers is None or self._share == math.inf:
-            return None
+        if not head or self._callers is None or self._share == math.inf:
+            return None  # b"": an HTTP/2 request, its token in an HPACK-encoded block
         return self._callers.identify(_authorization(head))
 
     def _past_share(self, caller: str | None, connection: _Connection | None = None) -> bool:
@@ -742,7 +794,7 @@ class Listener:
         # before hypercorn parses them and the app answers them.
         crowded = self.connections >= self._max_connections
         shared = self._callers is not None and self._share != math.inf
-        head = _whole_http1_head(_peek(client.fileno())) if crowded or shared else None
+        head = _waiting_request(_peek(client.fileno())) if crowded or shared else None
         holder = self._caller_of(head)
         victim = None
         if self._past_share(holder):
@@ -789,6 +841,7 @@ class Listener:
                 if first.startswith(H2_PREFACE):
                     connection.h2 = H2Scanner(HEADER_BLOCK_BYTES)
                     connection.ready = len(first) > len(H2_PREFACE)
+                    connection.ready_since = trio.current_time()
                     # The preface is whole: from here only a header block has a head bound.
                     connection.head_since = None
                 else:
