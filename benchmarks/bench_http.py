@@ -549,6 +549,7 @@ def cap_flood(kind: str, count: int, limit_s: float, callers: int = 20) -> dict[
             "process_alive": float(alive), "ends": tries, "callers": float(len(answer)),
             "first_try_answered": float(first_try),
             "most_tries": float(max(len(each) for _, each in answer)),
+            "slowest_ends": max(answer, key=lambda figures: figures[0])[1],
             "median_s": statistics.median(s for s, _ in answer),
             "slowest_s": max(s for s, _ in answer)}  # fmt: skip
 
@@ -677,6 +678,7 @@ def floods(count: int, *, memory: bool = True, kinds: tuple[str, ...] = FLOOD_KI
              f"{out['median_s']:.2f} s (median), {out['slowest_s']:.2f} s at most")  # fmt: skip
         if out["tries"] > 1:
             _say("  the tries: " + "; ".join(out["ends"]))
+        _say("  the slowest caller's tries: " + "; ".join(out["slowest_ends"]))
     if not memory:
         return
     for connections, cap in ((64, 64), (256, 256)):

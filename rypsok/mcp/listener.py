@@ -103,8 +103,9 @@ _RECEIVE: Final = 65536
 _EXIT_MARGIN_MS: Final = 300
 # Accepts after the first of one wake-up, at most (nginx's multi_accept, bounded).
 _ACCEPT_BURST: Final = 64
-# How long new connections wait in the backlog once every slot is taken and a newcomer found
-# no room: a client's head follows its connect within a round trip.
+# How long new connections wait in the backlog once a newcomer was closed unanswered (no
+# room, or past its caller's share): long enough for the served connections to run, and for
+# a client's head to follow its connect (a round trip) where the kernel does not wait for it.
 _CROWDED_PAUSE_S: Final = 0.02
 # HTTP/2 frames, for a newcomer's buffer (`_whole_h2_head`): a frame's header is 9 bytes; a
 # header block is a HEADERS frame and its CONTINUATION frames, the last flagged END_HEADERS.
@@ -747,7 +748,7 @@ class Listener:
                 except OSError as exc:
                     await self._accept_failed(exc)
                     continue
-                crowded = not self._admit(client, family, nursery)
+                refused = not self._admit(client, family, nursery)
                 # trio's accept ends with a checkpoint that no cancel interrupts: the shutdown
                 # may have cancelled this loop and closed the socket meanwhile, and an accept
                 # on its descriptor would fail (EBADF) instead of the loop ending.
@@ -760,18 +761,21 @@ class Listener:
                     try:
                         raw, _ = backlog.accept()
                     except BlockingIOError:
-                        if crowded:
-                            # The backlog is empty and a newcomer found no room: the next
-                            # ones wait there a moment, long enough for a client's head to
-                            # follow its connect, so that they are known at their accept
-                            # (a caller's is then not closed with a flood's silent ones).
-                            await trio.sleep(_CROWDED_PAUSE_S)
                         break
                     except OSError as exc:
                         await self._accept_failed(exc)
                         break
                     raw_client = trio.socket.from_stdlib_socket(raw)
-                    crowded = not self._admit(raw_client, family, nursery) or crowded
+                    refused = not self._admit(raw_client, family, nursery) or refused
+                if refused:
+                    # A newcomer of this wake-up was closed unanswered (no room, or past its
+                    # caller's share): a flood renewing itself. The next ones wait in the
+                    # backlog a moment: the connections already served get scheduling
+                    # rounds without a burst of refusals in each (a flood closed at once
+                    # reconnects at once, and a caller's request takes tens of rounds), and
+                    # where the kernel does not hold connections until their bytes come,
+                    # their heads are there at their accept.
+                    await trio.sleep(_CROWDED_PAUSE_S)
         finally:
             backlog.detach()  # the descriptor stays the listening socket's
 
@@ -787,8 +791,8 @@ class Listener:
         await trio.sleep(ACCEPT_BACKOFF_S)
 
     def _admit(self, client: Any, family: str, nursery: trio.Nursery) -> bool:
-        """Serve a new connection, making room at the cap; False when it was closed for
-        want of room (`too_many_connections`)."""
+        """Serve a new connection, making room at the cap; False when it was closed
+        unanswered (`too_many_connections`, `caller_share`)."""
         # Whose it is, when its head is in its buffer already (issue 18.2): a flood's
         # renewed connections queue in the backlog with their heads, and are known here,
         # before hypercorn parses them and the app answers them.
@@ -806,7 +810,7 @@ class Listener:
             if victim is None:
                 self.refusals.refuse("caller_share", family)
                 client.close()
-                return True
+                return False
         elif crowded:
             # At the cap room is made, not refused: the connection that has waited
             # longest without a request goes; only when every connection has a request
