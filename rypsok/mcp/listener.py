@@ -13,8 +13,8 @@ hypercorn parses HTTP and calls the ASGI app (`rypsok.mcp.http`). The accept loo
   its buffer at its accept, or in its first read, is known by its token there and closed
   at once past its share (`caller_share`); otherwise the app's gate claims it (503).
   Accepts are taken in bursts: a flood's connections queued in the backlog are not each
-  a scheduling round ahead of a caller's; once a burst found no room, the next connections
-  wait a moment in the backlog, so that their heads are there at their accept. The kernel
+  a scheduling round ahead of a caller's; once a burst closed a newcomer unanswered, the
+  next connections wait a moment in the backlog (the served ones run meanwhile). The kernel
   holds a connection until its first bytes come, a second at most (`defer_accept`): a
   caller that writes its request after its connect is known at its accept, never closed
   as a newcomer without its request, nor made room with before its head is read.
