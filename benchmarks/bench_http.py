@@ -17,11 +17,13 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import math
 import re
 import resource
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -499,7 +501,17 @@ async def _first_answer(port: int, limit_s: float) -> tuple[float, list[str]]:
     return float("nan"), tries
 
 
-def cap_flood(kind: str, count: int, limit_s: float) -> dict[str, Any]:
+async def _callers(port: int, limit_s: float, count: int) -> list[dict[str, Any]]:
+    """`count` callers in turn, each `_first_answer` on connections of its own."""
+    figures = []
+    for _ in range(count):
+        seconds, tries = await _first_answer(port, limit_s)
+        figures.append({"first_answer_s": seconds, "tries": tries})
+        await trio.sleep(0.1)
+    return figures
+
+
+def cap_flood(kind: str, count: int, limit_s: float, callers: int = 20) -> dict[str, Any]:
     """`count` connections of one kind, renewed as they close, against the default limits
     (64 connections, 60 s idle, 10 s per head, 30 s per request) with two callers: the flood
     holds one token; the time to the other caller's first answer."""
@@ -514,13 +526,15 @@ def cap_flood(kind: str, count: int, limit_s: float) -> dict[str, Any]:
             await trio.sleep(3)  # the flood in place, every slot taken
             # The caller is a process of its own, as a real one is: in this one it would
             # wait behind the flood's own tasks between its connect and its request.
+            # Then more callers in turn, each a fresh one: how many were answered on their
+            # first connection (issue 18.2: a caller that never retries sees a reset).
             done = await trio.run_process(
                 [sys.executable, "-m", "benchmarks.bench_http", "legit", str(server.port),
-                 str(limit_s)],
+                 str(limit_s), str(callers)],
                 cwd=ROOT, capture_stdout=True,
             )  # fmt: skip
-            figures = json.loads(done.stdout)
-            answer.append((figures["first_answer_s"], figures["tries"]))
+            for figures in json.loads(done.stdout):
+                answer.append((figures["first_answer_s"], figures["tries"]))
             nursery.cancel_scope.cancel()
 
     try:
@@ -529,8 +543,15 @@ def cap_flood(kind: str, count: int, limit_s: float) -> dict[str, Any]:
     finally:
         server.stop()
     seconds, tries = answer[0]
+    # A caller's tries end with its answer: one try, answered on its first connection.
+    first_try = sum(1 for s, each in answer if len(each) == 1 and not math.isnan(s))
     return {"first_answer_s": seconds, "tries": float(len(tries)), "opened": float(opened[0]),
-            "process_alive": float(alive), "ends": tries}  # fmt: skip
+            "process_alive": float(alive), "ends": tries, "callers": float(len(answer)),
+            "first_try_answered": float(first_try),
+            "most_tries": float(max(len(each) for _, each in answer)),
+            "slowest_ends": max(answer, key=lambda figures: figures[0])[1],
+            "median_s": statistics.median(s for s, _ in answer),
+            "slowest_s": max(s for s, _ in answer)}  # fmt: skip
 
 
 # -- memory a tokenless peer can make the process hold (issue 18.3) -----------------------------
@@ -651,9 +672,13 @@ def floods(count: int, *, memory: bool = True, kinds: tuple[str, ...] = FLOOD_KI
         out = cap_flood(kind, count, 30)
         _say(f"cap flood: {count} {kind} connections (renewed as closed, {out['opened']:.0f} "
              f"opened), 64 slots: first legitimate answer after {out['first_answer_s']:.2f} s "
-             f"({out['tries']:.0f} tries), process alive {bool(out['process_alive'])}")  # fmt: skip
+             f"({out['tries']:.0f} tries), process alive {bool(out['process_alive'])}; "
+             f"{out['callers']:.0f} callers in turn: {out['first_try_answered']:.0f} answered "
+             f"on their first connection, most tries {out['most_tries']:.0f}, answered after "
+             f"{out['median_s']:.2f} s (median), {out['slowest_s']:.2f} s at most")  # fmt: skip
         if out["tries"] > 1:
             _say("  the tries: " + "; ".join(out["ends"]))
+        _say("  the slowest caller's tries: " + "; ".join(out["slowest_ends"]))
     if not memory:
         return
     for connections, cap in ((64, 64), (256, 256)):
@@ -681,8 +706,7 @@ def _say(line: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     args_in = sys.argv[1:] if argv is None else argv
     if args_in[:1] == ["legit"]:
-        seconds, tries = trio.run(_first_answer, int(args_in[1]), float(args_in[2]))
-        _say(json.dumps({"first_answer_s": seconds, "tries": tries}))
+        _say(json.dumps(trio.run(_callers, int(args_in[1]), float(args_in[2]), int(args_in[3]))))
         return 0
     if args_in and args_in[0].startswith("serve-"):
         _raise_fd_limit()

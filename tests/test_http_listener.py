@@ -35,6 +35,7 @@ from http_helpers import (
 from search_fakes import capture_logs
 
 from rypsok.core import telemetry
+from rypsok.mcp.framing import Http1Gate
 from rypsok.mcp.listener import (
     TRIM_AFTER_CLOSES,
     TRIM_QUIET_S,
@@ -432,17 +433,25 @@ async def test_req_sec_018_a_newcomer_without_its_request_closes_only_a_settled_
 ):
     """A connection that has not sent its request yet is not closed for a newcomer that has
     not either until it has waited the grace (a second): a flood's renewed connections
-    would otherwise close a caller's connection before its head comes."""
+    would otherwise close a caller's connection before its head comes. (Each sends the
+    start of a head: the kernel holds a connection that has sent nothing for a second
+    before its accept, `DEFER_ACCEPT_S`.)"""
     config = make_config(max_connections=1, idle_timeout_s=60)
+    begun = b"POST /mcp HTTP/1.1\r\n"
     async with serving(config) as server:
         first = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await first.send_all(begun)
         await _wait_for(lambda: server.listener.connections == 1)
         second = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await second.send_all(begun)
         assert await closed_by_server(second, 2) == b""  # the young one stays
         await trio.sleep(1.1)
         third = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await third.send_all(begun)
         assert await closed_by_server(first, 2) == b""  # settled: it makes room
-        assert (await _answered(third)).startswith(b"HTTP/1.1 200")
+        rest = _request_bytes().removeprefix(begun)
+        await third.send_all(rest)
+        assert (await _answer(third)).startswith(b"HTTP/1.1 200")
         for stream in (first, second, third):
             await stream.aclose()
     assert http_counts() == {"too_many_connections": 1, "connection_evicted": 1}
@@ -622,6 +631,44 @@ async def test_req_sec_018_a_refused_request_leaves_the_process_serving() -> Non
     assert response.status_code == 200
 
 
+class _StoppingSocket(_FailingSocket):
+    """A listening socket whose accept, once it has a connection, starts the shutdown and
+    returns only when the shutdown has closed the socket: the moment trio's accept spends in
+    its last checkpoint, which no cancel interrupts, under a flood."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__(sock, failures=0)
+        self.stop: trio.Event | None = None
+
+    async def accept(self) -> Any:
+        accepted = await self._sock.accept()
+        assert self.stop is not None
+        self.stop.set()
+        with trio.CancelScope(shield=True), trio.fail_after(5):
+            while self._sock.fileno() != -1:  # noqa: ASYNC110 # no event: the listener closes it
+                await trio.sleep(0.01)
+        return accepted
+
+
+async def test_req_ops_002_a_shutdown_during_an_accept_ends_the_accept_loop() -> None:
+    """The shutdown cancels the accept loop and closes the listening socket; an accept that
+    had just taken a connection returns after both. The loop then ends: before, it went on
+    to take what else the backlog held from the closed descriptor (EBADF), and the error
+    ended the process instead of the shutdown's drain."""
+    stopping = _StoppingSocket(listening_socket("127.0.0.1:8737", 0))
+    with capture_logs() as logs:
+        async with serving(make_config(), listen_socket=stopping) as server:
+            stopping.stop = server.stop
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            await stream.send_all(b"POST /mcp HTTP/1.1\r\n")  # a head begun: accepted now
+            with trio.fail_after(5):
+                await server.stop.wait()
+        # The drain closed the connection the last accept took, as any without a request.
+        assert await closed_by_server(stream, 5) == b""
+        await stream.aclose()
+    assert len(logs.named("shutdown_started")) == 1
+
+
 async def test_req_mcp_007_an_http2_stream_reset_cancels_its_call() -> None:
     from http_helpers import SlowEngine
 
@@ -698,6 +745,10 @@ async def test_req_ops_002_shutdown_closes_a_connection_that_sent_no_request_at_
     async with serving(config, engine=engine) as server:
         silent = await trio.open_tcp_stream("127.0.0.1", server.port)
         await silent.send_all(sent)
+        # The listener's once accepted: the kernel holds a connection that has sent nothing
+        # for a second first (`DEFER_ACCEPT_S`), and one still there at the shutdown is the
+        # kernel's to drop with the listening socket.
+        await _wait_for(lambda: server.listener.connections == 1)
         async with httpx.AsyncClient() as client, trio.open_nursery() as nursery:
             await start_slow_search(nursery, client, server, engine)
             server.stop.set()
@@ -707,9 +758,27 @@ async def test_req_ops_002_shutdown_closes_a_connection_that_sent_no_request_at_
     assert http_counts() == {}  # closed by the shutdown, not refused as idle
 
 
+def _h2_bytes(with_request: bool) -> bytes:
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    if with_request:
+        conn.send_headers(1, [(":method", "POST"), (":path", "/mcp"), (":scheme", "http"),
+                              (":authority", "127.0.0.1")])  # fmt: skip
+        conn.send_data(1, b"{}", end_stream=True)
+    return conn.data_to_send()
+
+
 @pytest.mark.parametrize(
     ("sent", "has_request"),
-    [(b"", False), (b"POST /mcp HTTP/1.1\r\nHost: a\r\n", False), (_request_bytes(), True)],
+    [
+        (b"", False),
+        (b"POST /mcp HTTP/1.1\r\nHost: a\r\n", False),
+        (_request_bytes(), True),
+        (_h2_bytes(with_request=False), False),  # the preface and SETTINGS only
+        (_h2_bytes(with_request=True), True),  # and a whole header block
+        (_h2_bytes(with_request=True)[:-5], True),  # its DATA frame cut short
+        (_h2_bytes(with_request=True)[:-15], False),  # its header block cut short
+    ],
 )
 async def test_req_sec_018_a_connection_whose_request_waits_unread_is_not_one_that_waits(
     sent: bytes, has_request: bool
@@ -764,3 +833,202 @@ async def test_req_perf_003_a_few_closed_connections_cost_no_trim() -> None:
         await _wait_for(lambda: server.listener.connections == 0)
         await trio.sleep(TRIM_QUIET_S + 0.3)
     assert trims == []
+
+
+# -- a caller's first connection at the cap (issue 18 item 2, the last caveat) -----------------
+
+# How long a caller takes between its connect and its request: a client process writes its
+# request right after its connect returns, but on a loaded host it may run a few tens of
+# milliseconds later. Well within any reading of "promptly", and longer than the accept loop
+# takes to accept a connection waiting in the backlog.
+_CONNECT_TO_REQUEST_S = 0.05
+
+
+async def _first_try(port: int, token: str | None) -> bytes:
+    """One caller's first (and only) try: connect, write the whole request a moment later,
+    read the answer. Its status line, or b"" when the connection was closed unanswered."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    try:
+        await trio.sleep(_CONNECT_TO_REQUEST_S)
+        await stream.send_all(_request_bytes(keep_alive=False, token=token))
+        return (await closed_by_server(stream, 10)).partition(b"\r\n")[0]
+    except trio.BrokenResourceError:
+        return b""  # reset: closed before (or while) the request was written
+    finally:
+        await stream.aclose()
+
+
+async def test_req_sec_018_a_callers_request_after_its_connect_finds_room_among_young_ones() -> (
+    None
+):
+    """At the cap, with the only slot held by a connection younger than the grace that has
+    not sent its whole head: a caller whose request follows its connect by a moment is
+    answered on that connection (the connection is the listener's once its first bytes are
+    there, and a newcomer with its whole head may close one without a request), not closed
+    as a newcomer without its request."""
+    config = make_config(max_connections=1, idle_timeout_s=60)
+    async with serving(config) as server:
+        young = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await young.send_all(b"POST /mcp HTTP/1.1\r\n")  # a head begun, then nothing
+        await _wait_for(lambda: server.listener.connections == 1)
+        assert await _first_try(server.port, None) == b"HTTP/1.1 200 "
+        assert await closed_by_server(young, 2) == b""  # it made room
+        await young.aclose()
+    assert http_counts() == {"connection_evicted": 1}
+
+
+async def _flood_connection(port: int, kind: str) -> None:
+    """One connection of a flood, opened again each time the server closes it: `idle` sends
+    nothing, `trickling` a request line and then a header byte every 0.2 s, `slow-body` a
+    whole head with the first caller's token and then a body byte every 0.2 s."""
+    while True:
+        try:
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+        except OSError:
+            await trio.sleep(0.05)
+            continue
+        try:
+            if kind == "trickling":
+                await stream.send_all(b"POST /mcp HTTP/1.1\r\n")
+                await _dribble(stream, b"X")
+            elif kind == "slow-body":
+                head = _slow_head(TOKEN_A, 200)
+                await stream.send_all(head + b"{")
+                await _dribble(stream, b" ")
+            else:
+                await closed_by_server(stream, 120)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            await stream.aclose()
+        await trio.sleep(0.01)  # renewed at once, as a flood is (without spinning the test)
+
+
+def _slow_head(token: str | None, declared: int) -> bytes:
+    headers = modern_headers("tools/call", "engine_status", token)
+    lines = [b"POST /mcp HTTP/1.1", b"Host: 127.0.0.1"]
+    lines += [f"{k}: {v}".encode() for k, v in headers.items()]
+    lines.append(b"Content-Length: %d" % declared)
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+@pytest.mark.parametrize("kind", ["idle", "trickling", "slow-body"])
+async def test_req_sec_018_a_callers_first_connection_is_answered_during_a_flood(
+    kind: str,
+) -> None:
+    """A flood of 40 connections renewed as they close, at a cap of 8, two callers (the
+    slow-body flood holds the first caller's token): each of 20 callers of the second token
+    in turn, connecting and writing its whole request a moment later, is answered on its
+    first connection. Before, a caller was closed unanswered as a newcomer without its
+    request (accepted before its head came, every slot younger than the grace) nearly every
+    time during the idle and trickling floods and one time in four to twelve during the
+    slow-body one."""
+    config = make_config(CALLERS, CALLERS_ENV, max_connections=8, idle_timeout_s=60)
+    async with serving(config, CALLERS_ENV) as server, trio.open_nursery() as nursery:
+        for _ in range(40):
+            nursery.start_soon(_flood_connection, server.port, kind)
+        await _wait_for(lambda: server.listener.connections >= 4)
+        await trio.sleep(1.2)  # past the grace: the flood in place and renewing itself
+        answers = [await _first_try(server.port, TOKEN_B) for _ in range(20)]
+        nursery.cancel_scope.cancel()
+    closed = [i for i, answer in enumerate(answers) if answer != b"HTTP/1.1 200 "]
+    assert closed == [], f"callers closed on their first connection: {closed} of 20"
+
+
+# -- a request already there is not closed for room (issue 18.2) --------------------------------
+
+
+def _h2_opening(port: int, with_request: bool) -> h2.connection.H2Connection:
+    """An h2c client whose first bytes (`data_to_send`) are the preface and SETTINGS, with
+    a whole request (HEADERS and DATA, stream 1) when `with_request`."""
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    if with_request:
+        body = json.dumps(call_body("engine_status")).encode()
+        conn.send_headers(1, _h2_headers(port, body))
+        conn.send_data(1, body, end_stream=True)
+    return conn
+
+
+async def _h2_status(stream: trio.SocketStream, conn: h2.connection.H2Connection) -> bytes:
+    """The status of the answer to stream 1, b"" when the connection closed first."""
+    with trio.fail_after(5):
+        while True:
+            try:
+                data = await stream.receive_some(65536)
+            except trio.BrokenResourceError:
+                return b""
+            if not data:
+                return b""
+            for event in conn.receive_data(data):
+                if isinstance(event, h2.events.ResponseReceived):
+                    return dict(event.headers)[b":status"]
+            await stream.send_all(conn.data_to_send())
+
+
+async def test_req_sec_018_an_http2_caller_with_its_request_finds_room_among_young_ones() -> None:
+    """At the cap, the only slot held by a connection younger than the grace that has not
+    sent its whole head: an h2c caller whose preface and whole request are in its buffer at
+    its accept has its request, as an HTTP/1 caller with its whole head has, and makes
+    room; before, it was taken for a newcomer without a request and closed."""
+    config = make_config(max_connections=1, idle_timeout_s=60)
+    async with serving(config) as server:
+        young = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await young.send_all(b"POST /mcp HTTP/1.1\r\n")
+        await _wait_for(lambda: server.listener.connections == 1)
+        caller = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await trio.sleep(_CONNECT_TO_REQUEST_S)
+        client = _h2_opening(server.port, with_request=True)
+        await caller.send_all(client.data_to_send())  # in one write, as h2c clients do
+        assert await _h2_status(caller, client) == b"200"
+        assert await closed_by_server(young, 2) == b""
+        for stream in (young, caller):
+            await stream.aclose()
+    assert http_counts() == {"connection_evicted": 1}
+
+
+async def test_req_sec_018_http2_openings_without_a_request_cannot_hold_every_slot() -> None:
+    """Connections that send the h2c preface and SETTINGS and then nothing (no stream) are
+    protected for the grace, as a request about to start, and no longer: a caller then
+    takes the slot of one. Before, they held every slot until LIM-H3 (60 s here)."""
+    config = make_config(max_connections=2, idle_timeout_s=60)
+    async with serving(config) as server:
+        openings = []
+        for _ in range(2):
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            await stream.send_all(_h2_opening(server.port, with_request=False).data_to_send())
+            openings.append(stream)
+        await _wait_for(lambda: server.listener.connections == 2)
+        await trio.sleep(1.2)  # past the grace
+        assert await _one_call(server.port) == b"HTTP/1.1 200 "
+        for stream in openings:
+            await stream.aclose()
+    assert http_counts() == {"connection_evicted": 1}
+
+
+@pytest.mark.parametrize(
+    ("sent", "has_request"),
+    [
+        (b"", False),
+        (b"POST /mcp HTTP/1.1\r\nHost: a\r\n", False),
+        (_request_bytes(), True),
+    ],
+)
+async def test_req_sec_018_a_kept_alive_connections_next_request_unread_is_not_one_that_waits(
+    sent: bytes, has_request: bool
+) -> None:
+    """A kept-alive HTTP/1 connection between requests whose next whole head is in its
+    socket buffer, not yet read (its task not having run since it came), has a request:
+    closing it for room would drop that request unanswered."""
+    server_side, client_side = socket.socketpair()
+    with server_side, client_side:
+        connection = _Connection("ipv4", server_side.fileno())
+        connection.gate = Http1Gate(16384)
+        # The first request, whole and passed on: the gate waits for the next head.
+        assert connection.gate.feed(_request_bytes())
+        assert not connection.gate.head_started
+        assert not connection.gate.in_body
+        client_side.sendall(sent)
+        assert (connection.waiting_head() is not None) is has_request
+        server_side.setblocking(False)
+        assert (server_side.recv(65536) if sent else b"") == sent

@@ -13,8 +13,11 @@ hypercorn parses HTTP and calls the ASGI app (`rypsok.mcp.http`). The accept loo
   its buffer at its accept, or in its first read, is known by its token there and closed
   at once past its share (`caller_share`); otherwise the app's gate claims it (503).
   Accepts are taken in bursts: a flood's connections queued in the backlog are not each
-  a scheduling round ahead of a caller's; once a burst found no room, the next connections
-  wait a moment in the backlog, so that their heads are there at their accept.
+  a scheduling round ahead of a caller's; once a burst closed a newcomer unanswered, the
+  next connections wait a moment in the backlog (the served ones run meanwhile). The kernel
+  holds a connection until its first bytes come, a second at most (`defer_accept`): a
+  caller that writes its request after its connect is known at its accept, never closed
+  as a newcomer without its request, nor made room with before its head is read.
 - LIM-H3: the first bytes are read here, under one deadline from the accept, until they show
   HTTP/1 or the HTTP/2 preface; a connection that does not (silence, or a preface cut short)
   is closed and counted as `idle_connection`, without a log line of its own. The bytes are
@@ -100,15 +103,26 @@ _RECEIVE: Final = 65536
 _EXIT_MARGIN_MS: Final = 300
 # Accepts after the first of one wake-up, at most (nginx's multi_accept, bounded).
 _ACCEPT_BURST: Final = 64
-# How long new connections wait in the backlog once every slot is taken and a newcomer found
-# no room: a client's head follows its connect within a round trip.
+# How long new connections wait in the backlog once a newcomer was closed unanswered (no
+# room, or past its caller's share): long enough for the served connections to run, and for
+# a client's head to follow its connect (a round trip) where the kernel does not wait for it.
 _CROWDED_PAUSE_S: Final = 0.02
+# HTTP/2 frames, for a newcomer's buffer (`_whole_h2_head`): a frame's header is 9 bytes; a
+# header block is a HEADERS frame and its CONTINUATION frames, the last flagged END_HEADERS.
+_H2_FRAME_HEADER: Final = 9
+_H2_BLOCK_FRAMES: Final = frozenset({0x1, 0x9})
+_H2_END_HEADERS: Final = 0x4
 # A client writes its head and its body right after its connect: a second covers a slow
 # link's first round trips. Before it, a connection that has not sent its request yet is not
 # closed for a newcomer that has not either (issue 18.2: a flood's renewed connections
 # would close a caller's connection before its head comes), and a body's rate says nothing
 # yet about whether it can arrive within LIM-H5 (`_Body.doomed`).
 ROOM_GRACE_S: Final = 1.0
+# How long the kernel holds a new connection that has sent nothing (`defer_accept`): the
+# SYN-ACK is sent again after a second and the connection is accepted at the peer's answer.
+# A client writes its request right after its connect; one that stays silent is accepted a
+# second late and then bounded by LIM-H3 as before.
+DEFER_ACCEPT_S: Final = 1
 # After a flood, the heap's free pages go back to the system (issue 18.3) once this many
 # connections have closed and then none for `TRIM_QUIET_S`: one trim when a flood ends,
 # none while it lasts (each costs a walk of the heap) nor for the odd connection.
@@ -370,6 +384,7 @@ class _Connection:
         "in_flight",
         "quiet_since",
         "ready",
+        "ready_since",
         "replay",
         "scope",
         "scopes",
@@ -380,6 +395,7 @@ class _Connection:
         self.family = family
         self.fd = fd
         self.ready = False  # a complete head passed to hypercorn, its app not yet started
+        self.ready_since = 0.0  # when `ready` was last set (HTTP/2: it holds for a grace)
         self.in_flight = 0
         # Since when it has waited without a request running: its accept, or the end of its
         # last request. The oldest such connection makes room at the cap.
@@ -418,11 +434,29 @@ class _Connection:
         self.ready = False
 
     def waiting_head(self) -> bytes | None:
-        """A whole HTTP/1 head already in the socket's buffer and not read yet (the
-        connection's task not having run since its accept), else None."""
-        if self.gate is not None or self.h2 is not None:
+        """A whole request head already in the socket's buffer and not read yet, else None:
+        a new connection's (its task not having run since its accept), HTTP/1 or HTTP/2
+        (`_waiting_request`), or a kept-alive HTTP/1 connection's next one (its task not
+        having read since it came, the gate between requests)."""
+        gate = self.gate
+        if self.h2 is not None:
             return None
-        return _whole_http1_head(_peek(self.fd))
+        if gate is not None and (self.in_flight or gate.head_started or gate.in_body):
+            return None
+        head = _waiting_request(_peek(self.fd))
+        if gate is not None and head == b"":
+            return None  # an HTTP/2 preface after HTTP/1 requests is no request
+        return head
+
+    def protected(self, now: float) -> bool:
+        """Whether a complete request head has been read and its request is about to start.
+        Over HTTP/2 the first bytes after the preface count so for `ROOM_GRACE_S`: a header
+        block reaches the app within it, and a connection that sent its preface and
+        SETTINGS and nothing else must not hold its slot as one about to start until
+        LIM-H3 ends it."""
+        if not self.ready:
+            return False
+        return self.h2 is None or now - self.ready_since < ROOM_GRACE_S
 
 
 def _peek(fd: int) -> bytes:
@@ -442,6 +476,33 @@ def _whole_http1_head(peeked: bytes) -> bytes | None:
         return None
     head, found, _ = peeked.partition(b"\r\n\r\n")
     return head if found else None
+
+
+def _whole_h2_head(peeked: bytes) -> bool:
+    """Whether `peeked` holds the HTTP/2 preface and, after it, a whole header block: frames
+    each wholly there up to a HEADERS or CONTINUATION frame that ends the block (an h2c
+    client writes its preface, SETTINGS and first request together)."""
+    if not peeked.startswith(H2_PREFACE):
+        return False
+    at = len(H2_PREFACE)
+    while at + _H2_FRAME_HEADER <= len(peeked):
+        length = int.from_bytes(peeked[at : at + 3], "big")
+        kind, flags = peeked[at + 3], peeked[at + 4]
+        at += _H2_FRAME_HEADER + length
+        if at > len(peeked):
+            return False
+        if kind in _H2_BLOCK_FRAMES and flags & _H2_END_HEADERS:
+            return True
+    return False
+
+
+def _waiting_request(peeked: bytes) -> bytes | None:
+    """The whole request head at the start of `peeked`: an HTTP/1 head, b"" for an HTTP/2
+    preface and header block (its caller is not known without HPACK), else None."""
+    head = _whole_http1_head(peeked)
+    if head is None and _whole_h2_head(peeked):
+        return b""
+    return head
 
 
 def _authorization(head: bytes) -> bytes | None:
@@ -634,15 +695,15 @@ class Listener:
         if connection.in_flight:
             bodies = connection.bodies
             return len(bodies) == connection.in_flight and all(b.doomed(now) for b in bodies)
-        if connection.ready:
+        if connection.protected(now):
             return False
         head = connection.waiting_head()
         return head is None or self._past_share(self._caller_of(head), connection)
 
     def _caller_of(self, head: bytes | None) -> str | None:
         """The caller an HTTP/1 head names by its token, when there are shares to keep."""
-        if head is None or self._callers is None or self._share == math.inf:
-            return None
+        if not head or self._callers is None or self._share == math.inf:
+            return None  # b"": an HTTP/2 request, its token in an HPACK-encoded block
         return self._callers.identify(_authorization(head))
 
     def _past_share(self, caller: str | None, connection: _Connection | None = None) -> bool:
@@ -687,7 +748,11 @@ class Listener:
                 except OSError as exc:
                     await self._accept_failed(exc)
                     continue
-                crowded = not self._admit(client, family, nursery)
+                refused = not self._admit(client, family, nursery)
+                # trio's accept ends with a checkpoint that no cancel interrupts: the shutdown
+                # may have cancelled this loop and closed the socket meanwhile, and an accept
+                # on its descriptor would fail (EBADF) instead of the loop ending.
+                await trio.lowlevel.checkpoint_if_cancelled()
                 # What else the listen backlog holds, taken now: trio's accept is one per
                 # scheduling round, so under a flood renewing itself a caller's connection
                 # would wait in the backlog one round per connection queued before it,
@@ -696,18 +761,21 @@ class Listener:
                     try:
                         raw, _ = backlog.accept()
                     except BlockingIOError:
-                        if crowded:
-                            # The backlog is empty and a newcomer found no room: the next
-                            # ones wait there a moment, long enough for a client's head to
-                            # follow its connect, so that they are known at their accept
-                            # (a caller's is then not closed with a flood's silent ones).
-                            await trio.sleep(_CROWDED_PAUSE_S)
                         break
                     except OSError as exc:
                         await self._accept_failed(exc)
                         break
                     raw_client = trio.socket.from_stdlib_socket(raw)
-                    crowded = not self._admit(raw_client, family, nursery) or crowded
+                    refused = not self._admit(raw_client, family, nursery) or refused
+                if refused:
+                    # A newcomer of this wake-up was closed unanswered (no room, or past its
+                    # caller's share): a flood renewing itself. The next ones wait in the
+                    # backlog a moment: the connections already served get scheduling
+                    # rounds without a burst of refusals in each (a flood closed at once
+                    # reconnects at once, and a caller's request takes tens of rounds), and
+                    # where the kernel does not hold connections until their bytes come,
+                    # their heads are there at their accept.
+                    await trio.sleep(_CROWDED_PAUSE_S)
         finally:
             backlog.detach()  # the descriptor stays the listening socket's
 
@@ -723,14 +791,14 @@ class Listener:
         await trio.sleep(ACCEPT_BACKOFF_S)
 
     def _admit(self, client: Any, family: str, nursery: trio.Nursery) -> bool:
-        """Serve a new connection, making room at the cap; False when it was closed for
-        want of room (`too_many_connections`)."""
+        """Serve a new connection, making room at the cap; False when it was closed
+        unanswered (`too_many_connections`, `caller_share`)."""
         # Whose it is, when its head is in its buffer already (issue 18.2): a flood's
         # renewed connections queue in the backlog with their heads, and are known here,
         # before hypercorn parses them and the app answers them.
         crowded = self.connections >= self._max_connections
         shared = self._callers is not None and self._share != math.inf
-        head = _whole_http1_head(_peek(client.fileno())) if crowded or shared else None
+        head = _waiting_request(_peek(client.fileno())) if crowded or shared else None
         holder = self._caller_of(head)
         victim = None
         if self._past_share(holder):
@@ -742,7 +810,7 @@ class Listener:
             if victim is None:
                 self.refusals.refuse("caller_share", family)
                 client.close()
-                return True
+                return False
         elif crowded:
             # At the cap room is made, not refused: the connection that has waited
             # longest without a request goes; only when every connection has a request
@@ -777,6 +845,7 @@ class Listener:
                 if first.startswith(H2_PREFACE):
                     connection.h2 = H2Scanner(HEADER_BLOCK_BYTES)
                     connection.ready = len(first) > len(H2_PREFACE)
+                    connection.ready_since = trio.current_time()
                     # The preface is whole: from here only a header block has a head bound.
                     connection.head_since = None
                 else:
@@ -936,6 +1005,21 @@ class Listener:
             await self.calls.idle.wait()
 
 
+def defer_accept(sock: stdlib_socket.socket) -> bool:
+    """Have the kernel hold a new connection until its first bytes come (`TCP_DEFER_ACCEPT`,
+    Linux), `DEFER_ACCEPT_S` at most: a connection is then the listener's with its request
+    head in its buffer, known at its accept (issue 18.2). False where the system has no
+    such option; the listener then also takes connections before their first bytes."""
+    option = getattr(stdlib_socket, "TCP_DEFER_ACCEPT", None)
+    if option is None:
+        return False
+    try:
+        sock.setsockopt(stdlib_socket.IPPROTO_TCP, option, DEFER_ACCEPT_S)
+    except OSError:
+        return False
+    return True
+
+
 def listening_socket(bind: str, port: int | None = None) -> stdlib_socket.socket:
     """The bound, listening socket of `[service.http] bind` (`port` replaces its port).
 
@@ -949,6 +1033,7 @@ def listening_socket(bind: str, port: int | None = None) -> stdlib_socket.socket
         if family == stdlib_socket.AF_INET6:
             sock.setsockopt(stdlib_socket.IPPROTO_IPV6, stdlib_socket.IPV6_V6ONLY, 1)
         sock.bind((str(parsed.host), parsed.port if port is None else port))
+        defer_accept(sock)
         sock.listen(_BACKLOG)
     except OSError:
         sock.close()
