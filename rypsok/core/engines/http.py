@@ -262,6 +262,7 @@ class EngineHttp:
         self._transports: dict[EngineOrigin, EgressTransport] = {}
         self._targets: dict[tuple[EngineOrigin, str], tuple[bytes, bytes, int, bytes]] = {}
         self._header_lists: dict[tuple[tuple[str, str], ...], list[tuple[bytes, bytes]]] = {}
+        self._pairs: dict[tuple[str, str], str] = {}
         # rypsok's own headers, written last on every request.
         self._own_headers: Final = (
             (b"Accept-Encoding", b"gzip, deflate"),
@@ -377,6 +378,22 @@ class EngineHttp:
             self._targets[key] = known
         return known
 
+    def _query(self, params: Sequence[tuple[str, str]]) -> bytes:
+        """`urlencode(params)` as bytes, each pair encoded once and kept (a driver sends the
+        same few constant pairs on every request; only the query's own pair changes), at
+        most 256 pairs. The same bytes as `urlencode` (`quote_plus` on both sides)."""
+        pairs = self._pairs
+        encoded = []
+        for pair in params:
+            known = pairs.get(pair)
+            if known is None:
+                known = urlencode((pair,))
+                if len(pairs) >= _TARGETS_KEPT:
+                    pairs.clear()
+                pairs[pair] = known
+            encoded.append(known)
+        return "&".join(encoded).encode("ascii")
+
     def _header_list(self, headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
         """A driver's headers as sent, followed by rypsok's own: checked and encoded once
         per distinct set (a driver sends the same few on every request)."""
@@ -409,7 +426,7 @@ class EngineHttp:
         import httpx
 
         scheme, host, port, raw_path = self._target(origin, path)
-        target = raw_path + b"?" + urlencode(params).encode("ascii") if params else raw_path
+        target = raw_path + b"?" + self._query(params) if params else raw_path
         default_port = port == (443 if scheme == b"https" else 80)
         sent = [(b"Host", host if default_port else host + b":%d" % port)]
         sent += self._header_list(headers)
@@ -459,8 +476,9 @@ class EngineHttp:
             answer_headers = httpx.Headers(response.headers)
             if not 200 <= response.status < 300:
                 return EngineResponse(status=response.status, headers=answer_headers, body=b"")
-            declared = answer_headers.get("content-length")
-            coding = answer_headers.get("content-encoding", "").strip().lower()
+            declared = _field(response.headers, b"content-length", answer_headers)
+            coding = (_field(response.headers, b"content-encoding", answer_headers) or "")
+            coding = coding.strip().lower()
             parts: list[bytes] = []
             body = _bounded_body(declared, coding, max_bytes, parts)
             chunks = response.aiter_stream()
@@ -476,6 +494,19 @@ class EngineHttp:
             )
         finally:
             await response.aclose()
+
+
+def _field(raw: Sequence[tuple[bytes, bytes]], name: bytes, headers: httpx.Headers) -> str | None:
+    """`headers.get(name)` read from the raw list: the values of every field of that name,
+    joined with ", ". Headers.get first decides one encoding for the whole head, which costs
+    more than the rest of this read; an ASCII value reads the same in any of its encodings,
+    and any other value is read by `headers` itself."""
+    values = [value for key, value in raw if key.lower() == name]
+    if not values:
+        return None
+    if all(value.isascii() for value in values):
+        return ", ".join([value.decode("ascii") for value in values])
+    return headers.get(name.decode("ascii"))
 
 
 async def _abandon(response: httpcore.Response, chunks: AsyncIterator[bytes]) -> None:
