@@ -52,7 +52,7 @@ from rypsok.core.search.ports import EngineSlot
 from rypsok.shared.allocator import map_large_allocations
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
     from types import TracebackType
 
     from rypsok.config.schema import Config
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from rypsok.core.fetch.pipeline import FetchPipeline
     from rypsok.core.fetch.robots import RobotsCache
     from rypsok.core.search.cache import AnswerCache
+    from rypsok.core.search.pipeline import SearchRun
 
 # `Engine` is the facade's seam for substituted engines (tests, the conformance harness):
 # the protocol layer names it through the facade and never imports a driver's module.
@@ -251,6 +252,7 @@ class Rypsok:
         self._fetch: FetchPipeline | None = None
         self._robots: RobotsCache | None = None
         self._fetch_slots = FetchSlots(config.limits.fetches_in_flight)
+        self._pipeline: tuple[Callable[..., Awaitable[SearchRun]], float] | None = None
 
     @property
     def config(self) -> Config:
@@ -335,10 +337,7 @@ class Rypsok:
     async def search_as(self, caller: str, request: SearchRequest) -> SearchResponse:
         """One web_search call of `caller`, whose rate limit (LIM-C6) it counts against."""
         start = trio.current_time()
-        # The search pipeline (cleaning, ranking, the secret check) is imported by the first
-        # search, not at start-up: a host's first message is its handshake (decisions.md).
-        from rypsok.core.search.pipeline import CALL_MARGIN_S, run_search
-
+        run_search, margin_s = self._pipeline or self._load_pipeline()
         with telemetry.call_scope(caller):
             # With [coordination] the caller's limit is decided with the engines' turns, in
             # one round trip to the store (coordination.gate); without it, first, here.
@@ -348,7 +347,7 @@ class Rypsok:
                 if gate is None:
                     await self._admit(limit, WEB_SEARCH, caller, start)
                 search = self._config.search
-                hard_stop = start + search.deadline_ms / 1000 + float(CALL_MARGIN_S)
+                hard_stop = start + search.deadline_ms / 1000 + margin_s
                 with trio.move_on_at(hard_stop) as scope:
                     run = await run_search(
                         request,
@@ -388,6 +387,15 @@ class Rypsok:
                 latency_ms=_ms_since(start),
             )
             return run.response
+
+    def _load_pipeline(self) -> tuple[Callable[..., Awaitable[SearchRun]], float]:
+        """The search pipeline and LIM-S7's margin, imported by the first search, not at
+        start-up: a host's first message is its handshake (decisions.md). Kept: a `from`
+        import in the call itself cost about 10,000 instructions a call (issue 19)."""
+        from rypsok.core.search.pipeline import CALL_MARGIN_S, run_search
+
+        self._pipeline = (run_search, float(CALL_MARGIN_S))
+        return self._pipeline
 
     async def fetch(self, request: FetchRequest) -> FetchResponse:
         return await self.fetch_as(telemetry.LOCAL_CALLER, request)

@@ -506,7 +506,8 @@ def _field(raw: Sequence[tuple[bytes, bytes]], name: bytes, headers: httpx.Heade
         return None
     if all(value.isascii() for value in values):
         return ", ".join([value.decode("ascii") for value in values])
-    return headers.get(name.decode("ascii"))
+    read: str | None = headers.get(name.decode("ascii"))
+    return read
 
 
 async def _abandon(response: httpcore.Response, chunks: AsyncIterator[bytes]) -> None:

@@ -17,7 +17,6 @@ Implements REQ-CMP-002 and REQ-AGG-005.
 from __future__ import annotations
 
 import math
-from contextlib import asynccontextmanager
 from fractions import Fraction
 from typing import TYPE_CHECKING, Final
 
@@ -25,8 +24,6 @@ import attrs
 import trio
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
     from rypsok.core.engines.base import AdmissionRecord
 
 __all__ = ["EngineLimiter", "LimiterStatistics", "query_within_limits"]
@@ -131,11 +128,12 @@ class EngineLimiter:
                 raise
         return True
 
-    @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        """Hold one of the engine's in-flight places (LIM-C2) for the length of a request."""
-        async with self._slots:
-            yield
+    def slot(self) -> trio.Semaphore:
+        """Hold one of the engine's in-flight places (LIM-C2) for the length of a request:
+        `async with limiter.slot()`. The semaphore itself, whose `async with` takes a place
+        (a checkpoint) and gives it back; not a generator-based context manager around it,
+        which cost an async generator and its hooks on every request (issue 19)."""
+        return self._slots
 
     def statistics(self) -> LimiterStatistics:
         return LimiterStatistics(
