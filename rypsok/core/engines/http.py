@@ -477,7 +477,7 @@ class EngineHttp:
             if not 200 <= response.status < 300:
                 return EngineResponse(status=response.status, headers=answer_headers, body=b"")
             declared = _field(response.headers, b"content-length", answer_headers)
-            coding = (_field(response.headers, b"content-encoding", answer_headers) or "")
+            coding = _field(response.headers, b"content-encoding", answer_headers) or ""
             coding = coding.strip().lower()
             parts: list[bytes] = []
             body = _bounded_body(declared, coding, max_bytes, parts)

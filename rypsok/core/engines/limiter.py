@@ -17,13 +17,14 @@ Implements REQ-CMP-002 and REQ-AGG-005.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from typing import TYPE_CHECKING, Final
 
 import attrs
 import trio
 
 if TYPE_CHECKING:
+    from fractions import Fraction
+
     from rypsok.core.engines.base import AdmissionRecord
 
 __all__ = ["EngineLimiter", "LimiterStatistics", "query_within_limits"]
