@@ -161,7 +161,7 @@ def _plain_base_url(text: str) -> tuple[str, str, int | None, str] | None:
     if host.replace(".", "").isdigit():
         # Digits and dots: httpx reads an IPv4 address, and refuses what is not one.
         parts = host.split(".")
-        if len(parts) != 4 or any(len(p) > 1 and p[0] == "0" or int(p) > 255 for p in parts):
+        if len(parts) != 4 or any((len(p) > 1 and p[0] == "0") or int(p) > 255 for p in parts):
             return None
     port = None if port_text is None else int(port_text)
     if port is not None and port > 65535:
