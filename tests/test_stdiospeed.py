@@ -153,7 +153,8 @@ def test_req_perf_005_a_mirror_answers_discover_without_httpx(tmp_path: Path) ->
     )
     assert done.returncode == 0, done.stderr
     assert "result" in json.loads(done.stdout.splitlines()[0])
-    assert done.stderr.splitlines()[-1] == "LOADED "
+    # The log's writer thread may write its last lines after this one: it is looked for.
+    assert "LOADED " in done.stderr.splitlines()
 
 
 _TIMES = st.one_of(
