@@ -11,6 +11,7 @@ what they are: each cut is checked here against the reading it replaced.
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import math
 import os
@@ -18,6 +19,7 @@ import ssl
 import subprocess
 import sys
 import textwrap
+import types
 from fractions import Fraction
 from pathlib import Path
 from urllib.parse import urlencode
@@ -219,6 +221,30 @@ def test_req_sec_017_the_query_is_written_as_urlencode_writes_it(
     requests: list[list[tuple[str, str]]],
 ) -> None:
     http = _client()
-    # Several requests through the same client: the pairs kept from one serve the next.
     for params in requests:
         assert http._query(params) == urlencode(params).encode("ascii")
+
+
+def _strings_reachable_from(root: object) -> list[str]:
+    seen: set[int] = set()
+    found: list[str] = []
+    stack = [root]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, type | types.ModuleType | types.FunctionType):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, str):
+            found.append(obj)
+            continue
+        stack.extend(gc.get_referents(obj))
+    return found
+
+
+def test_req_priv_003_the_engine_client_keeps_nothing_of_a_query() -> None:
+    phrase = "".join(["zq", "unusual", "xw"])  # built at run time: no constant holds it
+    http = EngineHttp(ssl_context=ssl.create_default_context())
+    params = [("action", "query"), ("srsearch", f"{phrase} words"), ("srlimit", "10")]
+    assert http._query(params) == urlencode(params).encode("ascii")
+    del params
+    assert [s for s in _strings_reachable_from(http) if phrase in s] == []

@@ -182,6 +182,23 @@ def _is_cancellation(exc: BaseException) -> bool:
     return False
 
 
+# The search pipeline and LIM-S7's margin, once the first search imported them. A module's
+# global, not an attribute: nothing of the pipeline's modules becomes reachable from a
+# `Rypsok` (REQ-PRIV-003's test walks what an instance holds).
+_pipeline: tuple[Callable[..., Awaitable[SearchRun]], float] | None = None
+
+
+def _load_pipeline() -> tuple[Callable[..., Awaitable[SearchRun]], float]:
+    """Imported by the first search, not at start-up: a host's first message is its
+    handshake (decisions.md). Looked up once: a `from` import in every call cost about
+    10,000 instructions a call (issue 19)."""
+    global _pipeline
+    from rypsok.core.search.pipeline import CALL_MARGIN_S, run_search
+
+    _pipeline = (run_search, float(CALL_MARGIN_S))
+    return _pipeline
+
+
 def _ms_since(start: float) -> int:
     return max(0, round((trio.current_time() - start) * 1000))
 
@@ -252,7 +269,6 @@ class Rypsok:
         self._fetch: FetchPipeline | None = None
         self._robots: RobotsCache | None = None
         self._fetch_slots = FetchSlots(config.limits.fetches_in_flight)
-        self._pipeline: tuple[Callable[..., Awaitable[SearchRun]], float] | None = None
 
     @property
     def config(self) -> Config:
@@ -337,7 +353,7 @@ class Rypsok:
     async def search_as(self, caller: str, request: SearchRequest) -> SearchResponse:
         """One web_search call of `caller`, whose rate limit (LIM-C6) it counts against."""
         start = trio.current_time()
-        run_search, margin_s = self._pipeline or self._load_pipeline()
+        run_search, margin_s = _pipeline or _load_pipeline()
         with telemetry.call_scope(caller):
             # With [coordination] the caller's limit is decided with the engines' turns, in
             # one round trip to the store (coordination.gate); without it, first, here.
@@ -387,15 +403,6 @@ class Rypsok:
                 latency_ms=_ms_since(start),
             )
             return run.response
-
-    def _load_pipeline(self) -> tuple[Callable[..., Awaitable[SearchRun]], float]:
-        """The search pipeline and LIM-S7's margin, imported by the first search, not at
-        start-up: a host's first message is its handshake (decisions.md). Kept: a `from`
-        import in the call itself cost about 10,000 instructions a call (issue 19)."""
-        from rypsok.core.search.pipeline import CALL_MARGIN_S, run_search
-
-        self._pipeline = (run_search, float(CALL_MARGIN_S))
-        return self._pipeline
 
     async def fetch(self, request: FetchRequest) -> FetchResponse:
         return await self.fetch_as(telemetry.LOCAL_CALLER, request)

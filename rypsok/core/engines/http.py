@@ -226,6 +226,8 @@ def _bounded_body(
 # before any connection is made, so that it can never add a header or a request.
 _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _FIELD_VALUE: Final = re.compile(r"[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?|")
+# What `quote_plus` leaves as it is (urllib's always-safe characters).
+_UNESCAPED: Final = re.compile(r"[A-Za-z0-9_.~-]*")
 # Headers only this client writes; a driver's own value for one of them is dropped.
 _RESERVED: Final = frozenset(
     {"host", "user-agent", "accept-encoding", "connection", "content-length", "transfer-encoding"}
@@ -304,7 +306,6 @@ class EngineHttp:
         self._transports: dict[EngineOrigin, EgressTransport] = {}
         self._targets: dict[tuple[EngineOrigin, str], tuple[bytes, bytes, int, bytes]] = {}
         self._header_lists: dict[tuple[tuple[str, str], ...], list[tuple[bytes, bytes]]] = {}
-        self._pairs: dict[tuple[str, str], str] = {}
         # rypsok's own headers, written last on every request.
         self._own_headers: Final = (
             (b"Accept-Encoding", b"gzip, deflate"),
@@ -421,19 +422,21 @@ class EngineHttp:
         return known
 
     def _query(self, params: Sequence[tuple[str, str]]) -> bytes:
-        """`urlencode(params)` as bytes, each pair encoded once and kept (a driver sends the
-        same few constant pairs on every request; only the query's own pair changes), at
-        most 256 pairs. The same bytes as `urlencode` (`quote_plus` on both sides)."""
-        pairs = self._pairs
+        """`urlencode(params)` as bytes. A name or value made only of the characters
+        `quote_plus` never escapes is written as it is, without its call (a driver's
+        constant pairs are); any other pair goes through `urlencode`. Nothing is kept from
+        one request to the next: the query's own pair is the caller's text (REQ-PRIV-003)."""
         encoded = []
-        for pair in params:
-            known = pairs.get(pair)
-            if known is None:
-                known = urlencode((pair,))
-                if len(pairs) >= _TARGETS_KEPT:
-                    pairs.clear()
-                pairs[pair] = known
-            encoded.append(known)
+        for name, value in params:
+            if (
+                type(name) is str
+                and type(value) is str
+                and _UNESCAPED.fullmatch(name)
+                and _UNESCAPED.fullmatch(value)
+            ):
+                encoded.append(name + "=" + value)
+            else:
+                encoded.append(urlencode(((name, value),)))
         return "&".join(encoded).encode("ascii")
 
     def _header_list(self, headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import ipaddress
 import re
 import unicodedata
-from functools import lru_cache
 from typing import NamedTuple
 
 import attrs
@@ -102,11 +101,8 @@ def _has_forbidden_char(url: str) -> bool:
     return any(not ch.isascii() and unicodedata.category(ch) in _FORBIDDEN_CATEGORIES for ch in url)
 
 
-@lru_cache(maxsize=1024)
 def _ascii_host(host: str) -> str | None:
-    """The host in ASCII form, lower-cased; None when web_fetch would refuse it. Kept for
-    the last 1024 hosts: a pure function of the text, and an engine's results share a few
-    hosts."""
+    """The host in ASCII form, lower-cased; None when web_fetch would refuse it."""
     if host.startswith("["):
         if not host.endswith("]"):
             return None
