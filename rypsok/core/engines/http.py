@@ -226,8 +226,23 @@ def _bounded_body(
 # before any connection is made, so that it can never add a header or a request.
 _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _FIELD_VALUE: Final = re.compile(r"[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?|")
-# What `quote_plus` leaves as it is (urllib's always-safe characters).
-_UNESCAPED: Final = re.compile(r"[A-Za-z0-9_.~-]*")
+# What `quote_plus` leaves as it is (urllib's always-safe bytes), and each byte as it
+# writes it: itself, "+" for a space, "%XX" (upper-case hex) for any other.
+_ALWAYS_SAFE: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~"
+# (A table for `str.translate` over the UTF-8 bytes read as Latin-1: one character a byte.)
+_PLUS_QUOTED: Final = {
+    b: "+" if b == 0x20 else f"%{b:02X}" for b in range(256) if b not in _ALWAYS_SAFE
+}
+
+
+def _quote_plus(text: str) -> str:
+    """`urllib.parse.quote_plus(text)`: UTF-8, strict (a lone surrogate raises as there)."""
+    data = text.encode("utf-8")
+    if not data.rstrip(_ALWAYS_SAFE):
+        return text
+    return data.decode("latin-1").translate(_PLUS_QUOTED)
+
+
 # Headers only this client writes; a driver's own value for one of them is dropped.
 _RESERVED: Final = frozenset(
     {"host", "user-agent", "accept-encoding", "connection", "content-length", "transfer-encoding"}
@@ -422,19 +437,15 @@ class EngineHttp:
         return known
 
     def _query(self, params: Sequence[tuple[str, str]]) -> bytes:
-        """`urlencode(params)` as bytes. A name or value made only of the characters
-        `quote_plus` never escapes is written as it is, without its call (a driver's
-        constant pairs are); any other pair goes through `urlencode`. Nothing is kept from
-        one request to the next: the query's own pair is the caller's text (REQ-PRIV-003)."""
+        """`urlencode(params)` as bytes: the same text, each name and value written as
+        `quote_plus` writes it, by a table instead of urllib's layers of calls (about 20
+        microseconds a request, issue 19). Nothing is kept from one request to the next:
+        the query's own pair is the caller's text (REQ-PRIV-003). A name or value that is
+        not a string goes through `urlencode` itself."""
         encoded = []
         for name, value in params:
-            if (
-                type(name) is str
-                and type(value) is str
-                and _UNESCAPED.fullmatch(name)
-                and _UNESCAPED.fullmatch(value)
-            ):
-                encoded.append(name + "=" + value)
+            if type(name) is str and type(value) is str:
+                encoded.append(_quote_plus(name) + "=" + _quote_plus(value))
             else:
                 encoded.append(urlencode(((name, value),)))
         return "&".join(encoded).encode("ascii")
