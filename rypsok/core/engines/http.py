@@ -226,23 +226,6 @@ def _bounded_body(
 # before any connection is made, so that it can never add a header or a request.
 _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _FIELD_VALUE: Final = re.compile(r"[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?|")
-# What `quote_plus` leaves as it is (urllib's always-safe bytes), and each byte as it
-# writes it: itself, "+" for a space, "%XX" (upper-case hex) for any other.
-_ALWAYS_SAFE: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~"
-# (A table for `str.translate` over the UTF-8 bytes read as Latin-1: one character a byte.)
-_PLUS_QUOTED: Final = {
-    b: "+" if b == 0x20 else f"%{b:02X}" for b in range(256) if b not in _ALWAYS_SAFE
-}
-
-
-def _quote_plus(text: str) -> str:
-    """`urllib.parse.quote_plus(text)`: UTF-8, strict (a lone surrogate raises as there)."""
-    data = text.encode("utf-8")
-    if not data.rstrip(_ALWAYS_SAFE):
-        return text
-    return data.decode("latin-1").translate(_PLUS_QUOTED)
-
-
 # Headers only this client writes; a driver's own value for one of them is dropped.
 _RESERVED: Final = frozenset(
     {"host", "user-agent", "accept-encoding", "connection", "content-length", "transfer-encoding"}
@@ -436,20 +419,6 @@ class EngineHttp:
             self._targets[key] = known
         return known
 
-    def _query(self, params: Sequence[tuple[str, str]]) -> bytes:
-        """`urlencode(params)` as bytes: the same text, each name and value written as
-        `quote_plus` writes it, by a table instead of urllib's layers of calls (about 20
-        microseconds a request, issue 19). Nothing is kept from one request to the next:
-        the query's own pair is the caller's text (REQ-PRIV-003). A name or value that is
-        not a string goes through `urlencode` itself."""
-        encoded = []
-        for name, value in params:
-            if type(name) is str and type(value) is str:
-                encoded.append(_quote_plus(name) + "=" + _quote_plus(value))
-            else:
-                encoded.append(urlencode(((name, value),)))
-        return "&".join(encoded).encode("ascii")
-
     def _header_list(self, headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
         """A driver's headers as sent, followed by rypsok's own: checked and encoded once
         per distinct set (a driver sends the same few on every request)."""
@@ -482,7 +451,7 @@ class EngineHttp:
         import httpx
 
         scheme, host, port, raw_path = self._target(origin, path)
-        target = raw_path + b"?" + self._query(params) if params else raw_path
+        target = raw_path + b"?" + urlencode(params).encode("ascii") if params else raw_path
         default_port = port == (443 if scheme == b"https" else 80)
         sent = [(b"Host", host if default_port else host + b":%d" % port)]
         sent += self._header_list(headers)
@@ -532,9 +501,8 @@ class EngineHttp:
             answer_headers = httpx.Headers(response.headers)
             if not 200 <= response.status < 300:
                 return EngineResponse(status=response.status, headers=answer_headers, body=b"")
-            declared = _field(response.headers, b"content-length", answer_headers)
-            coding = _field(response.headers, b"content-encoding", answer_headers) or ""
-            coding = coding.strip().lower()
+            declared = answer_headers.get("content-length")
+            coding = answer_headers.get("content-encoding", "").strip().lower()
             parts: list[bytes] = []
             body = _bounded_body(declared, coding, max_bytes, parts)
             chunks = response.aiter_stream()
@@ -550,20 +518,6 @@ class EngineHttp:
             )
         finally:
             await response.aclose()
-
-
-def _field(raw: Sequence[tuple[bytes, bytes]], name: bytes, headers: httpx.Headers) -> str | None:
-    """`headers.get(name)` read from the raw list: the values of every field of that name,
-    joined with ", ". Headers.get first decides one encoding for the whole head, which costs
-    more than the rest of this read; an ASCII value reads the same in any of its encodings,
-    and any other value is read by `headers` itself."""
-    values = [value for key, value in raw if key.lower() == name]
-    if not values:
-        return None
-    if all(value.isascii() for value in values):
-        return ", ".join([value.decode("ascii") for value in values])
-    read: str | None = headers.get(name.decode("ascii"))
-    return read
 
 
 async def _abandon(response: httpcore.Response, chunks: AsyncIterator[bytes]) -> None:
