@@ -52,7 +52,7 @@ from rypsok.core.search.ports import EngineSlot
 from rypsok.shared.allocator import map_large_allocations
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
     from types import TracebackType
 
     from rypsok.config.schema import Config
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from rypsok.core.fetch.pipeline import FetchPipeline
     from rypsok.core.fetch.robots import RobotsCache
     from rypsok.core.search.cache import AnswerCache
+    from rypsok.core.search.pipeline import SearchRun
 
 # `Engine` is the facade's seam for substituted engines (tests, the conformance harness):
 # the protocol layer names it through the facade and never imports a driver's module.
@@ -179,6 +180,23 @@ def _is_cancellation(exc: BaseException) -> bool:
         rest = exc.split(trio.Cancelled)[1]
         return rest is None
     return False
+
+
+# The search pipeline and LIM-S7's margin, once the first search imported them. A module's
+# global, not an attribute: nothing of the pipeline's modules becomes reachable from a
+# `Rypsok` (REQ-PRIV-003's test walks what an instance holds).
+_pipeline: tuple[Callable[..., Awaitable[SearchRun]], float] | None = None
+
+
+def _load_pipeline() -> tuple[Callable[..., Awaitable[SearchRun]], float]:
+    """Imported by the first search, not at start-up: a host's first message is its
+    handshake (decisions.md). Looked up once: a `from` import in every call cost about
+    10,000 instructions a call (issue 19)."""
+    global _pipeline
+    from rypsok.core.search.pipeline import CALL_MARGIN_S, run_search
+
+    _pipeline = (run_search, float(CALL_MARGIN_S))
+    return _pipeline
 
 
 def _ms_since(start: float) -> int:
@@ -335,10 +353,7 @@ class Rypsok:
     async def search_as(self, caller: str, request: SearchRequest) -> SearchResponse:
         """One web_search call of `caller`, whose rate limit (LIM-C6) it counts against."""
         start = trio.current_time()
-        # The search pipeline (cleaning, ranking, the secret check) is imported by the first
-        # search, not at start-up: a host's first message is its handshake (decisions.md).
-        from rypsok.core.search.pipeline import CALL_MARGIN_S, run_search
-
+        run_search, margin_s = _pipeline or _load_pipeline()
         with telemetry.call_scope(caller):
             # With [coordination] the caller's limit is decided with the engines' turns, in
             # one round trip to the store (coordination.gate); without it, first, here.
@@ -348,7 +363,7 @@ class Rypsok:
                 if gate is None:
                     await self._admit(limit, WEB_SEARCH, caller, start)
                 search = self._config.search
-                hard_stop = start + search.deadline_ms / 1000 + float(CALL_MARGIN_S)
+                hard_stop = start + search.deadline_ms / 1000 + margin_s
                 with trio.move_on_at(hard_stop) as scope:
                     run = await run_search(
                         request,

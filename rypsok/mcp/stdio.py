@@ -196,12 +196,13 @@ class _Connection:
                 payload = await execute(self._service, self._dispatcher, call, LOCAL_CALLER)
             if payload is not None and call.request_id not in self._cancelled:
                 await self.write(payload, call.request_id)
-                telemetry.debug(
-                    "stdio_call_answered",
-                    tool=call.tool,
-                    revision=call.revision,
-                    duration_ms=round((trio.current_time() - start) * 1000),
-                )
+                if telemetry.is_enabled("debug"):  # its fields are not worked out for nothing
+                    telemetry.debug(
+                        "stdio_call_answered",
+                        tool=call.tool,
+                        revision=call.revision,
+                        duration_ms=round((trio.current_time() - start) * 1000),
+                    )
         finally:
             self._unregister(call.request_id)
             self.jobs.ended()

@@ -113,6 +113,9 @@ class _TrioStream(httpcore.AsyncNetworkStream):
 
     def __init__(self, stream: trio.abc.Stream) -> None:
         self._stream = stream
+        # Found once: httpcore asks for it before every request on a kept-alive connection
+        # (`is_readable`), and a stream never changes what it wraps.
+        self._socket = _socket_stream(stream)
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109
         bound = _bound(timeout)
@@ -165,18 +168,12 @@ class _TrioStream(httpcore.AsyncNetworkStream):
             raise httpcore.ConnectError("the TLS handshake failed") from exc
         return _TrioStream(tls)
 
-    def _socket_stream(self) -> trio.SocketStream | None:
-        stream = self._stream
-        while isinstance(stream, trio.SSLStream):
-            stream = stream.transport_stream
-        return stream if isinstance(stream, trio.SocketStream) else None
-
     def get_extra_info(self, info: str) -> Any:
         if info == "ssl_object":
             if isinstance(self._stream, trio.SSLStream):
                 return self._stream._ssl_object
             return None
-        sock = self._socket_stream()
+        sock = self._socket
         if sock is None:
             return None
         if info == "socket":
@@ -188,6 +185,14 @@ class _TrioStream(httpcore.AsyncNetworkStream):
         if info == "is_readable":
             return sock.socket.is_readable()
         return None
+
+
+def _socket_stream(stream: trio.abc.Stream) -> trio.SocketStream | None:
+    """The TCP socket stream under `stream` (through its TLS layers), or None (a test's
+    memory stream)."""
+    while isinstance(stream, trio.SSLStream):
+        stream = stream.transport_stream
+    return stream if isinstance(stream, trio.SocketStream) else None
 
 
 def _seconds(timeout: float | None) -> float:

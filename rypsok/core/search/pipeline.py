@@ -328,8 +328,9 @@ async def _respond(
     answered = [o for o in outcomes if o.answered]
     failed = [o for o in outcomes if o.failure is not None]
     skips = list(selection_skips) + [(o.slot, o.skipped) for o in outcomes if o.skipped]
-    position = {id(slot): i for i, slot in enumerate(selection_order(s for s, _ in skips))}
-    skips.sort(key=lambda pair: position[id(pair[0])])
+    if len(skips) > 1:
+        position = {id(slot): i for i, slot in enumerate(selection_order(s for s, _ in skips))}
+        skips.sort(key=lambda pair: position[id(pair[0])])
 
     if not answered:
         if not failed:

@@ -8,6 +8,7 @@ Implements REQ-SEARCH-001 to -005, REQ-ENG-007, LIM-S1 and LIM-S2.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -63,6 +64,13 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+@functools.lru_cache(maxsize=16)
+def _served_names(served: tuple[Category, ...]) -> tuple[str, ...]:
+    """The served categories' names in vocabulary order: the same few for every call of a
+    process, so kept rather than walked out of the enumeration each time."""
+    return tuple(str(c) for c in Category if c in served)
+
+
 def validate(request: SearchRequest, config: Config, served: Sequence[Category]) -> ValidRequest:
     """Every parameter, in the order of the tool's schema; raises ToolError."""
     search = config.search
@@ -76,7 +84,7 @@ def validate(request: SearchRequest, config: Config, served: Sequence[Category])
     if not 1 <= len(query) <= search.query_max_chars:
         raise errors.invalid_length("query", 1, search.query_max_chars)
 
-    served_names = tuple(str(c) for c in Category if c in served)
+    served_names = _served_names(tuple(served))
     category = Category.GENERAL
     if request.category is not None:
         if not isinstance(request.category, str) or request.category not in served_names:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import unicodedata
+from typing import NamedTuple
 
 import attrs
 import idna
@@ -62,8 +63,10 @@ _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?\Z")
 
 
-@attrs.frozen(kw_only=True)
-class _Parts:
+class _Parts(NamedTuple):
+    """A parsed URL (internal: a tuple, built on every result at far less cost than a
+    frozen attrs class, issue 19)."""
+
     scheme: str  # lower-cased: http or https
     host: str  # ASCII, lower-cased for names, bracketed for IPv6
     port: str | None  # digits, or None when absent or empty
@@ -192,6 +195,8 @@ def _parse(url: str) -> _Parts | None:
 
 
 def _decode_name(name: str) -> str:
+    if "%" not in name:
+        return name
     return _PERCENT.sub(lambda m: chr(int(m.group(1), 16)), name)
 
 
@@ -204,13 +209,16 @@ def _without_tracking(query: str) -> str | None:
     return "&".join(kept)
 
 
-def _returned(url: str) -> tuple[str, _Parts] | Reason:
+def _returned(url: str) -> tuple[str, _Parts, str | None] | Reason:
+    """The returned URL, its parts and its query without tracking parameters (None when
+    it had none to remove, or no query), or the reason it is dropped."""
     if _has_forbidden_char(url):
         return Reason.URL_INVALID
     parts = _parse(url)
     if parts is None:
         return Reason.URL_INVALID
     out = url
+    cleaned = None
     if parts.query is not None:
         cleaned = _without_tracking(parts.query)
         if cleaned is not None:
@@ -222,7 +230,7 @@ def _returned(url: str) -> tuple[str, _Parts] | Reason:
         out = out[:start] + parts.host + out[start + len(parts.host_text) :]
     if len(out) > MAX_URL_CHARS:
         return Reason.URL_TOO_LONG
-    return out, parts
+    return out, parts, cleaned
 
 
 def returned_url(url: str) -> str | Reason:
@@ -266,7 +274,9 @@ def _normalize_percent(text: str) -> str:
     return "".join(out)
 
 
-def _key(parts: _Parts) -> str:
+def _key(parts: _Parts, cleaned: str | None) -> str:
+    """The comparison key; `cleaned` is `_without_tracking(parts.query)` (None without a
+    query), worked out once for both forms of the URL."""
     port = None if parts.port is None else int(parts.port)
     if port is None or port == _DEFAULT_PORTS[parts.scheme]:
         head = "https://" + parts.host
@@ -274,7 +284,6 @@ def _key(parts: _Parts) -> str:
         head = f"{parts.scheme}://{parts.host}:{port}"
     key = head + (_normalize_percent(parts.rest_path) or "/")
     if parts.query is not None:
-        cleaned = _without_tracking(parts.query)
         query = parts.query if cleaned is None else cleaned
         if cleaned is None or cleaned:
             key += "?" + _normalize_percent(query)
@@ -293,7 +302,7 @@ def comparison_key(url: str) -> str:
     parts = _parse(url)
     if parts is None:
         raise ValueError("comparison_key takes a URL that returned_url accepted")
-    return _key(parts)
+    return _key(parts, None if parts.query is None else _without_tracking(parts.query))
 
 
 def normalize_url(url: str) -> NormalizedUrl | Reason:
@@ -301,8 +310,8 @@ def normalize_url(url: str) -> NormalizedUrl | Reason:
     out = _returned(url)
     if isinstance(out, Reason):
         return out
-    shown, parts = out
+    shown, parts, cleaned = out
     # The key of the engine's URL equals the key of the returned URL: the returned URL
     # differs only by tracking parameters and the host's ASCII form, which the key drops
     # and uses anyway.
-    return NormalizedUrl(url=shown, key=_key(parts), https=parts.scheme == "https")
+    return NormalizedUrl(url=shown, key=_key(parts, cleaned), https=parts.scheme == "https")
