@@ -31,16 +31,17 @@ def expected(
     parses: int = 2,
     sessions: int = 256,
     connections: int = 64,
-    answer: int = MIB,
+    scraped: bool = False,
 ) -> int:
     # The costlier of a page of text and a page dense in elements (issue 23), once: the pages
-    # parsing at once share the parse budget (issue 23.2); each other permit may decode the
-    # largest answer of an enabled engine (`answer`: Wikipedia's and Brave's, 1 MiB, by
-    # default).
+    # and the engines' large answers parsing at once share the parse budget (issue 23.2);
+    # each other permit holds what rides on it: the fixed part of a parse, or DuckDuckGo's
+    # page (parsed outside the budget) when that engine is enabled.
     text = memory.PARSE_TENTHS_PER_BYTE * max_bytes // 10
     dense = memory.NODE_BOUND_BYTES + memory.DOCUMENT_TENTHS_PER_BYTE * max_bytes // 10
     per_parse = max(text, dense) + memory.PARSE_FIXED_BYTES
-    per_answer = max(memory.ANSWER_TIMES_BYTES * answer, memory.PARSE_FIXED_BYTES)
+    page = memory.ANSWER_TIMES_BYTES * 256 * 1024 if scraped else 0
+    per_answer = max(page, memory.PARSE_FIXED_BYTES)
     return (
         memory.AT_REST_BYTES
         + fetches * max_bytes
@@ -60,13 +61,19 @@ def test_req_perf_003_the_estimate_follows_the_settings() -> None:
     assert memory.estimate(tuned).total_bytes == expected(MIB, fetches=8, parses=3, sessions=0)
     cached = config("[cache]\nenabled = true\nmax_entries = 100\nmax_entry_bytes = 4096\n")
     assert memory.estimate(cached).total_bytes == expected(5 * MIB) + 100 * 4096
+    # Crossref's answers of 2 MiB take their share of the budget: no more than the default.
     crossref = config('[engines.crossref]\ntype = "crossref"\ncategories = ["science"]\n')
-    assert memory.estimate(crossref).total_bytes == expected(5 * MIB, answer=2 * MIB)
-    no_engine = config(
-        '[engines.w]\ntype = "wikipedia"\ncategories = ["general"]\nenabled = false\n'
+    assert memory.estimate(crossref).total_bytes == expected(5 * MIB)
+    scraping = config(
+        '[scraping]\nenabled = true\n[engines.d]\ntype = "duckduckgo"\ncategories = ["general"]\n'
     )
-    # No engine answer to decode: the other permit can only hold a page within the budget.
-    assert memory.estimate(no_engine).total_bytes == expected(5 * MIB, answer=0)
+    assert memory.estimate(scraping).total_bytes == expected(5 * MIB, scraped=True)
+    assert memory.estimate(scraping).total_bytes > expected(5 * MIB)
+    disabled = config(
+        '[scraping]\nenabled = true\n[engines.d]\ntype = "duckduckgo"\ncategories = ["general"]\n'
+        "enabled = false\n"
+    )
+    assert memory.estimate(disabled).total_bytes == expected(5 * MIB)
 
 
 def test_req_perf_003_the_estimates_answer_bounds_are_the_drivers_own() -> None:

@@ -414,3 +414,82 @@ def test_req_perf_003_a_page_makes_at_most_one_element_a_less_than_sign(tokens: 
     document = "".join(tokens)
     parsed = parse.parse_html(document, max_nodes=10**6, max_depth=256)
     assert parsed.nodes <= document.count("<") + 3
+
+
+# -- the engines' answers in the same budget -------------------------------------------------
+
+
+def _engine_client(budget: ParseBudget) -> Any:
+    from rypsok.core.engines.http import EngineHttp
+
+    http = EngineHttp()
+    http.parse_limiter = trio.CapacityLimiter(2)
+    http.parse_budget = budget
+    return http
+
+
+def test_req_perf_003_an_answers_share_is_its_part_of_what_the_budget_stands_for() -> None:
+    budget = ParseBudget(1000, 100 * 1024 * KIB)  # the whole stands for a 100 MiB parse
+    assert budget.share_of_cost(10 * 1024 * KIB) == 100
+    assert budget.share_of_cost(1) == 1  # rounded up: a decode never takes nothing
+    assert budget.share_of_cost(0) == 0
+    assert budget.share_of_cost(500 * 1024 * KIB) == 1000  # at most the whole
+
+
+async def test_req_perf_003_an_engines_large_answer_waits_for_its_share_of_the_parse_budget() -> (
+    None
+):
+    from rypsok.config.memory import ANSWER_TIMES_BYTES, parse_bytes
+
+    budget = ParseBudget(100, parse_bytes(5 * 1024 * KIB))
+    http = _engine_client(budget)
+    page = await budget.take(100)  # a page at the bounds parses
+    answer = b"[" + b"{}," * (400 * KIB) + b"{}]"  # 1.2 MB of JSON
+    assert ANSWER_TIMES_BYTES * len(answer) > 4 * 1024 * KIB  # past what rides on a permit
+    decoded: list[int] = []
+
+    def decode(body: bytes) -> int:
+        decoded.append(len(body))
+        return len(body)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(http.off_loop, decode, answer)
+        await trio.testing.wait_all_tasks_blocked()
+        assert decoded == []  # it waits while the page holds the whole budget
+        assert budget.waiting == 1
+        budget.give_back(page)
+    assert decoded == [len(answer)]
+    assert budget.free == 100  # its share given back with its thread
+
+
+async def test_req_perf_003_an_engines_common_answer_never_queues_behind_a_page() -> None:
+    from rypsok.config.memory import parse_bytes
+
+    budget = ParseBudget(100, parse_bytes(5 * 1024 * KIB))
+    http = _engine_client(budget)
+    page = await budget.take(100)
+    async with trio.open_nursery() as nursery:
+        # A large page waits behind the first: the queue is not empty.
+        nursery.start_soon(budget.take, 100)
+        await trio.testing.wait_all_tasks_blocked()
+        answer = b'{"query": {"search": [' + b'{"title": "t", "snippet": "s"},' * 2500 + b"{}]}}"
+        assert 64 * KIB < len(answer) < 150 * KIB  # decoded in a thread, riding on a permit
+        with trio.fail_after(5):
+            assert await http.off_loop(len, answer) == len(answer)
+        nursery.cancel_scope.cancel()
+    budget.give_back(page)
+
+
+async def test_req_perf_003_an_answer_cancelled_while_waiting_gives_its_place_back() -> None:
+    from rypsok.config.memory import parse_bytes
+
+    budget = ParseBudget(100, parse_bytes(5 * 1024 * KIB))
+    http = _engine_client(budget)
+    page = await budget.take(100)
+    answer = b"[" + b"{}," * (400 * KIB) + b"{}]"
+    with trio.move_on_after(0.05):
+        await http.off_loop(len, answer)
+    assert budget.waiting == 0
+    assert http.parse_limiter.statistics().borrowed_tokens == 0
+    budget.give_back(page)
+    assert budget.free == 100

@@ -4,7 +4,7 @@ MemoryMax?"), for `rypsok check`.
 estimate = at rest
          + limits.fetches_in_flight × fetch.max_bytes            (the bodies read or waiting)
          + one parse of a page at the bounds                     (the pages parsing at once)
-         + (limits.parsing_in_flight − 1) × one engine answer decoded  (the other permits)
+         + (limits.parsing_in_flight − 1) × what rides on a permit    (the other permits)
          + service.http.max_sessions × one session   (only while legacy_revisions is on)
          + service.http.max_connections × one connection     (what a peer without a token
                                                               can make each one hold)
@@ -23,11 +23,14 @@ The pages parsing at once share the parse budget (slots.py, issue 23.2): each ta
 larger of its part of fetch.max_bytes and its part of LIM-F10's elements, and together they
 take at most the whole. A parse's cost is at most linear in both (the larger of the text's
 slope and the tree's), so the pages parsing at once cost at most one page at both bounds,
-plus the part that does not grow for each further parse. The LIM-C5 permits the budget does
-not cover are the HTML and JSON engines' answers decoded off the event loop: each costs at
-most what its answer decodes to, 26 bytes a byte of JSON of empty objects (the costliest
-JSON; the DuckDuckGo page, read by a streaming target, 4 MiB), plus the answer itself, for
-the largest answer an enabled engine reads (its driver's bound, ANSWER_MAX_BYTES).
+plus the part that does not grow for each further parse. The JSON engines' answers decoded
+off the event loop share the same budget when they are large: a decode costs at most 27 bytes
+a byte of answer (JSON of empty objects, the costliest measured), and one costing more than
+the part of a parse that does not grow (about 150 KiB of JSON) takes that cost's part of the
+budget; a smaller one rides on its permit, inside that fixed part. DuckDuckGo's results page
+is parsed by its own streaming target under a permit and no share (4.3 MiB measured for
+256 KiB; counted at 27 bytes a byte), so with that engine enabled each further permit may
+hold it.
 
 The constants are measured for the build rypsok runs as, because the interpreter and the
 allocator decide how much a process holds after a parse: here CPython on Linux with glibc
@@ -155,15 +158,15 @@ def parse_bytes(max_bytes: int) -> int:
 
 
 def answer_bytes(config: Config) -> int:
-    """The worst case of one engine answer decoded under a parse permit, for the engines the
-    configuration enables (a type without a known bound counts as the largest known); at least
-    the part of a parse that does not grow (a second page within the parse budget)."""
-    largest = max(ANSWER_MAX_BYTES.values())
-    answer = max(
-        (ANSWER_MAX_BYTES.get(engine.type, largest) for engine in config.engines if engine.enabled),
-        default=0,
-    )
-    return max(ANSWER_TIMES_BYTES * answer, PARSE_FIXED_BYTES)
+    """What each LIM-C5 permit beyond the first can hold outside the parse budget: the part
+    of a parse that does not grow (a second page within the budget, or an engine's answer
+    small enough to ride on its permit: see `EngineHttp.off_loop`), or, when a DuckDuckGo
+    engine is enabled, its results page parsed under a permit alone (its own target, not
+    the budget). An engine's larger answer takes its share of the budget and is within
+    the one parse at the bounds."""
+    scraped = any(engine.enabled and engine.type == "duckduckgo" for engine in config.engines)
+    page = ANSWER_TIMES_BYTES * ANSWER_MAX_BYTES["duckduckgo"] if scraped else 0
+    return max(page, PARSE_FIXED_BYTES)
 
 
 def estimate(config: Config) -> Estimate:
@@ -175,8 +178,8 @@ def estimate(config: Config) -> Estimate:
             settings=("fetch.max_bytes", "limits.fetches_in_flight"),
         ),
         Share(
-            # The parse budget: the pages parsing at once cost at most one at the bounds; the
-            # other permits may each decode an engine's answer meanwhile.
+            # The parse budget: the pages and the engines' large answers parsing at once cost
+            # at most one page at the bounds; each other permit holds what rides on it.
             name="parses",
             bytes=parse_bytes(fetch.max_bytes)
             + (limits.parsing_in_flight - 1) * answer_bytes(config),

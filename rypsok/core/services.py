@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
+from rypsok.config.memory import parse_bytes
 from rypsok.config.secrets import store_password
 from rypsok.core import errors, telemetry
 from rypsok.core.coordination.gate import SearchGate
@@ -33,8 +34,9 @@ from rypsok.core.engines.registry import (
     build_registry,
     status_entries,
 )
+from rypsok.core.fetch.bounds import MAX_NODES
 from rypsok.core.fetch.egress_port import FetchNetwork, build_fetch_egress
-from rypsok.core.fetch.slots import FetchSlots
+from rypsok.core.fetch.slots import FetchSlots, ParseBudget
 from rypsok.core.model import (
     Category,
     DetailReason,
@@ -230,6 +232,12 @@ class Rypsok:
         # One parse limiter for everything CPU-bound off the event loop (LIM-C5): page
         # parsing and extraction, the engines' JSON decoding, the scraping driver's pages.
         self._parse_limiter = trio.CapacityLimiter(config.limits.parsing_in_flight)
+        # Beside the permits, the bytes of page in parse at once (issue 23.2): the pages and
+        # the engines' large answers take their shares of one budget, which stands for one
+        # parse of a page at the bounds (the estimate's figure).
+        self._parse_budget = ParseBudget(
+            config.fetch.max_bytes * MAX_NODES, parse_bytes(config.fetch.max_bytes)
+        )
         # The event loop takes the GIL back after every system call; while parse threads
         # hold it, that waits up to the switch interval (5 ms by default) each time, and
         # answering 80 calls that end together took 2 s past LIM-F5 (issue 23). A finer
@@ -264,6 +272,7 @@ class Rypsok:
             self._cache = cache if cache is not None else ResultCache(config.cache)
         self._fetch_limit = self._tool_limit(WEB_FETCH, config.limits.web_fetch_per_minute)
         self._http.parse_limiter = self._parse_limiter
+        self._http.parse_budget = self._parse_budget
         self._fetch_network = fetch_network if fetch_network is not None else FetchNetwork()
         self._fetch_client: FetchClient | None = None
         self._fetch: FetchPipeline | None = None
@@ -319,6 +328,7 @@ class Rypsok:
                 robots=self._robots,
                 slots=self._fetch_slots,
                 parse_limiter=self._parse_limiter,
+                parse_budget=self._parse_budget,
                 was_returned=self.was_returned,
             )
         return self._fetch

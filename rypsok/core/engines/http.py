@@ -23,16 +23,18 @@ import functools
 import math
 import re
 import time
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar, cast
 from urllib.parse import unquote, urlencode, urlsplit
 
 import attrs
 import trio
 
+from rypsok.config.memory import ANSWER_TIMES_BYTES, PARSE_FIXED_BYTES
 from rypsok.core.decoding import BoundedDecoder, OverBound, UnreadableCoding
 from rypsok.core.egress.policy import engine_origin_refusal
 from rypsok.core.egress.vocabulary import Refusal
 from rypsok.core.engines.base import EngineFailure
+from rypsok.core.fetch.slots import ParseBudget, ParsePermit
 from rypsok.core.model import Reason
 from rypsok.shared.identity import PROJECT_URL, user_agent
 
@@ -297,6 +299,10 @@ class EngineHttp:
         # The process's limiter of CPU-bound work (LIM-C5), shared with page parsing; set by
         # the service. Without one (a driver tested alone) decoding runs inline.
         self.parse_limiter: trio.CapacityLimiter | None = None
+        # The parse budget shared with the pages (fetch/slots.py), set by the service with
+        # the limiter: a large answer's decode takes its share, so that it and the pages
+        # parsing at once stay within one page's parse at the bounds (issue 23.2).
+        self.parse_budget: ParseBudget | None = None
         self._operator_hosts = frozenset(host.lower() for host in operator_hosts)
         self._resolver = resolver
         self._connector = connector
@@ -343,9 +349,23 @@ class EngineHttp:
         than the trip to a worker thread and back."""
         if self.parse_limiter is None or len(body) <= _INLINE_BYTES:
             return decode(body)
-        return await trio.to_thread.run_sync(
-            decode, body, limiter=self.parse_limiter, abandon_on_cancel=True
-        )
+        # An answer whose decode costs no more than the part of a parse that does not grow
+        # (about 150 KiB of JSON) rides on its permit, which the estimate counts: the
+        # common answer never queues behind a large page. A larger one takes its share of
+        # the budget too, by what its decode can cost (config/memory.py's measured worst).
+        cost = ANSWER_TIMES_BYTES * len(body)
+        budget = self.parse_budget if cost > PARSE_FIXED_BYTES else None
+        share = budget.share_of_cost(cost) if budget is not None else 0
+        permit = ParsePermit(self.parse_limiter, budget, share)
+        try:
+            await permit.take()
+            # Any object with the limiter's two methods is accepted (trio's documentation).
+            limiter = cast("trio.CapacityLimiter", permit)
+            return await trio.to_thread.run_sync(
+                decode, body, limiter=limiter, abandon_on_cancel=True
+            )
+        finally:
+            permit.release_unless_handed()
 
     @property
     def in_flight(self) -> int:

@@ -35,6 +35,7 @@ from rypsok.core.egress import (
 )
 from rypsok.core.fetch import content as content_mod
 from rypsok.core.fetch.body import BodyTooLarge, UnreadableBody, read_bounded
+from rypsok.core.fetch.bounds import MAX_NODES
 from rypsok.core.fetch.extract import DocumentText
 from rypsok.core.fetch.parse import stop_if_abandoned
 from rypsok.core.fetch.robots import ROBOTS_MAX_BYTES, Robots, RobotsCache
@@ -152,6 +153,7 @@ class FetchPipeline:
         robots: RobotsCache,
         slots: FetchSlots,
         parse_limiter: trio.CapacityLimiter,
+        parse_budget: ParseBudget | None = None,
         was_returned: Callable[[str], bool],
     ) -> None:
         self._config = config
@@ -163,13 +165,15 @@ class FetchPipeline:
         self._slots = slots
         self._parse_limiter = parse_limiter
         self._was_returned = was_returned
-        # The node bound the extractor parses under (reading.py imports this module).
-        from rypsok.core.fetch.reading import MAX_NODES
-
-        self._max_nodes = MAX_NODES
+        self._max_nodes = MAX_NODES  # the node bound the extractor parses under
         # The pages parsing at once hold at most one page at the bounds between them: LIM-F3's
-        # bytes and LIM-F10's elements (slots.page_share; decisions.md, issue 23.2).
-        self._budget = ParseBudget(config.fetch.max_bytes * MAX_NODES)
+        # bytes and LIM-F10's elements (slots.page_share; decisions.md, issue 23.2). The
+        # service passes the budget it shares with the engines' large answers (services.py).
+        self._budget = (
+            parse_budget
+            if parse_budget is not None
+            else ParseBudget(config.fetch.max_bytes * MAX_NODES)
+        )
 
     # -- parameters, privacy, policy (no network) -------------------------------------------
 

@@ -3,8 +3,9 @@ under the document bounds, its "nothing" mapped to None (unsupported_content).""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
+from rypsok.core.fetch.bounds import MAX_DEPTH, MAX_NODES
 from rypsok.core.fetch.extract import (
     DocumentKind,
     DocumentText,
@@ -17,9 +18,6 @@ if TYPE_CHECKING:
     from rypsok.core.fetch.content import Kind
 
 __all__ = ["MAX_DEPTH", "MAX_NODES", "extract"]
-
-MAX_NODES: Final = 100_000  # LIM-F10
-MAX_DEPTH: Final = 256  # LIM-F11
 
 
 def extract(document: DocumentText | str, kind: Kind, base_url: str) -> Extracted | None:

@@ -126,10 +126,22 @@ class ParseBudget:
     scope like the permit's (the fetch deadline answers it). Not thread-safe: taken and
     returned in Trio's thread (trio calls a limiter's release there, after the thread)."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, whole_cost: int = 0) -> None:
         self._total = max(total, 1)
         self._free = self._total
         self._queue: deque[_Waiter] = deque()
+        # The memory the whole budget stands for (one parse of a page at both bounds, the
+        # estimate's figure): what an engine's answer decoded off the loop is charged against.
+        self._whole_cost = max(whole_cost, 1)
+
+    @property
+    def total(self) -> int:
+        return self._total
+
+    def share_of_cost(self, cost: int) -> int:
+        """The share of a decode whose worst case is `cost` bytes (an engine's answer): its
+        part of what the whole stands for, rounded up, at most the whole."""
+        return min(self._total, -(-self._total * max(cost, 0) // self._whole_cost))
 
     @property
     def free(self) -> int:
@@ -185,8 +197,9 @@ class ParsePermit:
     keeps its permit and its share, and with them its part of the memory bound, until it
     really ends; no new parse starts in its place.
 
-    The share is taken first: a page waiting for the budget holds no permit, so the HTML
-    engines' parses, which take permits and no share, are not held up behind it.
+    The share is taken first: a page waiting for the budget holds no permit, so the engines'
+    decodes that take a permit and no share (the small answers, DuckDuckGo's page) are not
+    held up behind it. An engine's large answer takes a share too (`EngineHttp.off_loop`).
     """
 
     def __init__(
