@@ -258,12 +258,16 @@ class _Writer:
         return writer.blocks
 
     def children(self, element: etree._Element) -> None:
-        if element.text:
-            self.text(element.text)
+        # lxml builds a new string each time `.text` or `.tail` is read: each is read once.
+        own = element.text
+        if own:
+            self.text(own)
+        node = self.node
         for child in element:
-            self.node(child)
-            if child.tail:
-                self.text(child.tail)
+            node(child)
+            tail = child.tail
+            if tail:
+                self.text(tail)
 
     def text(self, text: str) -> None:
         self.inline.append(escape_text(text.replace(_BREAK, "")))
@@ -271,6 +275,13 @@ class _Writer:
     def _last_visible(self) -> tuple[int, int] | None:
         """Where the last character the agent will see in the pending inline output is
         (the piece and the position in it), or None when there is none."""
+        inline = self.inline
+        if inline:
+            piece = inline[-1]
+            if piece and " " <= piece[-1] <= "~":
+                # Printable ASCII is never invisible: the last character is the one seen
+                # (most text before a link ends so).
+                return len(inline) - 1, len(piece) - 1
         for piece_index in range(len(self.inline) - 1, -1, -1):
             piece = self.inline[piece_index]
             for index in range(len(piece) - 1, -1, -1):
@@ -475,13 +486,16 @@ class _Writer:
             for cell in row:
                 if cell.tag not in ("td", "th"):
                     continue
-                if next(cell.iter(*_BLOCK_CONTENT), None) is not None:
+                if len(cell) and next(cell.iter(*_BLOCK_CONTENT), None) is not None:
+                    # (A cell without children, most of them, holds no block.)
                     return None
                 while len(line) in carried:
                     line.append(carried[len(line)][0])
                 text = _escape_pipes(self.inline_text(cell).replace("\n", " ")) if write else ""
-                columns = _span(cell.get("colspan"), MAX_COLSPAN) or 1
-                down = _span(cell.get("rowspan"), MAX_ROWSPAN)
+                colspan = cell.get("colspan")
+                rowspan = cell.get("rowspan")
+                columns = 1 if colspan is None else _span(colspan, MAX_COLSPAN) or 1
+                down = 1 if rowspan is None else _span(rowspan, MAX_ROWSPAN)
                 if down == 0:
                     down = len(rows) - row_index  # 0: to the end of the table
                 total += columns
@@ -609,6 +623,10 @@ def _nth_visible(line: str, start: int, n: int) -> int:
 
 def escape_line_start(line: str) -> str:
     """`line` with what would start a block at its beginning escaped (see above)."""
+    lead = line[:1]
+    if lead.isascii() and lead.isalpha():
+        # An ASCII letter first is visible and starts no block (most lines).
+        return line
     first = 0
     while first < len(line) and (line[first].isspace() or _is_invisible(line[first])):
         first += 1
@@ -723,10 +741,13 @@ def _pre_text(element: etree._Element) -> str:
         if event == "start":
             if node.tag == "br":
                 parts.append("\n")
-            if node.text:
-                parts.append(node.text)
-        elif node is not element and node.tail:
-            parts.append(node.tail)
+            text = node.text
+            if text:
+                parts.append(text)
+        elif node is not element:
+            tail = node.tail
+            if tail:
+                parts.append(tail)
     return "".join(parts).replace(_BREAK, "")
 
 
