@@ -879,3 +879,16 @@ async def test_req_page_008_worker_threads_extract_independently() -> None:
             nursery.start_soon(one, index)
     assert got == expected
     assert any(result.partial for result in expected)
+
+
+def test_req_fetch_004_lim_f10_a_table_of_sixty_thousand_cells_is_a_table() -> None:
+    # 30,000 rows of two cells are 90,000 elements, within the node bound; the writer's
+    # bound on cells (MAX_TABLE_CELLS, 100,000) counts each placed cell once, so the table
+    # is written as a pipe table, every row under its columns, not as 60,000 loose blocks.
+    rows = "".join(f"<tr><td>{i}</td><td>harbour {i}</td></tr>" for i in range(30_000))
+    result = extract(page(f"{ARTICLE}<table>{rows}</table>"))
+    assert not result.partial
+    lines = result.content.split("\n")
+    assert "| 0 | harbour 0 |" in lines
+    assert "| --- | --- |" in lines
+    assert "| 29999 | harbour 29999 |" in lines

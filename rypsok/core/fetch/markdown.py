@@ -470,8 +470,9 @@ class _Writer:
         rows = _rows(element)
         # The shape is checked first, without the cells' text: a table that turns out to be
         # a layout or too large costs no writing of cells that are then written again as
-        # blocks (and leaves no picture marked as written).
-        if self._grid(rows, write=False) is None:
+        # blocks (and leaves no picture marked as written). A table without a block, a
+        # span or more cells than the bound inside (most data tables) needs no check.
+        if not _plain_table(element) and self._grid(rows, write=False) is None:
             return None
         return self._grid(rows, write=True)
 
@@ -498,16 +499,18 @@ class _Writer:
                 down = 1 if rowspan is None else _span(rowspan, MAX_ROWSPAN)
                 if down == 0:
                     down = len(rows) - row_index  # 0: to the end of the table
-                total += columns
-                if total > MAX_TABLE_CELLS:
+                # The cells placed so far, this row's included, each counted once (a
+                # table of MAX_TABLE_CELLS cells is a table, not half of one).
+                if total + len(line) + columns > MAX_TABLE_CELLS:
                     return None
                 for offset in range(columns):
                     if down > 1:
                         spans[len(line)] = (text if offset == 0 else "", down - 1)
                     line.append(text if offset == 0 else "")
-            for column in sorted(c for c in carried if c >= len(line)):
-                line.extend([""] * (column - len(line)))
-                line.append(carried[column][0])
+            if carried:
+                for column in sorted(c for c in carried if c >= len(line)):
+                    line.extend([""] * (column - len(line)))
+                    line.append(carried[column][0])
             total += len(line)
             if total > MAX_TABLE_CELLS:
                 return None
@@ -688,6 +691,8 @@ def _escape_closing_hashes(heading: str) -> str:
 
 def _strip_invisible(text: str) -> str:
     """`text` as the agent will see it, after the content boundary."""
+    if text.isascii() and text.isprintable():
+        return text  # printable ASCII holds nothing the boundary removes
     return remove_invisible(text)[0]
 
 
@@ -696,6 +701,8 @@ _BARE_PIPE: Final = re.compile(r"(?<!\\)((?:\\\\)*)\|")
 
 
 def _escape_pipes(text: str) -> str:
+    if "|" not in text:
+        return text  # most cells
     return _BARE_PIPE.sub(lambda m: m.group(1) + "\\|", text)
 
 
@@ -783,6 +790,15 @@ def _names_the_file(alt: str, src: str | None) -> bool:
 
 def _has_block_child(element: etree._Element) -> bool:
     return any(child.tag in BLOCK_ELEMENTS for child in element)
+
+
+def _plain_table(table: etree._Element) -> bool:
+    """Whether `table` holds no block (no cell of it can be a layout's), no spanning cell,
+    and no more cells than MAX_TABLE_CELLS, however nested: its grid is then a table."""
+    if next(table.iterdescendants(*_BLOCK_CONTENT), None) is not None:
+        return False
+    spans = table.xpath("count(.//*[self::td or self::th][@colspan or @rowspan])")
+    return bool(spans == 0 and table.xpath("count(.//td | .//th)") <= MAX_TABLE_CELLS)
 
 
 def _rows(table: etree._Element) -> list[etree._Element]:
