@@ -892,3 +892,28 @@ def test_req_fetch_004_lim_f10_a_table_of_sixty_thousand_cells_is_a_table() -> N
     assert "| 0 | harbour 0 |" in lines
     assert "| --- | --- |" in lines
     assert "| 29999 | harbour 29999 |" in lines
+
+
+@pytest.mark.parametrize(
+    ("inline", "expected"),
+    [
+        (
+            '<a href="/story">assaulted the embassy </a>in Tunis',
+            "(https://example.org/story) in Tunis",
+        ),
+        ('the<a href="/story"> embassy</a> in Tunis', "the [embassy](https://example.org/story)"),
+        ('<a href="#note">assaulted the embassy </a>in Tunis', "assaulted the embassy in Tunis"),
+        ('<a href="/story"><em>assaulted the embassy </em></a>in Tunis', ") in Tunis"),
+        ("call <code>render </code>once", "`render` once"),
+        ("call<code> render</code> once", "call `render` once"),
+    ],
+)
+def test_req_fetch_004_white_space_at_a_links_ends_still_parts_the_words(
+    inline: str, expected: str
+) -> None:
+    # A browser shows the space inside the link's end as the space between two words; the
+    # writer strips the link's text, so the space goes outside the link, never lost.
+    result = extract(
+        page(f"{ARTICLE}<p>Hundreds of protesters {inline}, a story told at length.</p>")
+    )
+    assert expected in result.content

@@ -372,6 +372,11 @@ class _Writer:
                 if href is not None and not href.strip().startswith("#")
                 else None
             )
+            # White space at the ends of the link's text separates it from the words
+            # around it (`the <a>U.S. Embassy </a>in Tunis`): it stays, outside the link.
+            lead, trail = _spaced_ends(element)
+            if lead:
+                self.inline.append(" ")
             if url is None:
                 self.inline.append(text)
             else:
@@ -381,15 +386,22 @@ class _Writer:
                     piece = self.inline[last[0]]
                     self.inline[last[0]] = piece[: last[1]] + "\\" + piece[last[1] :]
                 self.inline.append(f"[{text.replace(chr(10), ' ')}]({url})")
+            if trail:
+                self.inline.append(" ")
             return
         if tag == "code" and not _has_block_child(element):
-            text = _nfc(" ".join(str(element.xpath("string()")).split()))
+            whole = str(element.xpath("string()"))
+            text = _nfc(" ".join(whole.split()))
             if text:
+                if whole[:1].isspace():
+                    self.inline.append(" ")  # kept outside the span, as for a link
                 last = self._last_visible()
                 if last is not None and self.inline[last[0]][last[1]] == "`":
                     # Two code spans side by side would read as one fence of both.
                     self.inline.append(" ")
                 self.inline.append(_code_span(text))
+                if whole[-1:].isspace():
+                    self.inline.append(" ")
             return
         if _has_block_child(element):
             # A span wrapping paragraphs is a block in all but name.
@@ -786,6 +798,15 @@ def _names_the_file(alt: str, src: str | None) -> bool:
     stem = src.split("?", 1)[0].split("#", 1)[0].rsplit("/", 1)[-1].rsplit(".", 1)[0]
     key = _NOT_ALNUM.sub("", alt.lower())
     return bool(key) and key in _NOT_ALNUM.sub("", stem.lower())
+
+
+def _spaced_ends(element: etree._Element) -> tuple[bool, bool]:
+    """Whether the text inside `element` starts, and ends, with white space."""
+    if not len(element):
+        own = element.text or ""
+        return own[:1].isspace(), own[-1:].isspace()
+    whole = "".join(element.itertext())
+    return whole[:1].isspace(), whole[-1:].isspace()
 
 
 def _has_block_child(element: etree._Element) -> bool:
