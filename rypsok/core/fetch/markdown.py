@@ -97,6 +97,16 @@ BLOCK_ELEMENTS: Final = frozenset(
 )
 
 _HEADINGS: Final = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+# The blocks written as their content standing apart, with no structure of their own.
+_PLAIN_BLOCKS: Final = BLOCK_ELEMENTS - set(_HEADINGS) - {
+    "ul",
+    "ol",
+    "menu",
+    "pre",
+    "blockquote",
+    "table",
+    "hr",
+}
 # Marks a hard line break inside inline text until the whitespace is collapsed; NUL never
 # survives the parser (libxml2 replaces it), and text nodes are scrubbed of it anyway.
 _BREAK: Final = "\x00"
@@ -291,6 +301,13 @@ class _Writer:
 
     def node(self, element: etree._Element) -> None:
         tag = element.tag
+        if tag in _PLAIN_BLOCKS and not self.inline_only:
+            # Most blocks (paragraphs, divisions, items' containers): their content stands
+            # apart from what surrounds it, as the last case below writes it.
+            self.flush()
+            self.children(element)
+            self.flush()
+            return
         if not isinstance(tag, str):
             return
         if tag not in BLOCK_ELEMENTS:
@@ -362,7 +379,14 @@ class _Writer:
                 self.inline.append(" " + escape_text(alt) + " ")
             return
         if tag == "a":
-            text = self.inline_text(element)
+            if len(element):
+                text = self.inline_text(element)
+                lead, trail = _spaced_ends(element)
+            else:
+                # Text alone (most links): read once, for the text and its ends.
+                own = element.text or ""
+                text = _finish_inline([escape_text(own.replace(_BREAK, ""))]) if own else ""
+                lead, trail = own[:1].isspace(), own[-1:].isspace()
             if not text:
                 return
             href = element.get("href")
@@ -374,7 +398,6 @@ class _Writer:
             )
             # White space at the ends of the link's text separates it from the words
             # around it (`the <a>U.S. Embassy </a>in Tunis`): it stays, outside the link.
-            lead, trail = _spaced_ends(element)
             if lead:
                 self.inline.append(" ")
             if url is None:
@@ -802,9 +825,6 @@ def _names_the_file(alt: str, src: str | None) -> bool:
 
 def _spaced_ends(element: etree._Element) -> tuple[bool, bool]:
     """Whether the text inside `element` starts, and ends, with white space."""
-    if not len(element):
-        own = element.text or ""
-        return own[:1].isspace(), own[-1:].isspace()
     whole = "".join(element.itertext())
     return whole[:1].isspace(), whole[-1:].isspace()
 
