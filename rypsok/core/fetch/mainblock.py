@@ -349,19 +349,18 @@ def _chrome_kind(element: Element, stats: _Stats) -> int:
     if tag == "figure":
         # A figure is an illustration and its caption, unless it holds text of its own.
         return 0 if element in stats.holds_text else 1
-    attributes = element.items()
-    if not attributes:
-        # Most elements: nothing but the tag to judge by (one call, not four lookups).
-        return 0
-    named = dict(attributes)
-    role = named.get("role")
+    role = element.get("role")
     if role is not None and role.strip().lower() in CHROME_ROLES:
         return 2
     if tag in ("body", "html", "article", "main", "a"):
         return 0
-    if named.get("itemprop", "").lower() == "articlebody":
+    names = element.get("class")
+    ident = element.get("id")
+    if names is None and ident is None:
+        return 0  # no name to judge by (an articleBody without one is content anyway)
+    if element.get("itemprop", "").lower() == "articlebody":
         return 0
-    words = f"{named.get('class', '')} {named.get('id', '')}".strip()
+    words = f"{names or ''} {ident or ''}".strip()
     return _chrome_words(words) if words else 0
 
 
