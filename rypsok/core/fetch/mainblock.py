@@ -314,10 +314,6 @@ class _Stats:
         return self.links.get(element, 0) / length if length else 0.0
 
 
-def _words(element: Element) -> str:
-    return f"{element.get('class', '')} {element.get('id', '')}".strip()
-
-
 def _class_weight(element: Element) -> int:
     names = element.get("class")
     ident = element.get("id")
