@@ -120,6 +120,9 @@ _NEGATIVE: Final = re.compile(
 _UNSCORED: Final = frozenset(
     {"li", "h1", "h2", "h3", "h4", "h5", "h6", "th", "dt", "caption", "figcaption", "body", "html"}
 )
+# The blocks whose own run can score: the scoring asks lxml for these alone (an inline
+# element, most of a page's, never scores), in document order.
+_SCORED_TAGS: Final = tuple(sorted(BLOCK_ELEMENTS - _UNSCORED))
 # Blocks whose text straight inside counts as a paragraph of their own: every block of the
 # writer (markdown.BLOCK_ELEMENTS) but the document's frame, the table's inner parts, and the
 # legacy and summary blocks whose text is a label rather than prose.
@@ -488,15 +491,14 @@ def _score_candidates(body: Element, stats: _Stats) -> tuple[dict[Element, float
     row_of = stats.index
     inline_of = stats.inline
     commas_of = stats.commas
-    # In document order (the order breaks ties between equal scores); `inline` holds only
-    # the runs long enough to score, so the others cost a lookup.
-    for element in body.iter():
+    # In document order (the order breaks ties between equal scores), the blocks that can
+    # score asked of lxml by their tags; `inline` holds only the runs long enough to score,
+    # so the others cost a lookup.
+    for element in body.iter(*_SCORED_TAGS):
         length = inline_of.get(element, 0)
         if length < _MIN_BLOCK:
             continue
         tag = element.tag
-        if tag not in BLOCK_ELEMENTS or tag in _UNSCORED:
-            continue
         score = 1.0 + commas_of[element] + min(length // 100, 3)
         if tag in _BLOCK_TAGS and tag != "p":
             # Text straight inside a container is a paragraph of that container.

@@ -98,15 +98,19 @@ BLOCK_ELEMENTS: Final = frozenset(
 
 _HEADINGS: Final = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 # The blocks written as their content standing apart, with no structure of their own.
-_PLAIN_BLOCKS: Final = BLOCK_ELEMENTS - set(_HEADINGS) - {
-    "ul",
-    "ol",
-    "menu",
-    "pre",
-    "blockquote",
-    "table",
-    "hr",
-}
+_PLAIN_BLOCKS: Final = (
+    BLOCK_ELEMENTS
+    - set(_HEADINGS)
+    - {
+        "ul",
+        "ol",
+        "menu",
+        "pre",
+        "blockquote",
+        "table",
+        "hr",
+    }
+)
 # Marks a hard line break inside inline text until the whitespace is collapsed; NUL never
 # survives the parser (libxml2 replaces it), and text nodes are scrubbed of it anyway.
 _BREAK: Final = "\x00"
