@@ -879,3 +879,41 @@ async def test_req_page_008_worker_threads_extract_independently() -> None:
             nursery.start_soon(one, index)
     assert got == expected
     assert any(result.partial for result in expected)
+
+
+def test_req_fetch_004_lim_f10_a_table_of_sixty_thousand_cells_is_a_table() -> None:
+    # 30,000 rows of two cells are 90,000 elements, within the node bound; the writer's
+    # bound on cells (MAX_TABLE_CELLS, 100,000) counts each placed cell once, so the table
+    # is written as a pipe table, every row under its columns, not as 60,000 loose blocks.
+    rows = "".join(f"<tr><td>{i}</td><td>harbour {i}</td></tr>" for i in range(30_000))
+    result = extract(page(f"{ARTICLE}<table>{rows}</table>"))
+    assert not result.partial
+    lines = result.content.split("\n")
+    assert "| 0 | harbour 0 |" in lines
+    assert "| --- | --- |" in lines
+    assert "| 29999 | harbour 29999 |" in lines
+
+
+@pytest.mark.parametrize(
+    ("inline", "expected"),
+    [
+        (
+            '<a href="/story">assaulted the embassy </a>in Tunis',
+            "(https://example.org/story) in Tunis",
+        ),
+        ('the<a href="/story"> embassy</a> in Tunis', "the [embassy](https://example.org/story)"),
+        ('<a href="#note">assaulted the embassy </a>in Tunis', "assaulted the embassy in Tunis"),
+        ('<a href="/story"><em>assaulted the embassy </em></a>in Tunis', ") in Tunis"),
+        ("call <code>render </code>once", "`render` once"),
+        ("call<code> render</code> once", "call `render` once"),
+    ],
+)
+def test_req_fetch_004_white_space_at_a_links_ends_still_parts_the_words(
+    inline: str, expected: str
+) -> None:
+    # A browser shows the space inside the link's end as the space between two words; the
+    # writer strips the link's text, so the space goes outside the link, never lost.
+    result = extract(
+        page(f"{ARTICLE}<p>Hundreds of protesters {inline}, a story told at length.</p>")
+    )
+    assert expected in result.content

@@ -36,6 +36,7 @@ in one pass at the end, their tails joined once per place they move to.
 from __future__ import annotations
 
 import functools
+import heapq
 import re
 from array import array
 from typing import TYPE_CHECKING, Final, TypeAlias
@@ -119,6 +120,9 @@ _NEGATIVE: Final = re.compile(
 _UNSCORED: Final = frozenset(
     {"li", "h1", "h2", "h3", "h4", "h5", "h6", "th", "dt", "caption", "figcaption", "body", "html"}
 )
+# The blocks whose own run can score: the scoring asks lxml for these alone (an inline
+# element, most of a page's, never scores), in document order.
+_SCORED_TAGS: Final = tuple(sorted(BLOCK_ELEMENTS - _UNSCORED))
 # Blocks whose text straight inside counts as a paragraph of their own: every block of the
 # writer (markdown.BLOCK_ELEMENTS) but the document's frame, the table's inner parts, and the
 # legacy and summary blocks whose text is a label rather than prose.
@@ -313,10 +317,6 @@ class _Stats:
         return self.links.get(element, 0) / length if length else 0.0
 
 
-def _words(element: Element) -> str:
-    return f"{element.get('class', '')} {element.get('id', '')}".strip()
-
-
 def _class_weight(element: Element) -> int:
     names = element.get("class")
     ident = element.get("id")
@@ -353,9 +353,13 @@ def _chrome_kind(element: Element, stats: _Stats) -> int:
         return 2
     if tag in ("body", "html", "article", "main", "a"):
         return 0
+    names = element.get("class")
+    ident = element.get("id")
+    if names is None and ident is None:
+        return 0  # no name to judge by (an articleBody without one is content anyway)
     if element.get("itemprop", "").lower() == "articlebody":
         return 0
-    words = _words(element)
+    words = f"{names or ''} {ident or ''}".strip()
     return _chrome_words(words) if words else 0
 
 
@@ -474,7 +478,11 @@ def _score_candidates(body: Element, stats: _Stats) -> tuple[dict[Element, float
     most = stats.prose.get(body, 0) * _GUARD_PROSE
 
     def initial(element: Element) -> float:
-        weight = _class_weight(element)
+        names = element.get("class")
+        ident = element.get("id")
+        if names is None and ident is None:
+            return _TAG_WEIGHT.get(element.tag, 0)  # most elements: no name to weigh
+        weight = _words_weight(names) + _words_weight(ident)
         if weight < 0 and most and stats.prose.get(element, 0) >= most:
             # A name does not count against the block holding most of the running text.
             weight = 0
@@ -483,15 +491,14 @@ def _score_candidates(body: Element, stats: _Stats) -> tuple[dict[Element, float
     row_of = stats.index
     inline_of = stats.inline
     commas_of = stats.commas
-    # In document order (the order breaks ties between equal scores); `inline` holds only
-    # the runs long enough to score, so the others cost a lookup.
-    for element in body.iter():
+    # In document order (the order breaks ties between equal scores), the blocks that can
+    # score asked of lxml by their tags; `inline` holds only the runs long enough to score,
+    # so the others cost a lookup.
+    for element in body.iter(*_SCORED_TAGS):
         length = inline_of.get(element, 0)
         if length < _MIN_BLOCK:
             continue
         tag = element.tag
-        if tag not in BLOCK_ELEMENTS or tag in _UNSCORED:
-            continue
         score = 1.0 + commas_of[element] + min(length // 100, 3)
         if tag in _BLOCK_TAGS and tag != "p":
             # Text straight inside a container is a paragraph of that container.
@@ -520,12 +527,17 @@ def _score_candidates(body: Element, stats: _Stats) -> tuple[dict[Element, float
 
 def _narrow(top: Element, good: _Column) -> Element:
     """The descendant of `top` that holds nearly all its paragraph text."""
+    # The column read directly: `top` may have 100,000 children (LIM-F10).
+    row_of = good.index
+    good_of = good.values
     while True:
-        total = good.get(top, 0)
+        row = row_of.get(top)
+        total = 0 if row is None else good_of[row]
         if not total:
             return top
         for child in top:
-            if good.get(child, 0) >= 0.9 * total:
+            row = row_of.get(child)
+            if row is not None and good_of[row] >= 0.9 * total:
                 top = child
                 break
         else:
@@ -549,7 +561,9 @@ def _merge_parts(top: Element, best: float, scores: dict[Element, float], good: 
     `top` and another well-scored, substantial part replaces `top` when the parts cover most
     of its paragraph text (it holds little else besides them).
     """
-    ranked = sorted(scores, key=scores.__getitem__, reverse=True)[:12]
+    # (`nlargest` is `sorted(…, reverse=True)[:12]`, ties in the same order, without
+    # sorting every scored element of a page.)
+    ranked = heapq.nlargest(12, scores, key=scores.__getitem__)
     # Only a substantial part joins: a teaser or a boilerplate paragraph does not.
     least = max(0.4 * good.get(top, 0), 400)
     parts = [e for e in ranked if scores[e] >= 0.5 * best and good.get(e, 0) >= least]
@@ -654,6 +668,8 @@ def _clean(
             continue
         # A part holding this much of the block's paragraph text is the block, not chrome.
         keep = 0.3 * good[root]
+        good_row = good.index
+        good_of = good.values
         # [text length, link text length, commas, p, img, li] of each element open in the
         # walk, handed to its parent's at its end (the parent is next on the stack).
         stack: list[list[int]] = []
@@ -681,11 +697,16 @@ def _clean(
                 remaining = total[0]
                 break
             into = stack[-1]
-            if (tag == "p" and total[0] and total[1] >= 0.8 * total[0]) or (
-                tag in _CLEANED
-                and not (keep and good.get(element, 0) >= keep)
-                and _should_drop(element, scores, total)
-            ):
+            if tag == "p":
+                drop = bool(total[0]) and total[1] >= 0.8 * total[0]
+            elif tag in _CLEANED:
+                row = good_row.get(element)
+                drop = not (keep and row is not None and good_of[row] >= keep) and _should_drop(
+                    element, scores, total
+                )
+            else:
+                drop = False
+            if drop:
                 # A paragraph that is (almost) only a link promotes another page: "Read
                 # more: …"; the other parts are judged by their counts.
                 gone.add(element)
@@ -709,33 +730,35 @@ def _clean(
 
 
 def _should_drop(element: Element, scores: dict[Element, float], counts: list[int]) -> bool:
-    if not _looks_like_chrome(element, scores, counts):
-        return False
-    parent = element.getparent()
-    # The label of a disclosure (an item's signature on a reference page) is content.
-    return parent is None or parent.tag != "summary"
-
-
-def _looks_like_chrome(element: Element, scores: dict[Element, float], counts: list[int]) -> bool:
+    """Whether a part of the block looks like chrome by its counts and its name (one call
+    per part of a block that may be the whole page: what it asks is asked inline)."""
     length, links, commas, paragraphs, images, items = counts
     weight = _class_weight(element)
     if weight < 0 and weight + scores.get(element, 0.0) < 0:
         # Its name marks it and its text does not redeem it (a list's own tag weight is no
         # mark: a definition list of short terms is content).
-        return True
+        return _not_a_label(element)
     if commas >= 10:
         return False
     items -= 100
     density = links / length if length else 0.0
     tag = element.tag
     in_list = tag in ("ul", "ol")
-    return (
+    if (
         (images > 1 and paragraphs / images < 0.5)
         or (not in_list and items > paragraphs)
         or (weight < 25 and density > 0.2 and not (in_list and density < 0.5))
         or (weight >= 25 and density > 0.5)
         or (length < _MIN_BLOCK and images == 0 and tag not in ("table", "ul", "ol"))
-    )
+    ):
+        return _not_a_label(element)
+    return False
+
+
+def _not_a_label(element: Element) -> bool:
+    parent = element.getparent()
+    # The label of a disclosure (an item's signature on a reference page) is content.
+    return parent is None or parent.tag != "summary"
 
 
 def _first_heading(body: Element) -> str | None:

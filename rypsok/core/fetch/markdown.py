@@ -97,6 +97,20 @@ BLOCK_ELEMENTS: Final = frozenset(
 )
 
 _HEADINGS: Final = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+# The blocks written as their content standing apart, with no structure of their own.
+_PLAIN_BLOCKS: Final = (
+    BLOCK_ELEMENTS
+    - set(_HEADINGS)
+    - {
+        "ul",
+        "ol",
+        "menu",
+        "pre",
+        "blockquote",
+        "table",
+        "hr",
+    }
+)
 # Marks a hard line break inside inline text until the whitespace is collapsed; NUL never
 # survives the parser (libxml2 replaces it), and text nodes are scrubbed of it anyway.
 _BREAK: Final = "\x00"
@@ -258,12 +272,16 @@ class _Writer:
         return writer.blocks
 
     def children(self, element: etree._Element) -> None:
-        if element.text:
-            self.text(element.text)
+        # lxml builds a new string each time `.text` or `.tail` is read: each is read once.
+        own = element.text
+        if own:
+            self.text(own)
+        node = self.node
         for child in element:
-            self.node(child)
-            if child.tail:
-                self.text(child.tail)
+            node(child)
+            tail = child.tail
+            if tail:
+                self.text(tail)
 
     def text(self, text: str) -> None:
         self.inline.append(escape_text(text.replace(_BREAK, "")))
@@ -271,6 +289,13 @@ class _Writer:
     def _last_visible(self) -> tuple[int, int] | None:
         """Where the last character the agent will see in the pending inline output is
         (the piece and the position in it), or None when there is none."""
+        inline = self.inline
+        if inline:
+            piece = inline[-1]
+            if piece and " " <= piece[-1] <= "~":
+                # Printable ASCII is never invisible: the last character is the one seen
+                # (most text before a link ends so).
+                return len(inline) - 1, len(piece) - 1
         for piece_index in range(len(self.inline) - 1, -1, -1):
             piece = self.inline[piece_index]
             for index in range(len(piece) - 1, -1, -1):
@@ -280,6 +305,13 @@ class _Writer:
 
     def node(self, element: etree._Element) -> None:
         tag = element.tag
+        if tag in _PLAIN_BLOCKS and not self.inline_only:
+            # Most blocks (paragraphs, divisions, items' containers): their content stands
+            # apart from what surrounds it, as the last case below writes it.
+            self.flush()
+            self.children(element)
+            self.flush()
+            return
         if not isinstance(tag, str):
             return
         if tag not in BLOCK_ELEMENTS:
@@ -351,7 +383,14 @@ class _Writer:
                 self.inline.append(" " + escape_text(alt) + " ")
             return
         if tag == "a":
-            text = self.inline_text(element)
+            if len(element):
+                text = self.inline_text(element)
+                lead, trail = _spaced_ends(element)
+            else:
+                # Text alone (most links): read once, for the text and its ends.
+                own = element.text or ""
+                text = _finish_inline([escape_text(own.replace(_BREAK, ""))]) if own else ""
+                lead, trail = own[:1].isspace(), own[-1:].isspace()
             if not text:
                 return
             href = element.get("href")
@@ -361,6 +400,10 @@ class _Writer:
                 if href is not None and not href.strip().startswith("#")
                 else None
             )
+            # White space at the ends of the link's text separates it from the words
+            # around it (`the <a>U.S. Embassy </a>in Tunis`): it stays, outside the link.
+            if lead:
+                self.inline.append(" ")
             if url is None:
                 self.inline.append(text)
             else:
@@ -370,15 +413,22 @@ class _Writer:
                     piece = self.inline[last[0]]
                     self.inline[last[0]] = piece[: last[1]] + "\\" + piece[last[1] :]
                 self.inline.append(f"[{text.replace(chr(10), ' ')}]({url})")
+            if trail:
+                self.inline.append(" ")
             return
         if tag == "code" and not _has_block_child(element):
-            text = _nfc(" ".join(str(element.xpath("string()")).split()))
+            whole = str(element.xpath("string()"))
+            text = _nfc(" ".join(whole.split()))
             if text:
+                if whole[:1].isspace():
+                    self.inline.append(" ")  # kept outside the span, as for a link
                 last = self._last_visible()
                 if last is not None and self.inline[last[0]][last[1]] == "`":
                     # Two code spans side by side would read as one fence of both.
                     self.inline.append(" ")
                 self.inline.append(_code_span(text))
+                if whole[-1:].isspace():
+                    self.inline.append(" ")
             return
         if _has_block_child(element):
             # A span wrapping paragraphs is a block in all but name.
@@ -459,8 +509,9 @@ class _Writer:
         rows = _rows(element)
         # The shape is checked first, without the cells' text: a table that turns out to be
         # a layout or too large costs no writing of cells that are then written again as
-        # blocks (and leaves no picture marked as written).
-        if self._grid(rows, write=False) is None:
+        # blocks (and leaves no picture marked as written). A table without a block, a
+        # span or more cells than the bound inside (most data tables) needs no check.
+        if not _plain_table(element) and self._grid(rows, write=False) is None:
             return None
         return self._grid(rows, write=True)
 
@@ -475,25 +526,30 @@ class _Writer:
             for cell in row:
                 if cell.tag not in ("td", "th"):
                     continue
-                if next(cell.iter(*_BLOCK_CONTENT), None) is not None:
+                if len(cell) and next(cell.iter(*_BLOCK_CONTENT), None) is not None:
+                    # (A cell without children, most of them, holds no block.)
                     return None
                 while len(line) in carried:
                     line.append(carried[len(line)][0])
                 text = _escape_pipes(self.inline_text(cell).replace("\n", " ")) if write else ""
-                columns = _span(cell.get("colspan"), MAX_COLSPAN) or 1
-                down = _span(cell.get("rowspan"), MAX_ROWSPAN)
+                colspan = cell.get("colspan")
+                rowspan = cell.get("rowspan")
+                columns = 1 if colspan is None else _span(colspan, MAX_COLSPAN) or 1
+                down = 1 if rowspan is None else _span(rowspan, MAX_ROWSPAN)
                 if down == 0:
                     down = len(rows) - row_index  # 0: to the end of the table
-                total += columns
-                if total > MAX_TABLE_CELLS:
+                # The cells placed so far, this row's included, each counted once (a
+                # table of MAX_TABLE_CELLS cells is a table, not half of one).
+                if total + len(line) + columns > MAX_TABLE_CELLS:
                     return None
                 for offset in range(columns):
                     if down > 1:
                         spans[len(line)] = (text if offset == 0 else "", down - 1)
                     line.append(text if offset == 0 else "")
-            for column in sorted(c for c in carried if c >= len(line)):
-                line.extend([""] * (column - len(line)))
-                line.append(carried[column][0])
+            if carried:
+                for column in sorted(c for c in carried if c >= len(line)):
+                    line.extend([""] * (column - len(line)))
+                    line.append(carried[column][0])
             total += len(line)
             if total > MAX_TABLE_CELLS:
                 return None
@@ -609,6 +665,10 @@ def _nth_visible(line: str, start: int, n: int) -> int:
 
 def escape_line_start(line: str) -> str:
     """`line` with what would start a block at its beginning escaped (see above)."""
+    lead = line[:1]
+    if lead.isascii() and lead.isalpha():
+        # An ASCII letter first is visible and starts no block (most lines).
+        return line
     first = 0
     while first < len(line) and (line[first].isspace() or _is_invisible(line[first])):
         first += 1
@@ -670,6 +730,8 @@ def _escape_closing_hashes(heading: str) -> str:
 
 def _strip_invisible(text: str) -> str:
     """`text` as the agent will see it, after the content boundary."""
+    if text.isascii() and text.isprintable():
+        return text  # printable ASCII holds nothing the boundary removes
     return remove_invisible(text)[0]
 
 
@@ -678,6 +740,8 @@ _BARE_PIPE: Final = re.compile(r"(?<!\\)((?:\\\\)*)\|")
 
 
 def _escape_pipes(text: str) -> str:
+    if "|" not in text:
+        return text  # most cells
     return _BARE_PIPE.sub(lambda m: m.group(1) + "\\|", text)
 
 
@@ -723,10 +787,13 @@ def _pre_text(element: etree._Element) -> str:
         if event == "start":
             if node.tag == "br":
                 parts.append("\n")
-            if node.text:
-                parts.append(node.text)
-        elif node is not element and node.tail:
-            parts.append(node.tail)
+            text = node.text
+            if text:
+                parts.append(text)
+        elif node is not element:
+            tail = node.tail
+            if tail:
+                parts.append(tail)
     return "".join(parts).replace(_BREAK, "")
 
 
@@ -760,8 +827,23 @@ def _names_the_file(alt: str, src: str | None) -> bool:
     return bool(key) and key in _NOT_ALNUM.sub("", stem.lower())
 
 
+def _spaced_ends(element: etree._Element) -> tuple[bool, bool]:
+    """Whether the text inside `element` starts, and ends, with white space."""
+    whole = "".join(element.itertext())
+    return whole[:1].isspace(), whole[-1:].isspace()
+
+
 def _has_block_child(element: etree._Element) -> bool:
     return any(child.tag in BLOCK_ELEMENTS for child in element)
+
+
+def _plain_table(table: etree._Element) -> bool:
+    """Whether `table` holds no block (no cell of it can be a layout's), no spanning cell,
+    and no more cells than MAX_TABLE_CELLS, however nested: its grid is then a table."""
+    if next(table.iterdescendants(*_BLOCK_CONTENT), None) is not None:
+        return False
+    spans = table.xpath("count(.//*[self::td or self::th][@colspan or @rowspan])")
+    return bool(spans == 0 and table.xpath("count(.//td | .//th)") <= MAX_TABLE_CELLS)
 
 
 def _rows(table: etree._Element) -> list[etree._Element]:

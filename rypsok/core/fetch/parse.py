@@ -469,6 +469,11 @@ _HEAD_READ: Final = frozenset({"title", "meta", "base"})
 # Elements a document's end tags never close: a browser parses markup after </body> or
 # </html> into the body.
 _KEPT_OPEN: Final = frozenset({"html", "body"})
+# The names the target's rules single out (an element without a name among them, outside a
+# skipped subtree, takes the target's quick path).
+_SPECIAL_NAMES: Final = (
+    SKIPPED_ELEMENTS | _HEAD_READ | TRANSPARENT_VOID | _KEPT_OPEN | frozenset({"dialog", ""})
+)
 
 # Characters an lxml tree cannot hold (XML 1.0 excludes them): C0 controls but tab, line feed
 # and carriage return, U+FFFE, U+FFFF, and lone surrogates. Browsers show none of them; they
@@ -649,6 +654,29 @@ class _BoundedTarget:
         name = tag if isinstance(tag, str) else ""
         self.open_tags.append(name)
         skip_depth = self.skip_depth
+        if not skip_depth and name not in _SPECIAL_NAMES and self.root_started:
+            # Most elements: outside a skipped subtree, of no name the rules below single out,
+            # after the root; what the rules below do for them, without asking each.
+            if attrib:
+                if is_hidden(name, attrib):
+                    self.skip_depth = 1
+                    self.skip_root = ""
+                    return
+                kept = {
+                    k: v if _NOT_XML.search(v) is None else _xml_safe(v)
+                    for k, v in attrib.items()
+                    if k in KEPT_ATTRIBUTES
+                }
+                self.kept_attributes += len(kept)
+                if self.kept_attributes > MAX_KEPT_ATTRIBUTES:
+                    self._stop()
+            else:
+                kept = {}
+            name = _element_name(name)
+            self.builder.start(name, kept)
+            self.stack.append(name)
+            self.built.append(True)
+            return
         if name in _HEAD_READ and (not skip_depth or self.skip_root == "head"):
             # The title and og:title are read from the head, which is otherwise not built.
             if name == "title":
