@@ -4,8 +4,16 @@ fails on the mutant that survived without it (book/maintainers/mutation.md)."""
 
 from __future__ import annotations
 
+import itertools
+from typing import TYPE_CHECKING
+
+import pytest
+
 from rypsok.core import boundary
 from rypsok.core.boundary import clean_in_pieces, looks_like_instruction
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 # The piece size the decisions record (decisions.md, issue 23.1 and 23.2): "a text longer
 # than 16,384 characters is now cut into pieces".
@@ -128,3 +136,59 @@ def test_req_sec_015_what_follows_a_syllable_or_an_ideograph_keeps_it_in_pieces(
     assert clean_in_pieces(composed) == ("\uac01" * 20_000, 0)
     varied = "\u4e2d\ufe00" * 20_000
     assert clean_in_pieces(varied) == (varied, 0)
+
+
+def _work_between_checkpoints(
+    monkeypatch: pytest.MonkeyPatch, step: str, run: Callable[[Callable[[], None]], object]
+) -> list[int]:
+    """How many times `step` (one piece's work) ran between two checkpoints, and after the
+    last one."""
+    done = 0
+    original = getattr(boundary, step)
+
+    def counted(*args: object, **kwargs: object) -> object:
+        nonlocal done
+        done += 1
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(boundary, step, counted)
+    marks: list[int] = []
+    run(lambda: marks.append(done))
+    marks.append(done)
+    return [after - before for before, after in itertools.pairwise(marks)]
+
+
+def test_req_sec_003_no_two_pieces_are_read_without_a_checkpoint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An abandoned call ends at the next piece: every piece's view is made after a
+    # checkpoint, the last piece's too.
+    text = "Plain words, nothing to see. " * 10_000
+    gaps = _work_between_checkpoints(
+        monkeypatch, "_instruction_view", lambda check: looks_like_instruction(text, check)
+    )
+    assert sum(gaps) >= len(text) // _PIECE
+    assert max(gaps) <= 1
+
+
+def test_req_sec_015_no_two_pieces_are_cleaned_without_a_checkpoint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    text = "Plain words, nothing\u200b to see. " * 10_000
+    gaps = _work_between_checkpoints(
+        monkeypatch, "remove_invisible", lambda check: clean_in_pieces(text, check)
+    )
+    assert sum(gaps) >= len(text) // _PIECE
+    assert max(gaps) <= 1
+
+
+def test_req_sec_015_a_clean_long_text_is_looked_at_with_a_checkpoint_per_piece(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The first pass, which finds that nothing needs cleaning, is abandoned piece by piece too.
+    text = "Plain words, nothing to see. " * 10_000
+    gaps = _work_between_checkpoints(
+        monkeypatch, "_unchanged", lambda check: clean_in_pieces(text, check)
+    )
+    assert sum(gaps) >= len(text) // _PIECE
+    assert max(gaps) <= 1
