@@ -7,13 +7,13 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING
 
-import pytest
-
 from rypsok.core import boundary
 from rypsok.core.boundary import clean_in_pieces, looks_like_instruction
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    import pytest
 
 # The piece size the decisions record (decisions.md, issue 23.1 and 23.2): "a text longer
 # than 16,384 characters is now cut into pieces".
