@@ -56,3 +56,10 @@ def test_req_sec_006_the_number_form_reads_no_other_letter_as_a_digit(text: str)
     # a letter in another part of a number is malformed.
     expected = None if text != "9X.1" else Refusal.MALFORMED_HOST
     assert parse_ipv4_number_form(text) == expected
+
+
+@pytest.mark.parametrize("host", ["www.xn--zz", "a.xn--garbage-.example", "xn--zz.example"])
+def test_req_sec_006_an_a_label_that_does_not_decode_is_malformed_in_any_place(host: str) -> None:
+    # Every label is looked at, not only the first: "xn--" followed by what no Punycode
+    # decodes to is not a name.
+    assert parse_host(host) is Refusal.MALFORMED_HOST
