@@ -466,9 +466,10 @@ _PATTERNS: tuple[_Pattern, ...] = (
     ),
 )
 
-# user:password in a URL; the confirmation needs both parts, so it is written apart.
+# user:password in a URL; the confirmation needs both parts, so it is written apart. No
+# lookbehind: a URL right after a digit, "." or "-" ("1.https://…") carries its password too.
 _URL_USERINFO = re.compile(
-    r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://(?P<user>[^\s/?#@:\[\]]+):(?P<password>[^\s/?#@]+)@(?=[^\s/?#@])",
+    r"[A-Za-z][A-Za-z0-9+.-]*://(?P<user>[^\s/?#@:\[\]]+):(?P<password>[^\s/?#@]+)@(?=[^\s/?#@])",
     _I,
 )
 _PASSWORD_ASSIGNMENT = re.compile(

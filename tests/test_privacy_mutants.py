@@ -1,0 +1,37 @@
+"""The secret check (REQ-PRIV-002): the behaviours that the mutation runs of
+`rypsok/core/privacy.py` found untested (issue 18.6, third round). Each fails on the mutant
+that survived without it (book/maintainers/mutation.md). Every credential is synthetic,
+assembled at run time so that no literal here has a token's shape."""
+
+from __future__ import annotations
+
+from rypsok.core.model import SecretKind
+from rypsok.core.privacy import find_secret
+
+
+def _joined(*parts: str) -> str:
+    return "".join(parts)
+
+
+def test_req_priv_002_a_workspace_token_is_judged_on_its_whole_body() -> None:
+    # The body after "xoxa-2-" is read from its first character: a letter before the digits
+    # makes it a token, although the rest alone would read as numbers joined by hyphens.
+    token = _joined("xoxa", "-2-", "e039402840", "-", "511111111111")
+    finding = find_secret(f"workspace {token} here")
+    assert finding is not None
+    assert finding.kind is SecretKind.SLACK_TOKEN
+    assert (finding.start, finding.end) == (10, 10 + len(token))
+
+
+def test_req_priv_002_a_url_password_is_found_right_after_a_digit_dot_or_hyphen() -> None:
+    # "1.https://user:pw@host" (a numbered list) sends the password as surely as a URL after
+    # a space: the URL is read from its scheme whatever precedes it. The check used to need
+    # a character other than a letter, digit, "+", "." or "-" before the scheme, and missed
+    # these three.
+    password = _joined("hunter", "2")
+    for before in ["see ", "see 1", "step 1.", "-", "x+", "v2."]:
+        text = f"{before}https://user:{password}@example.com/"
+        finding = find_secret(text)
+        assert finding is not None, before
+        assert finding.kind is SecretKind.URL_PASSWORD
+        assert text[finding.start : finding.end] == password
