@@ -35,3 +35,12 @@ def test_req_priv_002_a_url_password_is_found_right_after_a_digit_dot_or_hyphen(
         assert finding is not None, before
         assert finding.kind is SecretKind.URL_PASSWORD
         assert text[finding.start : finding.end] == password
+    # Whatever the scheme's last character may be (RFC 3986), and none without a scheme.
+    for scheme in ["git+ssh", "v2", "a+", "a.", "a-", "HTTPS"]:
+        text = f"{scheme}://user:{password}@example.com/"
+        finding = find_secret(text)
+        assert finding is not None, scheme
+        assert text[finding.start : finding.end] == password
+    for text in [f"://user:{password}@example.com/", f"see ://user:{password}@example.com/"]:
+        assert find_secret(text) is None, text
+
