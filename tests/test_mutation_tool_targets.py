@@ -4,31 +4,16 @@ package `__init__` in for the real one (its submodules still import)."""
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import os
 import subprocess
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from stdio_process import ROOT
+from test_mutation_tool import TOOL
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-
-def _load() -> Any:
-    path = ROOT / "tools" / "mutation"
-    loader = importlib.machinery.SourceFileLoader("rypsok_mutation_tool_targets", str(path))
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[loader.name] = module
-    loader.exec_module(module)
-    return module
-
-
-TOOL = _load()
 
 
 def test_req_test_019_every_egress_module_is_a_target() -> None:

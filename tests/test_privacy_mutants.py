@@ -43,4 +43,3 @@ def test_req_priv_002_a_url_password_is_found_right_after_a_digit_dot_or_hyphen(
         assert text[finding.start : finding.end] == password
     for text in [f"://user:{password}@example.com/", f"see ://user:{password}@example.com/"]:
         assert find_secret(text) is None, text
-

@@ -18,6 +18,7 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from provider_network import MemoryProviders
+from reachable import strings_reachable_from
 from search_fakes import FakeEngine, capture_logs, engine_config, make_config, results
 
 from rypsok.config.schema import Config, EngineConfig
@@ -310,22 +311,6 @@ class _ForgetfulEngine:
         )
 
 
-def _strings_reachable_from(root: object, limit: int = 200_000) -> list[str]:
-    seen: set[int] = set()
-    found: list[str] = []
-    stack = [root]
-    while stack and len(seen) < limit:
-        obj = stack.pop()
-        if id(obj) in seen or isinstance(obj, type):
-            continue
-        seen.add(id(obj))
-        if isinstance(obj, str):
-            found.append(obj)
-            continue
-        stack.extend(gc.get_referents(obj))
-    return found
-
-
 async def test_req_priv_003_nothing_of_a_call_is_kept_beyond_it_but_the_returned_urls() -> None:
     phrase = "".join(["zq", "unusual", "xw"])  # built at run time: no constant holds it
     config = make_config(engine_config("alpha"))
@@ -333,7 +318,7 @@ async def test_req_priv_003_nothing_of_a_call_is_kept_beyond_it_but_the_returned
         response = await rypsok.search(SearchRequest(query=f"{phrase} words"))
         url = response.results[0].url
         del response
-        kept = [s for s in _strings_reachable_from(rypsok) if phrase in s]
+        kept = [s for s in strings_reachable_from(rypsok) if phrase in s]
         assert rypsok.was_returned(url)
     # Only the strict-mode memory of returned URLs holds anything of the call (LIM-F14).
     assert kept == [url]

@@ -17,7 +17,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import types
 from fractions import Fraction
 from pathlib import Path
 
@@ -25,9 +24,11 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reachable import strings_reachable_from
 
 from rypsok.core.engines.http import EngineHttp, EngineOrigin, parse_base_url
 from rypsok.core.engines.limiter import _Units
+from testkit.messages import discover
 from testkit.servers import Reply, serve_http
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,24 +128,12 @@ def test_req_perf_005_a_mirror_answers_discover_without_httpx(tmp_path: Path) ->
         'base_url = "http://127.0.0.1:9/w"\n',
         encoding="utf-8",
     )
-    discover = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "server/discover",
-        "params": {
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
-                "io.modelcontextprotocol/clientCapabilities": {},
-            }
-        },
-    }
     env = {k: v for k, v in os.environ.items() if k not in ("SSL_CERT_FILE", "SSL_CERT_DIR")}
     env.pop("RYPSOK_CONFIG", None)
     done = subprocess.run(
         [sys.executable, "-c", _SERVE_AND_LIST, "serve", "--config", str(config)],
         cwd=ROOT,
-        input=json.dumps(discover) + "\n",
+        input=json.dumps(discover()) + "\n",
         capture_output=True,
         text=True,
         env=env,
@@ -185,22 +174,6 @@ def test_req_cmp_002_the_limiters_units_are_the_exact_times(
     assert woken == expected
 
 
-def _strings_reachable_from(root: object) -> list[str]:
-    seen: set[int] = set()
-    found: list[str] = []
-    stack = [root]
-    while stack:
-        obj = stack.pop()
-        if id(obj) in seen or isinstance(obj, type | types.ModuleType | types.FunctionType):
-            continue
-        seen.add(id(obj))
-        if isinstance(obj, str):
-            found.append(obj)
-            continue
-        stack.extend(gc.get_referents(obj))
-    return found
-
-
 async def test_req_priv_003_the_engine_client_keeps_nothing_of_a_query() -> None:
     phrase = "".join(["zq", "unusual", "xw"])  # built at run time: no constant holds it
     async with serve_http({"/w/api.php": Reply(body=b"{}")}) as server:
@@ -216,4 +189,6 @@ async def test_req_priv_003_the_engine_client_keeps_nothing_of_a_query() -> None
             gc.collect()
             # The request did carry the query; the client, with its pool, keeps none of it.
             assert phrase in server.requests[0].target
-            assert [s for s in _strings_reachable_from(http) if phrase in s] == []
+            assert [
+                s for s in strings_reachable_from(http, into_modules=False) if phrase in s
+            ] == []
