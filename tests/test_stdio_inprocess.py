@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 from hypothesis import given, settings
@@ -16,12 +17,14 @@ from rypsok.config.schema import Config, ServiceConfig
 from rypsok.core.model import (
     EngineState,
     EngineStatus,
+    ErrorKind,
     Outcome,
     Reason,
     SearchRequest,
     SearchResponse,
     SearchResult,
     StatusResponse,
+    ToolError,
 )
 from rypsok.core.services import Rypsok
 from rypsok.mcp.stdio import serve_stdio
@@ -37,9 +40,13 @@ class FakeService:
         self.cancelled_at: list[float] = []
         self.started = trio.Event()
         self.callers: list[str] = []
+        self.received: list[float | None] = []
 
-    async def search_as(self, caller: str, request: SearchRequest) -> SearchResponse:
+    async def search_as(
+        self, caller: str, request: SearchRequest, *, received_at: float | None = None
+    ) -> SearchResponse:
         self.callers.append(caller)
+        self.received.append(received_at)
         if request.query == "hang":
             self.started.set()
             try:
@@ -50,6 +57,11 @@ class FakeService:
             raise RuntimeError("boom")
         if request.query.startswith("sleep"):
             await trio.sleep(float(request.query.split()[1]))
+        if request.query.startswith("busy"):
+            # Half a second of work before the first checkpoint (the clock moved by hand).
+            clock = trio.lowlevel.current_clock()
+            assert isinstance(clock, trio.testing.MockClock)
+            clock.jump(float(request.query.split()[1]))
         # "unclean": a defect upstream lets a surrogate through into the response.
         title = "T\ud800" if request.query == "unclean" else request.query
         return SearchResponse(
@@ -137,6 +149,50 @@ async def test_req_mcp_002_calls_run_concurrently(autojump_clock: Any) -> None:
         answers = await h.lines(2)
         await h.in_send.aclose()
     assert [a["id"] for a in answers] == [2, 1]
+
+
+async def test_lim_f5_a_calls_clock_starts_when_its_line_was_read(mock_clock: Any) -> None:
+    """Calls read in one chunk start their deadlines when the chunk was read, not when each
+    task first runs: behind calls whose first steps take half a second each, the last of
+    three still counts from the read (issue 23: LIM-F5 under load)."""
+    h = Harness(FakeService(), config())
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(h.run)
+        await trio.testing.wait_all_tasks_blocked()
+        read_at = trio.current_time()
+        chunk = b"".join(json.dumps(search(n, "busy 0.5")).encode() + b"\n" for n in (1, 2, 3))
+        await h.send(chunk)
+        answers = await h.lines(3)
+        await h.in_send.aclose()
+    assert sorted(a["id"] for a in answers) == [1, 2, 3]
+    assert trio.current_time() >= read_at + 1.5  # the three first steps did take their time
+    assert h.service.received == [read_at, read_at, read_at]
+
+
+async def test_lim_s7_a_call_read_long_ago_counts_its_deadline_from_then(
+    autojump_clock: Any,
+) -> None:
+    """The service counts a call's deadlines from `received_at`: a web_search read longer
+    ago than LIM-S7 asks no engine and answers at once, with its latency counted from the
+    read; a time in the future is taken as now."""
+    from search_fakes import FakeEngine as Engine
+
+    config_ = make_config(engine_config("alpha"))
+    engine = Engine("alpha")
+    async with Rypsok(config_, engines=[engine]) as rypsok:
+        now = trio.current_time()
+        late = now - (config_.search.deadline_ms / 1000 + 2)
+        with capture_logs() as logs, pytest.raises(ToolError) as raised:
+            await rypsok.search_as("local", SearchRequest(query="rust"), received_at=late)
+        assert raised.value.kind is ErrorKind.UNAVAILABLE
+        assert engine.finished == 0
+        assert engine.active == 0
+        assert trio.current_time() == now  # answered at once
+        (call,) = logs.named("call")
+        assert call["latency_ms"] >= config_.search.deadline_ms + 2000
+        # Read "in the future" (a clock it cannot be): counted from now, the engine is asked.
+        await rypsok.search_as("local", SearchRequest(query="rust"), received_at=now + 60)
+        assert engine.finished == 1
 
 
 class SplittingStream(trio.abc.SendStream):

@@ -205,6 +205,12 @@ def _ms_since(start: float) -> int:
     return max(0, round((trio.current_time() - start) * 1000))
 
 
+def _call_start(received_at: float | None) -> float:
+    """When a call's clock starts: when its transport read it, or now."""
+    now = trio.current_time()
+    return now if received_at is None else min(received_at, now)
+
+
 class Rypsok:
     """The rypsok core: search and status (fetch joins in M3), usable from any Trio program.
 
@@ -360,9 +366,13 @@ class Rypsok:
     async def search(self, request: SearchRequest) -> SearchResponse:
         return await self.search_as(telemetry.LOCAL_CALLER, request)
 
-    async def search_as(self, caller: str, request: SearchRequest) -> SearchResponse:
-        """One web_search call of `caller`, whose rate limit (LIM-C6) it counts against."""
-        start = trio.current_time()
+    async def search_as(
+        self, caller: str, request: SearchRequest, *, received_at: float | None = None
+    ) -> SearchResponse:
+        """One web_search call of `caller`, whose rate limit (LIM-C6) it counts against.
+        `received_at` (Trio's clock) is when a transport read the call: its deadlines
+        (LIM-S1, LIM-S7) count from then; never later than now."""
+        start = _call_start(received_at)
         run_search, margin_s = _pipeline or _load_pipeline()
         with telemetry.call_scope(caller):
             # With [coordination] the caller's limit is decided with the engines' turns, in
@@ -417,11 +427,14 @@ class Rypsok:
     async def fetch(self, request: FetchRequest) -> FetchResponse:
         return await self.fetch_as(telemetry.LOCAL_CALLER, request)
 
-    async def fetch_as(self, caller: str, request: FetchRequest) -> FetchResponse:
+    async def fetch_as(
+        self, caller: str, request: FetchRequest, *, received_at: float | None = None
+    ) -> FetchResponse:
         """One web_fetch call of `caller` (LIM-C7). One scope ends it at LIM-F5 whatever
         is running: the network part has its own deadline (LIM-F4) inside, and a parse
-        still running in its worker thread is abandoned (its permit returns when it ends)."""
-        start = trio.current_time()
+        still running in its worker thread is abandoned (its permit returns when it ends).
+        `received_at` as for `search_as`: LIM-F4 and LIM-F5 count from it."""
+        start = _call_start(received_at)
         with telemetry.call_scope(caller):
             try:
                 await self._admit(self._fetch_limit, WEB_FETCH, caller, start)

@@ -39,9 +39,13 @@ class ToolService(Protocol):
     @property
     def languages(self) -> Sequence[str]: ...
 
-    async def search_as(self, caller: str, request: SearchRequest) -> SearchResponse: ...
+    async def search_as(
+        self, caller: str, request: SearchRequest, *, received_at: float | None = None
+    ) -> SearchResponse: ...
 
-    async def fetch_as(self, caller: str, request: FetchRequest) -> FetchResponse: ...
+    async def fetch_as(
+        self, caller: str, request: FetchRequest, *, received_at: float | None = None
+    ) -> FetchResponse: ...
 
     async def status_as(self, caller: str) -> StatusResponse: ...
 
@@ -64,15 +68,21 @@ def make_dispatcher(service: ToolService, config: Config) -> Dispatcher:
 
 
 async def outcome(
-    service: ToolService, dispatcher: Dispatcher, call: Call, caller: str
+    service: ToolService,
+    dispatcher: Dispatcher,
+    call: Call,
+    caller: str,
+    *,
+    received_at: float | None = None,
 ) -> SearchResponse | FetchResponse | StatusResponse | dict[str, Any]:
     """The call's response, or the error reply that answers it instead. Cancellation passes
-    through: a cancelled call has no reply."""
+    through: a cancelled call has no reply. `received_at` (Trio's clock) is when the
+    transport read the call, from which its deadlines count."""
     try:
         if isinstance(call.request, SearchRequest):
-            return await service.search_as(caller, call.request)
+            return await service.search_as(caller, call.request, received_at=received_at)
         if isinstance(call.request, FetchRequest):
-            return await service.fetch_as(caller, call.request)
+            return await service.fetch_as(caller, call.request, received_at=received_at)
         return await service.status_as(caller)
     except ToolError as error:
         return dispatcher.render_error(call.request_id, call.revision, error)
@@ -84,10 +94,15 @@ async def outcome(
 
 
 async def execute(
-    service: ToolService, dispatcher: Dispatcher, call: Call, caller: str
+    service: ToolService,
+    dispatcher: Dispatcher,
+    call: Call,
+    caller: str,
+    *,
+    received_at: float | None = None,
 ) -> dict[str, Any]:
     """The reply to a call. Cancellation passes through: a cancelled call has no reply."""
-    response = await outcome(service, dispatcher, call, caller)
+    response = await outcome(service, dispatcher, call, caller, received_at=received_at)
     if isinstance(response, dict):
         return response
     return dispatcher.render_response(call, response.to_json())

@@ -130,14 +130,19 @@ class _Connection:
                 telemetry.warn("stdio_output_closed")
                 self._stop.set()
 
-    async def line(self, line: bytes) -> None:
+    async def line(self, line: bytes, received: float | None = None) -> None:
+        """One line of the host's. `received` is when it was read (its chunk's time): a call's
+        deadlines count from then, not from when its task first runs, which among the lines
+        of one large chunk can be half a second later under load (issue 23)."""
+        if received is None:
+            received = trio.current_time()
         if not line.strip() or self._stop.is_set():
             # Once shutting down, no new work: not even the lines already read.
             return
         message = jsonrpc.parse(line)
         if isinstance(message, jsonrpc.Batch) and self._dispatcher.batches_allowed():
             self.jobs.started()
-            self._nursery.start_soon(self._batch, message)
+            self._nursery.start_soon(self._batch, message, received)
             return
         action = self._act(message, batch_item=False)
         if isinstance(action, Reply):
@@ -150,7 +155,7 @@ class _Connection:
                 await self.write(_id_in_use(action.request_id))
                 return
             self.jobs.started()
-            self._nursery.start_soon(self._run_call, action, scope)
+            self._nursery.start_soon(self._run_call, action, scope, received)
 
     def _act(self, message: jsonrpc.Message, *, batch_item: bool) -> Action:
         """The dispatcher's action; a defect in it for one message answers that message
@@ -188,12 +193,14 @@ class _Connection:
         del self._in_flight[request_id]
         self._cancelled.discard(request_id)
 
-    async def _run_call(self, call: Call, scope: trio.CancelScope) -> None:
+    async def _run_call(self, call: Call, scope: trio.CancelScope, received: float) -> None:
         start = trio.current_time()
         try:
             payload = None
             with scope:
-                payload = await execute(self._service, self._dispatcher, call, LOCAL_CALLER)
+                payload = await execute(
+                    self._service, self._dispatcher, call, LOCAL_CALLER, received_at=received
+                )
             if payload is not None and call.request_id not in self._cancelled:
                 await self.write(payload, call.request_id)
                 if telemetry.is_enabled("debug"):  # its fields are not worked out for nothing
@@ -207,7 +214,7 @@ class _Connection:
             self._unregister(call.request_id)
             self.jobs.ended()
 
-    async def _batch(self, batch: jsonrpc.Batch) -> None:
+    async def _batch(self, batch: jsonrpc.Batch, received: float) -> None:
         """A JSON-RPC batch of a revision that has them: one array of answers, in order."""
         answers: list[dict[str, Any] | None] = [None] * len(batch.items)
 
@@ -217,7 +224,7 @@ class _Connection:
             try:
                 with scope:
                     answers[index] = await execute(
-                        self._service, self._dispatcher, call, LOCAL_CALLER
+                        self._service, self._dispatcher, call, LOCAL_CALLER, received_at=received
                     )
                 if call.request_id in self._cancelled:
                     cancelled.add(index)
@@ -262,9 +269,10 @@ async def _read_until_eof(
         data = await stdin.receive_some(_READ_CHUNK)
         if not data:
             break
+        received = trio.current_time()  # every line of the chunk was there by now
         dropped = splitter.dropped
         for line in splitter.feed(data):
-            await connection.line(line)
+            await connection.line(line, received)
         if splitter.dropped != dropped:
             telemetry.warn("stdio_line_too_long", limit_bytes=max_line_bytes)
     last = splitter.finish()
