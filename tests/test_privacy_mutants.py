@@ -43,3 +43,15 @@ def test_req_priv_002_a_url_password_is_found_right_after_a_digit_dot_or_hyphen(
         assert text[finding.start : finding.end] == password
     for text in [f"://user:{password}@example.com/", f"see ://user:{password}@example.com/"]:
         assert find_secret(text) is None, text
+
+
+def test_req_priv_002_a_runner_registration_token_is_judged_on_its_whole_body() -> None:
+    # The body is the 20 characters after the prefix, the first included: a digit before
+    # letters makes it a key, where its last 19 alone would read as one word.
+    body = "1" + "abcdefghijklmnopqrs"
+    text = f"token GR1348941{body} here"
+    finding = find_secret(text)
+    assert finding is not None
+    assert finding.kind is SecretKind.GITLAB_TOKEN
+    assert text[finding.start : finding.end] == f"GR1348941{body}"
+    assert find_secret("token GR1348941" + "a" + "bcdefghijklmnopqrst" + " here") is None
