@@ -3,6 +3,7 @@ the documented unit's MemoryMax, naming the build the figure is for."""
 
 from __future__ import annotations
 
+import gc
 from typing import TYPE_CHECKING, Any
 
 from fetch_helpers import Authority, fetch_config, fetching_rypsok
@@ -12,6 +13,8 @@ from rypsok.config import memory
 from rypsok.config.check import run_check
 from rypsok.config.load import load_config_text
 from rypsok.core.fetch import pipeline
+from rypsok.core.fetch.bounds import MAX_DEPTH, MAX_NODES
+from rypsok.core.fetch.parse import parse_html
 from rypsok.core.model import FetchRequest
 
 if TYPE_CHECKING:
@@ -161,3 +164,61 @@ async def test_req_perf_003_a_large_pages_parse_hands_its_freed_memory_back(
             assert trims == []
             await rypsok.fetch(FetchRequest(url="https://example.org/large"))
             assert trims == [1]
+
+
+def _trees_left_to_the_collector() -> list[str]:
+    """The lxml trees that only the cycle collector would free, found by collecting now."""
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        gc.collect()
+        found = [
+            type(o).__name__
+            for o in gc.garbage
+            if type(o).__module__ == "lxml.etree" and type(o).__name__ in ("_Element", "_Document")
+        ]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    return found
+
+
+def test_req_perf_003_a_parsed_tree_is_freed_with_its_result_not_left_to_the_collector() -> None:
+    """lxml's feed parser and its context refer to each other once a Python target is fed;
+    the tree must not hang from that cycle, or each call's page stays in memory until a full
+    collection, which Python's object counts rarely trigger (issue 23.2: about one page per
+    completed call under concurrent calls)."""
+    text = "<html><body><p>" + "words of the page " * 2000 + "</p></body></html>"
+    dense = "<html><body>" + "<div>x</div>" * (MAX_NODES + 10) + "</body></html>"
+    gc.collect()
+    gc.disable()
+    try:
+        for page in (text, dense):
+            parsed = parse_html(page, max_nodes=MAX_NODES, max_depth=MAX_DEPTH)
+            assert parsed.root is not None
+            del parsed
+            assert _trees_left_to_the_collector() == []
+    finally:
+        gc.enable()
+
+
+async def test_req_perf_003_a_fetched_pages_tree_is_freed_when_the_call_ends() -> None:
+    """The same through web_fetch's real pipeline: the answer is written, and nothing of the
+    page's tree waits for the cycle collector."""
+    page = "<html><body><main>" + "<p>words of a long page</p>\n" * 500 + "</main></body></html>"
+    authority = Authority()
+    routes = {
+        "/page": Page.html(page),
+        "/robots.txt": Page.text("User-agent: *\nAllow: /\n"),
+    }
+    async with serve_site(routes, tls=authority.server_context("example.org")) as site:
+        rypsok, _, _ = fetching_rypsok(fetch_config(), {"example.org": site}, authority=authority)
+        async with rypsok:
+            gc.collect()
+            gc.disable()
+            try:
+                answer = await rypsok.fetch(FetchRequest(url="https://example.org/page"))
+                assert "words of a long page" in answer.content
+                del answer
+                assert _trees_left_to_the_collector() == []
+            finally:
+                gc.enable()

@@ -784,6 +784,19 @@ class _BoundedTarget:
         root: etree._Element = self.builder.close()
         return root
 
+    def forget_tree(self) -> None:
+        """Drop every reference to the tree built so far.
+
+        lxml's feed parser and its parser context refer to each other once a Python target
+        has been fed, so the parser, its context and this target outlive the call until the
+        cycle collector runs. Python's collector counts Python objects only, while what the
+        cycle would hold is the libxml2 tree of the whole page (megabytes per call): with
+        concurrent calls those trees piled up, about one page per completed call, until a
+        full collection (issue 23). Only the caller's reference to the root keeps the tree.
+        """
+        self.builder = etree.TreeBuilder()
+        self.title_parts = []
+
 
 # A DOCTYPE with an internal subset (`<!DOCTYPE html [<!ENTITY …>]>`, written by XHTML
 # tools), after an optional BOM, XML declaration and comments. libxml2's HTML parser ends the
@@ -878,6 +891,8 @@ def _parse_bounded(
     except Exception:  # a builder that cannot close yields nothing
         root = None
         malformed = True
+    finally:
+        target.forget_tree()
     title = "".join(target.title_parts) if target.title_parts else None
     return ParsedDocument(
         root=root,
