@@ -795,7 +795,6 @@ class _BoundedTarget:
         full collection (issue 23). Only the caller's reference to the root keeps the tree.
         """
         self.builder = etree.TreeBuilder()
-        self.title_parts = []
 
 
 # A DOCTYPE with an internal subset (`<!DOCTYPE html [<!ENTITY …>]>`, written by XHTML
