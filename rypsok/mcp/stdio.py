@@ -28,7 +28,7 @@ from rypsok.core import telemetry
 from rypsok.mcp.calls import ToolService, execute, make_dispatcher
 from rypsok.mcp.process import Activity, serving
 from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Nothing, Reply, jsonrpc
-from rypsok.mcp.protocol.framing import MAX_LINE_BYTES, LineSplitter
+from rypsok.mcp.protocol.framing import MAX_LINE_BYTES, LineDecoder
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -264,7 +264,7 @@ def _id_in_use(request_id: jsonrpc.RequestId) -> dict[str, Any]:
 async def _read_until_eof(
     stdin: trio.abc.ReceiveStream, connection: _Connection, max_line_bytes: int
 ) -> None:
-    splitter = LineSplitter(max_line_bytes)
+    splitter = LineDecoder(max_line_bytes)
     while True:
         data = await stdin.receive_some(_READ_CHUNK)
         if not data:
