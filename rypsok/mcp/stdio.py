@@ -293,35 +293,37 @@ async def serve_stdio(
     dispatcher = make_dispatcher(rypsok, config)
     shutdown_ms = config.service.shutdown_ms
     stop = stop if stop is not None else trio.Event()
-    async with trio.open_nursery() as nursery:
-        connection = _Connection(rypsok, dispatcher, stdout, nursery, stop)
-        await nursery.start(telemetry.run_counters_reporter)
+    # A call's log lines reach the writer thread when the loop next waits: after its answer.
+    with telemetry.lines_when_idle():
+        async with trio.open_nursery() as nursery:
+            connection = _Connection(rypsok, dispatcher, stdout, nursery, stop)
+            await nursery.start(telemetry.run_counters_reporter)
 
-        reading = trio.CancelScope()
+            reading = trio.CancelScope()
 
-        async def reader() -> None:
-            with reading:
-                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                    await _read_until_eof(stdin, connection, max_line_bytes)
-                telemetry.info("stdio_end_of_input")
-                stop.set()
+            async def reader() -> None:
+                with reading:
+                    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                        await _read_until_eof(stdin, connection, max_line_bytes)
+                    telemetry.info("stdio_end_of_input")
+                    stop.set()
 
-        nursery.start_soon(reader)
-        await stop.wait()
-        # No new work once shutting down: lines after SIGTERM are not read.
-        reading.cancel()
-        telemetry.info("shutdown_started", in_flight=len(connection._in_flight))
-        stopped_at = trio.current_time()
-        # Every write from here on, answers of finishing calls included, ends within the
-        # shutdown budget; the margin is left for closing the streams and the process.
-        calls_s, writes_s = shutdown_plan(shutdown_ms)
-        connection.stopping(stopped_at + writes_s)
-        with trio.move_on_at(stopped_at + calls_s):
-            await connection.jobs.idle.wait()
-        connection.abort_all()
-        # What is still running (the reader, the counters, writes) ends with the nursery;
-        # writes already started finish under their own bound.
-        nursery.cancel_scope.cancel()
+            nursery.start_soon(reader)
+            await stop.wait()
+            # No new work once shutting down: lines after SIGTERM are not read.
+            reading.cancel()
+            telemetry.info("shutdown_started", in_flight=len(connection._in_flight))
+            stopped_at = trio.current_time()
+            # Every write from here on, answers of finishing calls included, ends within the
+            # shutdown budget; the margin is left for closing the streams and the process.
+            calls_s, writes_s = shutdown_plan(shutdown_ms)
+            connection.stopping(stopped_at + writes_s)
+            with trio.move_on_at(stopped_at + calls_s):
+                await connection.jobs.idle.wait()
+            connection.abort_all()
+            # What is still running (the reader, the counters, writes) ends with the nursery;
+            # writes already started finish under their own bound.
+            nursery.cancel_scope.cancel()
 
 
 async def _serve_process(

@@ -479,6 +479,7 @@ class EngineClient:
             b"GET",
             httpcore.URL(scheme=scheme, host=host, port=port, target=target),
             headers=sent,
+            content=_NO_BODY,
             extensions={"timeout": self._timeout()},
         )
         try:
@@ -538,6 +539,22 @@ class EngineClient:
             )
         finally:
             await response.aclose()
+
+
+class _NoBody:
+    """A GET's body: an async iterable that ends at once. Without content httpcore sends
+    `ByteStream(b"")`, an async generator (with Trio's first-iteration hook and finalizer)
+    that yields one empty chunk, written as an empty h11 `Data` event: about 2 % of a
+    web_search's instructions (issue 19). The bytes on the wire are the same."""
+
+    def __aiter__(self) -> _NoBody:
+        return self
+
+    async def __anext__(self) -> bytes:
+        raise StopAsyncIteration
+
+
+_NO_BODY: Final = _NoBody()
 
 
 async def _abandon(response: httpcore.Response, chunks: AsyncIterator[bytes]) -> None:

@@ -10,19 +10,24 @@ Implements REQ-OBS-005 and REQ-OBS-006.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import enum
 import json
 import sys
 import threading
 import time
 from datetime import UTC, datetime
-from typing import Final, TextIO
+from typing import TYPE_CHECKING, Final, TextIO
 
 import attrs
+import trio
 
 from ._context import current_call
 from ._secret import REDACTED, Secret
-from ._writer import BackgroundWriter
+from ._writer import BackgroundWriter, LoopHandoff
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = [
     "LEVELS",
@@ -32,6 +37,7 @@ __all__ = [
     "exception_fields",
     "info",
     "is_enabled",
+    "lines_when_idle",
     "log",
     "log_exception",
     "log_query",
@@ -59,6 +65,8 @@ _settings = _Settings(rank=_RANK["info"], log_queries=False, stream=None)
 _write_lock = threading.Lock()
 # The one writer thread of the process, started by the first `configure(background=True)`.
 _background: BackgroundWriter | None = None
+# The hand-over of the running Trio loop's lines, while `lines_when_idle` is entered.
+_handoff: LoopHandoff | None = None
 # How long the process's exit waits for queued lines: enough for a reader that reads, a
 # small part of the exit reserve (LIM-O1) for one that does not.
 _EXIT_FLUSH_S: Final = 0.2
@@ -195,7 +203,9 @@ def _emit(
     record.update(own)
     line = _encode(record) + "\n"
     if settings.writer is not None:
-        settings.writer.put(line)
+        handoff = _handoff
+        if handoff is None or not handoff.hold(line):
+            settings.writer.put(line)
         return
     stream = settings.stream if settings.stream is not None else sys.stderr
     with _write_lock:
@@ -205,6 +215,28 @@ def _emit(
         except (OSError, ValueError):
             # A closed or broken stderr cannot be reported anywhere; the call goes on.
             pass
+
+
+@contextlib.contextmanager
+def lines_when_idle() -> Iterator[None]:
+    """Inside a Trio run: the lines this loop's thread logs reach the writer thread when
+    the loop has nothing left to run (`LoopHandoff`), not in the middle of a call; every
+    line kept is handed over on leaving. Without the writer thread (a line is written
+    before `log` returns), nothing changes."""
+    global _handoff
+    writer = _settings.writer
+    if writer is None or _handoff is not None:
+        yield
+        return
+    handoff = LoopHandoff(writer)
+    trio.lowlevel.add_instrument(handoff)
+    _handoff = handoff
+    try:
+        yield
+    finally:
+        _handoff = None
+        trio.lowlevel.remove_instrument(handoff)
+        handoff.release()
 
 
 def _background_writer() -> BackgroundWriter:
