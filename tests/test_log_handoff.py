@@ -1,5 +1,6 @@
-"""The loop's log lines reach the writer thread when the loop waits (issue 19): a call's
-line is handed over after its answer, never lost, and other threads' lines go at once."""
+"""A call's log lines reach the writer thread after its answer (issue 19): held on the loop's
+thread while calls are answered, handed over in order, never lost; other threads' lines and
+lines logged between calls go at once."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import trio
 
 from rypsok.core import telemetry
 from rypsok.core.telemetry import _log
-from rypsok.core.telemetry._writer import BackgroundWriter, LoopHandoff
+from rypsok.core.telemetry._writer import BackgroundWriter, HeldLines
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -28,50 +29,49 @@ class _Recorder:
         self.lines.append(line)
 
 
-def _handoff(max_lines: int = 64) -> tuple[LoopHandoff, _Recorder]:
+def _held(max_lines: int = 64) -> tuple[HeldLines, _Recorder]:
     recorder = _Recorder()
-    return LoopHandoff(cast("BackgroundWriter", recorder), max_lines=max_lines), recorder
+    return HeldLines(cast("BackgroundWriter", recorder), max_lines=max_lines), recorder
 
 
-async def test_req_obs_005_a_line_logged_while_the_loop_is_busy_waits_until_it_idles() -> None:
-    handoff, recorder = _handoff()
-    trio.lowlevel.add_instrument(handoff)
-    try:
-        assert handoff.hold("first\n")
-        # Runnable work left: the loop polls without waiting, and the line stays.
-        await trio.lowlevel.checkpoint()
-        await trio.lowlevel.checkpoint()
-        assert recorder.lines == []
-        assert handoff.hold("second\n")
-        # Nothing runnable: the loop waits for the deadline, and both go, in order.
-        await trio.sleep(0.01)
-        assert recorder.lines == ["first\n", "second\n"]
-    finally:
-        trio.lowlevel.remove_instrument(handoff)
-
-
-async def test_req_obs_005_a_busy_loop_hands_its_lines_over_at_the_bound() -> None:
-    handoff, recorder = _handoff(max_lines=3)
-    handoff.hold("a\n")
-    handoff.hold("b\n")
+def test_req_obs_005_a_calls_lines_wait_until_the_last_call_in_flight_is_answered() -> None:
+    held, recorder = _held()
+    assert held.hold("between calls\n") is False  # no call: the caller writes it at once
+    held.call_started()
+    held.call_started()
+    assert held.hold("first\n")
+    held.call_ended()  # another call is still being answered
+    assert held.hold("second\n")
     assert recorder.lines == []
-    handoff.hold("c\n")
+    held.call_ended()
+    assert recorder.lines == ["first\n", "second\n"]
+    assert held.hold("after\n") is False
+
+
+def test_req_obs_005_a_loop_never_without_a_call_hands_its_lines_over_at_the_bound() -> None:
+    held, recorder = _held(max_lines=3)
+    held.call_started()
+    held.hold("a\n")
+    held.hold("b\n")
+    assert recorder.lines == []
+    held.hold("c\n")
     assert recorder.lines == ["a\n", "b\n", "c\n"]
 
 
 async def test_req_obs_005_a_worker_threads_line_is_not_held() -> None:
-    handoff, recorder = _handoff()
-    held = await trio.to_thread.run_sync(handoff.hold, "from a thread\n")
-    assert held is False
+    held, recorder = _held()
+    held.call_started()
+    kept = await trio.to_thread.run_sync(held.hold, "from a thread\n")
+    assert kept is False
     assert recorder.lines == []  # the caller puts it on the writer itself
 
 
-def _lines(text: str) -> Iterator[dict[str, object]]:
+def _events(text: str) -> Iterator[object]:
     for raw in text.splitlines():
-        yield json.loads(raw)
+        yield json.loads(raw)["event"]
 
 
-def test_req_obs_005_every_line_of_the_loop_is_written_with_the_hand_over() -> None:
+def test_req_obs_005_every_line_is_written_after_the_answers_and_none_is_lost() -> None:
     stream = io.StringIO()
     previous = _log._settings
     writer = BackgroundWriter(lambda: stream, lambda count, total: "", lambda count: None)
@@ -81,20 +81,35 @@ def test_req_obs_005_every_line_of_the_loop_is_written_with_the_hand_over() -> N
     try:
 
         async def serve() -> None:
-            with telemetry.lines_when_idle():
-                telemetry.info("during_a_call", n=1)
-                await trio.sleep(0.01)  # the loop waits: handed over
+            with telemetry.lines_after_answers():
+                telemetry.info("before_any_call")
+                with telemetry.answering():
+                    telemetry.info("during_a_call")
+                    assert writer.flush(5)
+                    # Only the line logged outside the call has reached the stream.
+                    assert list(_events(stream.getvalue())) == ["before_any_call"]
+                    with telemetry.answering():
+                        telemetry.info("in_a_second_call")
+                    telemetry.info("still_in_the_first")
                 assert writer.flush(5)
-                assert [x["event"] for x in _lines(stream.getvalue())] == ["during_a_call"]
-                telemetry.info("just_before_the_end", n=2)
+                assert list(_events(stream.getvalue()))[1:] == [
+                    "during_a_call",
+                    "in_a_second_call",
+                    "still_in_the_first",
+                ]
+                cut = telemetry.answering()
+                cut.__enter__()
+                telemetry.info("left_held_when_serving_ends")
             # Leaving hands over what is still kept.
 
         trio.run(serve)
-        other = threading.Thread(target=telemetry.info, args=("after_the_run",))
+        other = threading.Thread(target=telemetry.info, args=("from_a_thread",))
         other.start()
         other.join()
         assert writer.flush(5)
     finally:
         _log._settings = previous
-    events = [x["event"] for x in _lines(stream.getvalue())]
-    assert events == ["during_a_call", "just_before_the_end", "after_the_run"]
+    assert list(_events(stream.getvalue()))[-2:] == [
+        "left_held_when_serving_ends",
+        "from_a_thread",
+    ]

@@ -196,20 +196,22 @@ class _Connection:
     async def _run_call(self, call: Call, scope: trio.CancelScope, received: float) -> None:
         start = trio.current_time()
         try:
-            payload = None
-            with scope:
-                payload = await execute(
-                    self._service, self._dispatcher, call, LOCAL_CALLER, received_at=received
-                )
-            if payload is not None and call.request_id not in self._cancelled:
-                await self.write(payload, call.request_id)
-                if telemetry.is_enabled("debug"):  # its fields are not worked out for nothing
-                    telemetry.debug(
-                        "stdio_call_answered",
-                        tool=call.tool,
-                        revision=call.revision,
-                        duration_ms=round((trio.current_time() - start) * 1000),
+            # Its log lines wait for its answer (telemetry.lines_after_answers).
+            with telemetry.answering():
+                payload = None
+                with scope:
+                    payload = await execute(
+                        self._service, self._dispatcher, call, LOCAL_CALLER, received_at=received
                     )
+                if payload is not None and call.request_id not in self._cancelled:
+                    await self.write(payload, call.request_id)
+                    if telemetry.is_enabled("debug"):  # its fields are not worked out for nothing
+                        telemetry.debug(
+                            "stdio_call_answered",
+                            tool=call.tool,
+                            revision=call.revision,
+                            duration_ms=round((trio.current_time() - start) * 1000),
+                        )
         finally:
             self._unregister(call.request_id)
             self.jobs.ended()
@@ -232,22 +234,23 @@ class _Connection:
                 self._unregister(call.request_id)
 
         try:
-            async with trio.open_nursery() as nursery:
-                for index, item in enumerate(batch.items):
-                    action = self._act(item, batch_item=True)
-                    if isinstance(action, Reply):
-                        answers[index] = action.payload
-                    elif isinstance(action, Cancel):
-                        self._cancel(action.request_id)
-                    elif isinstance(action, Call):
-                        scope = self._register(action.request_id)
-                        if scope is None:
-                            answers[index] = _id_in_use(action.request_id)
-                        else:
-                            nursery.start_soon(run, index, action, scope)
-            replies = [a for i, a in enumerate(answers) if a is not None and i not in cancelled]
-            if replies:
-                await self.write(replies)
+            with telemetry.answering():
+                async with trio.open_nursery() as nursery:
+                    for index, item in enumerate(batch.items):
+                        action = self._act(item, batch_item=True)
+                        if isinstance(action, Reply):
+                            answers[index] = action.payload
+                        elif isinstance(action, Cancel):
+                            self._cancel(action.request_id)
+                        elif isinstance(action, Call):
+                            scope = self._register(action.request_id)
+                            if scope is None:
+                                answers[index] = _id_in_use(action.request_id)
+                            else:
+                                nursery.start_soon(run, index, action, scope)
+                replies = [a for i, a in enumerate(answers) if a is not None and i not in cancelled]
+                if replies:
+                    await self.write(replies)
         finally:
             self.jobs.ended()
 
@@ -293,8 +296,8 @@ async def serve_stdio(
     dispatcher = make_dispatcher(rypsok, config)
     shutdown_ms = config.service.shutdown_ms
     stop = stop if stop is not None else trio.Event()
-    # A call's log lines reach the writer thread when the loop next waits: after its answer.
-    with telemetry.lines_when_idle():
+    # The log lines of the calls reach the writer thread after their answers.
+    with telemetry.lines_after_answers():
         async with trio.open_nursery() as nursery:
             connection = _Connection(rypsok, dispatcher, stdout, nursery, stop)
             await nursery.start(telemetry.run_counters_reporter)

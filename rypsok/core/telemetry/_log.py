@@ -20,24 +20,24 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, TextIO
 
 import attrs
-import trio
 
 from ._context import current_call
 from ._secret import REDACTED, Secret
-from ._writer import BackgroundWriter, LoopHandoff
+from ._writer import BackgroundWriter, HeldLines
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
 __all__ = [
     "LEVELS",
+    "answering",
     "configure",
     "debug",
     "error",
     "exception_fields",
     "info",
     "is_enabled",
-    "lines_when_idle",
+    "lines_after_answers",
     "log",
     "log_exception",
     "log_query",
@@ -65,8 +65,8 @@ _settings = _Settings(rank=_RANK["info"], log_queries=False, stream=None)
 _write_lock = threading.Lock()
 # The one writer thread of the process, started by the first `configure(background=True)`.
 _background: BackgroundWriter | None = None
-# The hand-over of the running Trio loop's lines, while `lines_when_idle` is entered.
-_handoff: LoopHandoff | None = None
+# The loop thread's lines held while calls are answered, while `lines_after_answers` is entered.
+_held: HeldLines | None = None
 # How long the process's exit waits for queued lines: enough for a reader that reads, a
 # small part of the exit reserve (LIM-O1) for one that does not.
 _EXIT_FLUSH_S: Final = 0.2
@@ -203,8 +203,8 @@ def _emit(
     record.update(own)
     line = _encode(record) + "\n"
     if settings.writer is not None:
-        handoff = _handoff
-        if handoff is None or not handoff.hold(line):
+        held = _held
+        if held is None or not held.hold(line):
             settings.writer.put(line)
         return
     stream = settings.stream if settings.stream is not None else sys.stderr
@@ -218,25 +218,39 @@ def _emit(
 
 
 @contextlib.contextmanager
-def lines_when_idle() -> Iterator[None]:
-    """Inside a Trio run: the lines this loop's thread logs reach the writer thread when
-    the loop has nothing left to run (`LoopHandoff`), not in the middle of a call; every
-    line kept is handed over on leaving. Without the writer thread (a line is written
-    before `log` returns), nothing changes."""
-    global _handoff
+def lines_after_answers() -> Iterator[None]:
+    """On the event loop's thread, for a transport: while calls are answered (each inside
+    `answering()`), the lines this thread logs reach the writer thread after the answers
+    (`HeldLines`); every line kept is handed over on leaving. Without the writer thread (a
+    line is written before `log` returns), nothing changes."""
+    global _held
     writer = _settings.writer
-    if writer is None or _handoff is not None:
+    if writer is None or _held is not None:
         yield
         return
-    handoff = LoopHandoff(writer)
-    trio.lowlevel.add_instrument(handoff)
-    _handoff = handoff
+    held = HeldLines(writer)
+    _held = held
     try:
         yield
     finally:
-        _handoff = None
-        trio.lowlevel.remove_instrument(handoff)
-        handoff.release()
+        _held = None
+        held.release()
+
+
+class answering:  # lower case: used like a function, as `call_scope`
+    """One call being answered, from its start to its answer written (`lines_after_answers`).
+    A class rather than a generator: it is entered on every call."""
+
+    __slots__ = ("_held",)
+
+    def __enter__(self) -> None:
+        self._held = _held
+        if self._held is not None:
+            self._held.call_started()
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._held is not None:
+            self._held.call_ended()
 
 
 def _background_writer() -> BackgroundWriter:
