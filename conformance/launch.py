@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from rypsok.config.load import load_config
 from rypsok.core import telemetry
-from rypsok.core.egress import TcpConnector
+from rypsok.core.egress import TcpBackend
 from rypsok.core.egress.testing import MapResolver
 from rypsok.core.services import FetchNetwork
 from rypsok.mcp.stdio import run_stdio
@@ -40,7 +40,7 @@ class LoopbackPorts:
 
     def __init__(self, https_ports: dict[Address, int]) -> None:
         self._https_ports = https_ports
-        self._inner = TcpConnector()
+        self._inner = TcpBackend()
 
     async def connect(self, address: Address, port: int) -> trio.abc.Stream:
         if address not in self._https_ports:
@@ -65,7 +65,7 @@ def _fetch_network(sites: list[str], ca_file: str | None) -> FetchNetwork | None
     return FetchNetwork(
         extra_allow=tuple(answers),
         resolver=MapResolver(answers),
-        connector=LoopbackPorts(ports),
+        network_backend=LoopbackPorts(ports),
         ssl_context=ssl.create_default_context(cafile=ca_file),
     )
 

@@ -41,7 +41,9 @@ class TlsFronts:
 
     @property
     def engine_network(self) -> EngineNetwork:
-        return EngineNetwork(resolver=self.resolver, connector=self, ssl_context=self.ssl_context)
+        return EngineNetwork(
+            resolver=self.resolver, network_backend=self, ssl_context=self.ssl_context
+        )
 
     async def connect(self, address: Address, port: int) -> trio.abc.Stream:
         local = self._ports.get(address)

@@ -1,7 +1,7 @@
 """Building a rypsok that fetches from local sites through the production egress policy.
 
 Each site listens on its own loopback address (127.0.0.1, 127.0.0.2, ...) and an ephemeral
-port. The test resolver maps the site's name to its address; the connector, below the
+port. The test resolver maps the site's name to its address; the network backend, below the
 policy, carries a connection to the URL's port (80 or 443, the ones the policy judged) to
 the site's real port on that address, and records every attempt. A test reaches its sites
 only through allow rules it adds in code (REQ-TEST-005). TLS sites present a certificate
@@ -14,8 +14,8 @@ import ipaddress
 from typing import TYPE_CHECKING, Any
 
 from rypsok.config.load import load_config_text
-from rypsok.core.egress import EgressPolicy, Target, build_fetch_client
-from rypsok.core.egress.testing import MapResolver, RecordingConnector
+from rypsok.core.egress import AdmittedURL, EgressPolicy, build_fetch_client
+from rypsok.core.egress.testing import MapResolver, RecordingBackend
 from rypsok.core.services import FetchNetwork, Rypsok
 from testkit.authority import Authority
 
@@ -39,11 +39,11 @@ __all__ = [
 
 
 class PortMap:
-    """A connector that sends (address, judged port) to the site listening on the address."""
+    """A network backend that sends (address, judged port) to the site listening on the address."""
 
     def __init__(self, ports: Mapping[str, int]) -> None:
         self.ports = {ipaddress.ip_address(a): p for a, p in ports.items()}
-        self.recording = RecordingConnector()
+        self.recording = RecordingBackend()
 
     @property
     def attempts(self) -> list[tuple[Address, int]]:
@@ -55,7 +55,7 @@ class PortMap:
 
 def loopback_client(
     port: int,
-    connector: RecordingConnector | None = None,
+    network_backend: RecordingBackend | None = None,
     *,
     names: Mapping[str, Sequence[str]] | None = None,
 ) -> FetchClient:
@@ -66,14 +66,14 @@ def loopback_client(
         policy,
         user_agent="rypsok/0 (+test)",
         resolver=MapResolver({"example.org": ["127.0.0.1"], **(names or {})}),
-        connector=connector if connector is not None else RecordingConnector(),
+        network_backend=network_backend if network_backend is not None else RecordingBackend(),
     )
 
 
-def target_of(client: FetchClient, url: str) -> Target:
+def target_of(client: FetchClient, url: str) -> AdmittedURL:
     """`url` as the client's policy admits it (the test fails when it refuses)."""
     target = client.policy.judge_url(url)
-    assert isinstance(target, Target)
+    assert isinstance(target, AdmittedURL)
     return target
 
 
@@ -100,12 +100,12 @@ def fetching_rypsok(
     for name, address in (names or {}).items():
         answers[name] = [address]
     ports = {site.address: site.port for site in sites.values()}
-    connector = PortMap(ports)
+    network_backend = PortMap(ports)
     resolver = MapResolver(answers)
     network = FetchNetwork(
         extra_allow=tuple(sites) if allow is None else tuple(allow),
         resolver=resolver,
-        connector=connector,
+        network_backend=network_backend,
         ssl_context=authority.client_context() if authority is not None else None,
     )
-    return Rypsok(config, engines=list(engines), fetch_network=network), connector, resolver
+    return Rypsok(config, engines=list(engines), fetch_network=network), network_backend, resolver

@@ -71,12 +71,12 @@ async def ask(
     once; returns the answer, or raises its EngineFailure outside the server's nursery, and
     the requests the server saw."""
     from rypsok.core.engines.base import EngineFailure
-    from rypsok.core.engines.http import EngineHttp
+    from rypsok.core.engines.http import EngineClient
     from testkit.servers import serve_http
 
     failure: EngineFailure | None = None
     answer: Any = None
-    async with serve_http(routes) as server, EngineHttp() as http:
+    async with serve_http(routes) as server, EngineClient() as http:
         engine = build(http, server.url)
         try:
             answer = await engine.search(engine_query)

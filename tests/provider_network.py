@@ -1,9 +1,9 @@
 """The engines' production stack pointed at local servers standing in for providers.
 
 `ProviderNetwork({"api.search.brave.com": server, ...})` gives an `EngineNetwork` (for
-`Rypsok(engine_network=...)`) and the same seams as `EngineHttp` keywords (`http_options`):
+`Rypsok(engine_network=...)`) and the same seams as `EngineClient` keywords (`http_options`):
 each provider host resolves to a public address of its own (the policy judges it as it
-would the real one: a default endpoint must be public), the connector carries that address
+would the real one: a default endpoint must be public), the network backend carries that address
 to the host's local server on 127.0.0.1, and TLS is verified against a throw-away authority
 that signed the servers' certificates (`tls_for(host)` gives a server its context). Nothing
 of the stack above the lookup and the socket is replaced: the pool, TLS, HTTP/1.1, the
@@ -46,7 +46,7 @@ def tls_for(*hosts: str) -> ssl.SSLContext:
 
 
 class _Forward:
-    """A connector that carries each mapped address to its local server's port."""
+    """A network backend that carries each mapped address to its local server's port."""
 
     def __init__(self, ports: Mapping[Address, int]) -> None:
         self._ports = dict(ports)
@@ -66,19 +66,21 @@ class ProviderNetwork:
             host: ipaddress.ip_address(f"93.184.215.{10 + n}") for n, host in enumerate(servers)
         }
         self.resolver = MapResolver({h: [str(a)] for h, a in self.addresses.items()})
-        self.connector = _Forward({self.addresses[h]: s.port for h, s in servers.items()})
+        self.network_backend = _Forward({self.addresses[h]: s.port for h, s in servers.items()})
         self.ssl_context = _authority().client_context()
 
     @property
     def engine_network(self) -> EngineNetwork:
         return EngineNetwork(
-            resolver=self.resolver, connector=self.connector, ssl_context=self.ssl_context
+            resolver=self.resolver,
+            network_backend=self.network_backend,
+            ssl_context=self.ssl_context,
         )
 
     def http_options(self) -> dict[str, Any]:
         return {
             "resolver": self.resolver,
-            "connector": self.connector,
+            "network_backend": self.network_backend,
             "ssl_context": self.ssl_context,
         }
 
@@ -86,7 +88,9 @@ class ProviderNetwork:
     def hosts_dialled(self) -> list[str]:
         """The provider hosts a connection was opened to, in order."""
         by_address = {a: h for h, a in self.addresses.items()}
-        return [by_address.get(address, str(address)) for address, _ in self.connector.attempts]
+        return [
+            by_address.get(address, str(address)) for address, _ in self.network_backend.attempts
+        ]
 
 
 class MemoryProviders:
@@ -152,7 +156,9 @@ class MemoryProviders:
 
     @property
     def engine_network(self) -> EngineNetwork:
-        return EngineNetwork(resolver=self.resolver, connector=self, ssl_context=self.ssl_context)
+        return EngineNetwork(
+            resolver=self.resolver, network_backend=self, ssl_context=self.ssl_context
+        )
 
     def http_options(self) -> dict[str, Any]:
-        return {"resolver": self.resolver, "connector": self, "ssl_context": self.ssl_context}
+        return {"resolver": self.resolver, "network_backend": self, "ssl_context": self.ssl_context}

@@ -9,7 +9,7 @@ from rypsok.config.messages import ConfigError
 from rypsok.core.engines.arxiv import ArxivEngine
 from rypsok.core.engines.crossref import CrossrefEngine
 from rypsok.core.engines.hackernews import HackerNewsEngine
-from rypsok.core.engines.http import EngineHttp
+from rypsok.core.engines.http import EngineClient
 from rypsok.core.engines.registry import build_registry
 from rypsok.core.engines.searxng import SearxngEngine
 from rypsok.core.engines.stackexchange import StackExchangeEngine
@@ -59,7 +59,7 @@ def test_req_ops_003_every_keyless_driver_is_active_without_a_key() -> None:
         '[engines.cr]\ntype = "crossref"\ncategories = ["science"]\n',
         {},
     )
-    registry = build_registry(config, {}, http=EngineHttp())
+    registry = build_registry(config, {}, http=EngineClient())
     kinds = {e.id: type(e.engine) for e in registry.entries}
     assert kinds == {
         "sx": SearxngEngine,
@@ -79,9 +79,9 @@ def test_req_ops_003_a_named_optional_key_that_is_missing_makes_the_engine_inact
         'base_url = "https://search.example.org"\napi_key_env = "SEARXNG_TOKEN"\n',
         {},
     )
-    registry = build_registry(config, {}, http=EngineHttp())
+    registry = build_registry(config, {}, http=EngineClient())
     assert registry.entries[0].disabled_reason is DisabledReason.NO_CREDENTIAL
-    active = build_registry(config, {"SEARXNG_TOKEN": "t"}, http=EngineHttp())
+    active = build_registry(config, {"SEARXNG_TOKEN": "t"}, http=EngineClient())
     assert active.entries[0].engine is not None
 
 

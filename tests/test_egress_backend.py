@@ -2,7 +2,7 @@
 THR-06).
 
 Requests go through the production fetch client and its network backend. Names are
-answered by a test resolver; every connection goes through a recording connector that
+answered by a test resolver; every connection goes through a recording network backend that
 refuses any address off loopback, so a wrong policy could never reach the network, and the
 tests assert on what was attempted. The local server is reached only through an allow rule
 added in code.
@@ -25,9 +25,9 @@ from hypothesis import strategies as st
 
 from rypsok.core.egress import EgressPolicy, EgressRefused, Refusal, build_fetch_client
 from rypsok.core.egress.backend import EgressBackend
-from rypsok.core.egress.policy import Target
+from rypsok.core.egress.policy import AdmittedURL
 from rypsok.core.egress.ranges import canonical
-from rypsok.core.egress.testing import MapResolver, RecordingConnector
+from rypsok.core.egress.testing import MapResolver, RecordingBackend
 from testkit.authority import Authority
 from testkit.servers import Reply, serve_http
 
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from rypsok.core.egress.ranges import Address
 
-PUBLIC: Final = "93.184.215.14"  # never dialled: the recording connector refuses it
+PUBLIC: Final = "93.184.215.14"  # never dialled: the recording network backend refuses it
 LOOPBACK: Final = ipaddress.ip_address("127.0.0.1")
 
 
@@ -50,9 +50,9 @@ def _policy(port: int, *allow: str) -> EgressPolicy:
     return EgressPolicy(allow_http=True, ports=frozenset({80, 443, port})).with_allow(*allow)
 
 
-def _target(policy: EgressPolicy, url: str) -> Target:
+def _target(policy: EgressPolicy, url: str) -> AdmittedURL:
     judged = policy.judge_url(url)
-    assert isinstance(judged, Target)
+    assert isinstance(judged, AdmittedURL)
     return judged
 
 
@@ -63,18 +63,18 @@ async def test_req_sec_007_mixed_answers_dial_only_the_admitted_addresses() -> N
         resolver = MapResolver(
             {"example.org": ["10.0.0.1", PUBLIC, "169.254.169.254", "127.0.0.1"]}
         )
-        connector = RecordingConnector()
+        network_backend = RecordingBackend()
         async with (
             build_fetch_client(
-                policy, user_agent="rypsok/test", resolver=resolver, connector=connector
+                policy, user_agent="rypsok/test", resolver=resolver, network_backend=network_backend
             ) as client,
             client.stream(_target(policy, f"http://example.org:{port}/p")) as response,
         ):
             body = await response.aread()
     assert body == b"page"
     # The private and metadata answers were judged and never dialled; the public one was
-    # tried first (and stopped by the recording connector), then the admitted loopback one.
-    assert connector.attempts == [(ipaddress.ip_address(PUBLIC), port), (LOOPBACK, port)]
+    # tried first (and stopped by the recording network backend), then the admitted loopback one.
+    assert network_backend.attempts == [(ipaddress.ip_address(PUBLIC), port), (LOOPBACK, port)]
     assert resolver.lookups == ["example.org"]
     assert server.requests[0].header("host") == f"example.org:{port}"
 
@@ -84,9 +84,9 @@ async def test_req_sec_007_a_name_whose_addresses_are_all_refused_is_a_network_f
         port = _port(server.url)
         policy = _policy(port)  # no allow rule: loopback is refused like any private range
         resolver = MapResolver({"internal.example.org": ["127.0.0.1", "10.1.2.3", "::1"]})
-        connector = RecordingConnector()
+        network_backend = RecordingBackend()
         async with build_fetch_client(
-            policy, user_agent="rypsok/test", resolver=resolver, connector=connector
+            policy, user_agent="rypsok/test", resolver=resolver, network_backend=network_backend
         ) as client:
             target = _target(policy, f"http://internal.example.org:{port}/p")
             with pytest.raises(EgressRefused) as caught:
@@ -103,7 +103,7 @@ async def test_req_sec_007_a_name_whose_addresses_are_all_refused_is_a_network_f
     assert not isinstance(caught.value, httpx.ConnectError | httpcore.ConnectError)
     assert "internal" not in str(caught.value)
     assert "127.0.0.1" not in str(caught.value)
-    assert connector.attempts == []
+    assert network_backend.attempts == []
     assert server.requests == []
 
 
@@ -114,9 +114,9 @@ async def test_req_test_005_dns_rebinding_cannot_pass_an_address_the_policy_refu
         port = _port(server.url)
         policy = _policy(port, "127.0.0.1/32")
         resolver = MapResolver({"rebind.example.org": ["127.0.0.1"]})
-        connector = RecordingConnector()
+        network_backend = RecordingBackend()
         async with build_fetch_client(
-            policy, user_agent="rypsok/test", resolver=resolver, connector=connector
+            policy, user_agent="rypsok/test", resolver=resolver, network_backend=network_backend
         ) as client:
             target = _target(policy, f"http://rebind.example.org:{port}/p")
             async with client.stream(target) as response:
@@ -131,21 +131,21 @@ async def test_req_test_005_dns_rebinding_cannot_pass_an_address_the_policy_refu
                     pass
     assert caught.value.refusal is Refusal.LOOPBACK
     assert metadata.value.refusal is Refusal.METADATA
-    assert connector.attempts == [(LOOPBACK, port)]
+    assert network_backend.attempts == [(LOOPBACK, port)]
     assert resolver.lookups == ["rebind.example.org"] * 3
     assert len(server.requests) == 1
 
 
 async def test_req_test_005_a_public_answer_then_a_private_one_never_reaches_the_private() -> None:
     resolver = MapResolver({"flip.example.org": [PUBLIC]})
-    connector = RecordingConnector()
-    backend = EgressBackend(EgressPolicy(), resolver=resolver, connector=connector)
+    network_backend = RecordingBackend()
+    backend = EgressBackend(EgressPolicy(), resolver=resolver, network_backend=network_backend)
     with pytest.raises(httpcore.ConnectError):
         await backend.connect_tcp("flip.example.org", 443)
     resolver.answer("flip.example.org", ["127.0.0.1"])
     with pytest.raises(EgressRefused):
         await backend.connect_tcp("flip.example.org", 443)
-    assert connector.attempts == [(ipaddress.ip_address(PUBLIC), 443)]
+    assert network_backend.attempts == [(ipaddress.ip_address(PUBLIC), 443)]
 
 
 async def test_req_sec_007_an_address_literal_is_connected_to_without_any_lookup() -> None:
@@ -153,9 +153,9 @@ async def test_req_sec_007_an_address_literal_is_connected_to_without_any_lookup
         port = _port(server.url)
         policy = _policy(port, "127.0.0.1/32")
         resolver = MapResolver()
-        connector = RecordingConnector()
+        network_backend = RecordingBackend()
         async with build_fetch_client(
-            policy, user_agent="rypsok/test", resolver=resolver, connector=connector
+            policy, user_agent="rypsok/test", resolver=resolver, network_backend=network_backend
         ) as client:
             target = _target(policy, f"http://0x7f.1:{port}/p")
             assert target.host == "127.0.0.1"
@@ -165,7 +165,7 @@ async def test_req_sec_007_an_address_literal_is_connected_to_without_any_lookup
             with pytest.raises(EgressRefused) as caught:
                 await client.http.get(f"http://127.0.0.2:{port}/p")
     assert resolver.lookups == []
-    assert connector.attempts == [(LOOPBACK, port)]
+    assert network_backend.attempts == [(LOOPBACK, port)]
     assert caught.value.refusal is Refusal.LOOPBACK
 
 
@@ -173,13 +173,13 @@ async def test_req_sec_007_the_backend_judges_a_number_notation_host_as_its_addr
     # If anything handed the backend a host in number notation, it is read as the address
     # (as a resolver's inet_aton would) and judged: never resolved as a name.
     resolver = MapResolver({"0x7f.1": [PUBLIC]})
-    connector = RecordingConnector()
-    backend = EgressBackend(EgressPolicy(), resolver=resolver, connector=connector)
+    network_backend = RecordingBackend()
+    backend = EgressBackend(EgressPolicy(), resolver=resolver, network_backend=network_backend)
     for host in ("0x7f.1", "2130706433", "127.1", "::ffff:127.0.0.1", "localhost", "a..b"):
         with pytest.raises(EgressRefused):
             await backend.connect_tcp(host, 443)
     assert resolver.lookups == []
-    assert connector.attempts == []
+    assert network_backend.attempts == []
 
 
 async def test_req_res_008_environment_proxies_are_ignored_by_the_fetch_client(
@@ -200,7 +200,7 @@ async def test_req_res_008_environment_proxies_are_ignored_by_the_fetch_client(
                 policy,
                 user_agent="rypsok/test",
                 resolver=MapResolver({"example.org": ["127.0.0.1"]}),
-                connector=RecordingConnector(),
+                network_backend=RecordingBackend(),
             ) as client,
             client.stream(_target(policy, f"http://example.org:{port}/p")) as response,
         ):
@@ -219,7 +219,7 @@ class _SilentResolver:
         return await _never_answers(name, port)
 
 
-class _SilentConnector:
+class _SilentBackend:
     def __init__(self) -> None:
         self.attempts: list[Address] = []
 
@@ -234,7 +234,7 @@ async def test_lim_f6_a_resolver_that_never_answers_ends_at_the_connect_timeout(
 ) -> None:
     mock_clock.autojump_threshold = 0
     policy = EgressPolicy(connect_timeout_s=3.0)
-    backend = EgressBackend(policy, resolver=_SilentResolver(), connector=RecordingConnector())
+    backend = EgressBackend(policy, resolver=_SilentResolver(), network_backend=RecordingBackend())
     start = trio.current_time()
     with pytest.raises(httpcore.ConnectTimeout):
         await backend.connect_tcp("slow.example.org", 443, timeout=30.0)
@@ -246,18 +246,18 @@ async def test_lim_f6_the_connect_timeout_covers_every_address_together(
 ) -> None:
     mock_clock.autojump_threshold = 0
     policy = EgressPolicy(connect_timeout_s=3.0).with_allow("127.0.0.0/8")
-    connector = _SilentConnector()
+    network_backend = _SilentBackend()
     backend = EgressBackend(
         policy,
         resolver=MapResolver({"a.example.org": ["127.0.0.1", "127.0.0.2"]}),
-        connector=connector,
+        network_backend=network_backend,
     )
     start = trio.current_time()
     with pytest.raises(httpcore.ConnectTimeout):
         await backend.connect_tcp("a.example.org", 443, timeout=1.5)
     # httpcore's own (shorter) timeout wins; the first address held the whole budget.
     assert trio.current_time() - start == pytest.approx(1.5)
-    assert connector.attempts == [LOOPBACK]
+    assert network_backend.attempts == [LOOPBACK]
 
 
 class _FloodResolver:
@@ -271,14 +271,16 @@ class _FloodResolver:
 async def test_req_test_006_a_huge_dns_answer_is_judged_within_a_bound() -> None:
     # A hostile resolver's answer is cut to the backend's bound before anything is judged
     # or tried: the loopback address at its end is never reached.
-    connector = RecordingConnector()
+    network_backend = RecordingBackend()
     backend = EgressBackend(
-        EgressPolicy().with_allow("127.0.0.1"), resolver=_FloodResolver(), connector=connector
+        EgressPolicy().with_allow("127.0.0.1"),
+        resolver=_FloodResolver(),
+        network_backend=network_backend,
     )
     with pytest.raises(EgressRefused) as caught:
         await backend.connect_tcp("flood.example.org", 443)
     assert caught.value.refusal is Refusal.PRIVATE
-    assert connector.attempts == []
+    assert network_backend.attempts == []
 
 
 async def test_req_sec_007_tls_server_name_and_host_stay_the_name() -> None:
@@ -313,12 +315,12 @@ async def test_req_sec_007_tls_server_name_and_host_stay_the_name() -> None:
         listeners = await nursery.start(partial(trio.serve_tcp, answer, 0, host="127.0.0.1"))
         port = listeners[0].socket.getsockname()[1]
         policy = EgressPolicy(ports=frozenset({443, port})).with_allow("127.0.0.1")
-        connector = RecordingConnector()
+        network_backend = RecordingBackend()
         async with build_fetch_client(
             policy,
             user_agent="rypsok/test",
             resolver=MapResolver({"example.org": ["127.0.0.1"]}),
-            connector=connector,
+            network_backend=network_backend,
             ssl_context=client_context,
         ) as client:
             async with client.stream(_target(policy, f"https://example.org:{port}/x")) as r:
@@ -331,7 +333,7 @@ async def test_req_sec_007_tls_server_name_and_host_stay_the_name() -> None:
     # The second handshake named no server (an address is never sent as SNI) and failed.
     assert names == ["example.org", None]
     assert f"\r\nHost: example.org:{port}\r\n".lower() in str(seen["head"]).lower()
-    assert connector.attempts == [(LOOPBACK, port), (LOOPBACK, port)]
+    assert network_backend.attempts == [(LOOPBACK, port), (LOOPBACK, port)]
 
 
 @settings(max_examples=300, deadline=None)
@@ -348,32 +350,34 @@ async def test_req_test_005_any_host_given_to_the_backend_is_refused_or_unreacha
 ) -> None:
     # Whatever httpcore hands the backend, the outcome is a refusal or a network failure,
     # and only an address the policy admits is ever attempted: a public address literal
-    # (the recording connector dials nothing off loopback), never the loopback address
+    # (the recording network backend dials nothing off loopback), never the loopback address
     # the one known name resolves to.
     policy = EgressPolicy()
-    connector = RecordingConnector()
+    network_backend = RecordingBackend()
     backend = EgressBackend(
-        policy, resolver=MapResolver({"example.org": ["127.0.0.1"]}), connector=connector
+        policy,
+        resolver=MapResolver({"example.org": ["127.0.0.1"]}),
+        network_backend=network_backend,
     )
     with pytest.raises((EgressRefused, httpcore.ConnectError)):
         await backend.connect_tcp(host, 443)
-    for address, port in connector.attempts:
+    for address, port in network_backend.attempts:
         assert port == 443
         assert policy.judge_address(address) is None
         assert not canonical(address).is_loopback
 
 
 async def test_lim_f6_a_spent_connect_budget_is_a_timeout_not_an_error() -> None:
-    connector = RecordingConnector()
+    network_backend = RecordingBackend()
     backend = EgressBackend(
         EgressPolicy().with_allow("127.0.0.1"),
         resolver=MapResolver({"example.org": ["127.0.0.1"]}),
-        connector=connector,
+        network_backend=network_backend,
     )
     for spent in (0.0, -1.0):
         with pytest.raises(httpcore.ConnectTimeout):
             await backend.connect_tcp("example.org", 443, timeout=spent)
-    assert connector.attempts == []
+    assert network_backend.attempts == []
 
 
 async def test_req_sec_007_the_system_resolver_returns_addresses_in_its_order() -> None:

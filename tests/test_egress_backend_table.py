@@ -193,7 +193,7 @@ def test_req_sec_007_the_refusals_message_is_fixed_and_names_no_destination() ->
 
 
 class _FailingStream(trio.abc.Stream):
-    """A stream of any connector (the Connector protocol admits any Trio stream) whose
+    """A stream of any network backend (the NetworkBackend protocol admits any Trio stream) whose
     reads and writes fail with `error`, as it raises it."""
 
     def __init__(self, error: type[Exception]) -> None:

@@ -2,7 +2,7 @@
 REQ-FETCH-007, REQ-SEC-008, and the trust store of the deployment page, audit F-3).
 
 Requests go to local servers through the production client, reached by an allow rule added
-in code and a test resolver; the recording connector keeps every attempt on loopback.
+in code and a test resolver; the recording network backend keeps every attempt on loopback.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from rypsok.core.egress import (
 )
 from rypsok.core.egress.clients import REQUEST_HEADERS
 from rypsok.core.egress.policy import Denial
-from rypsok.core.egress.testing import MapResolver, RecordingConnector
+from rypsok.core.egress.testing import MapResolver, RecordingBackend
 from rypsok.core.engines.http import EngineOrigin
 from testkit.servers import Reply, serve_http
 
@@ -39,19 +39,19 @@ def _port(url: str) -> int:
     return int(url.rsplit(":", 1)[1])
 
 
-def _client(port: int, connector: RecordingConnector) -> FetchClient:
-    return loopback_client(port, connector, names={"other.example.net": ["10.9.9.9"]})
+def _client(port: int, network_backend: RecordingBackend) -> FetchClient:
+    return loopback_client(port, network_backend, names={"other.example.net": ["10.9.9.9"]})
 
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH", "CONNECT"])
 async def test_req_sec_009_only_get_is_sent(method: str) -> None:
     async with serve_http({"/p": Reply(body=b"x")}) as server:
-        connector = RecordingConnector()
-        async with _client(_port(server.url), connector) as client:
+        network_backend = RecordingBackend()
+        async with _client(_port(server.url), network_backend) as client:
             with pytest.raises(EgressRefused) as caught:
                 await client.http.request(method, f"http://example.org:{_port(server.url)}/p")
     assert caught.value.refusal is Refusal.METHOD
-    assert connector.attempts == []
+    assert network_backend.attempts == []
     assert server.requests == []
 
 
@@ -68,20 +68,20 @@ async def test_req_sec_009_only_get_is_sent(method: str) -> None:
 )
 async def test_req_sec_009_no_header_beyond_rypsoks_own(name: str, value: str) -> None:
     async with serve_http({"/p": Reply(body=b"x")}) as server:
-        connector = RecordingConnector()
+        network_backend = RecordingBackend()
         port = _port(server.url)
-        async with _client(port, connector) as client:
+        async with _client(port, network_backend) as client:
             with pytest.raises(EgressRefused) as caught:
                 await client.http.get(f"http://example.org:{port}/p", headers={name: value})
     assert caught.value.refusal is Refusal.HEADER
-    assert connector.attempts == []
+    assert network_backend.attempts == []
     assert server.requests == []
 
 
 async def test_req_sec_009_the_request_carries_only_rypsoks_headers() -> None:
     async with serve_http({"/p": Reply(body=b"x")}) as server:
         port = _port(server.url)
-        async with _client(port, RecordingConnector()) as client:
+        async with _client(port, RecordingBackend()) as client:
             target = target_of(client, f"http://example.org:{port}/p")
             async with client.stream(target) as r:
                 await r.aread()
@@ -105,7 +105,7 @@ async def test_req_fetch_007_no_cookie_is_kept_or_sent() -> None:
     )
     async with serve_http({"/p": setting}) as server:
         port = _port(server.url)
-        async with _client(port, RecordingConnector()) as client:
+        async with _client(port, RecordingBackend()) as client:
             target = target_of(client, f"http://example.org:{port}/p")
             for _ in range(2):
                 async with client.stream(target) as r:
@@ -124,8 +124,8 @@ async def test_req_sec_008_a_redirect_is_returned_never_followed_and_its_target_
     moved = Reply(status=302, headers=(("Location", "http://127.0.0.1:1/admin"),))
     async with serve_http({"/moved": moved}) as server:
         port = _port(server.url)
-        connector = RecordingConnector()
-        async with _client(port, connector) as client:
+        network_backend = RecordingBackend()
+        async with _client(port, network_backend) as client:
             async with client.stream(target_of(client, f"http://example.org:{port}/moved")) as r:
                 assert r.status_code == 302
                 location = r.headers["location"]
@@ -137,20 +137,20 @@ async def test_req_sec_008_a_redirect_is_returned_never_followed_and_its_target_
     assert isinstance(judged, Denial)
     assert judged.refusal is Refusal.PORT
     assert len(server.requests) == 1
-    assert connector.attempts == [(ipaddress.ip_address("127.0.0.1"), port)]
+    assert network_backend.attempts == [(ipaddress.ip_address("127.0.0.1"), port)]
 
 
 async def test_req_sec_008_a_redirect_to_a_name_with_private_addresses_fails_as_network() -> None:
     async with serve_http({"/p": Reply(body=b"x")}) as server:
         port = _port(server.url)
-        connector = RecordingConnector()
-        async with _client(port, connector) as client:
+        network_backend = RecordingBackend()
+        async with _client(port, network_backend) as client:
             target = target_of(client, f"http://other.example.net:{port}/p")
             with pytest.raises(EgressRefused) as caught:
                 async with client.stream(target):
                     pass
     assert caught.value.refusal is Refusal.PRIVATE
-    assert connector.attempts == []
+    assert network_backend.attempts == []
 
 
 def _write_ca(path: Path) -> None:
@@ -242,8 +242,8 @@ async def test_req_sec_005_fetch_and_robots_requests_share_one_profile() -> None
     # robots.txt is read with the same client as the page: the same refusals apply to it.
     async with serve_http({"/robots.txt": Reply(body=b"User-agent: *\n")}) as server:
         port = _port(server.url)
-        connector = RecordingConnector()
-        async with _client(port, connector) as client:
+        network_backend = RecordingBackend()
+        async with _client(port, network_backend) as client:
             async with client.stream(
                 target_of(client, f"http://example.org:{port}/robots.txt")
             ) as r:
@@ -294,18 +294,18 @@ async def test_req_sec_006_the_client_of_a_configuration_applies_its_rules(
             'deny = ["*.blocked.example.org"]\n'
         )
         config = validate(str(path), {}).config
-        connector = RecordingConnector()
+        network_backend = RecordingBackend()
         resolver = MapResolver(
             {"example.org": ["127.0.0.1"], "wiki.corp.example.org": ["10.1.1.1"]}
         )
         async with build_fetch_client_from_config(
-            config, extra_allow=["127.0.0.1"], resolver=resolver, connector=connector
+            config, extra_allow=["127.0.0.1"], resolver=resolver, network_backend=network_backend
         ) as client:
             policy = client.policy
             async with client.stream(target_of(client, f"http://example.org:{port}/p")) as r:
                 assert r.status_code == 200
             # The file's allow rule admits its private host (dialled, stopped by the
-            # recording connector); its deny rule and the built-in table still refuse.
+            # recording network backend); its deny rule and the built-in table still refuse.
             with pytest.raises(httpx.ConnectError):
                 async with client.stream(target_of(client, "http://wiki.corp.example.org/")):
                     pass
@@ -315,7 +315,7 @@ async def test_req_sec_006_the_client_of_a_configuration_applies_its_rules(
     assert isinstance(denied, Denial)
     assert denied.refusal is Refusal.DENY_RULE
     assert "ops@example.org" in str(server.requests[0].header("user-agent"))
-    assert connector.attempts == [
+    assert network_backend.attempts == [
         (ipaddress.ip_address("127.0.0.1"), port),
         (ipaddress.ip_address("10.1.1.1"), 80),
     ]

@@ -19,7 +19,7 @@ import pytest
 import trio
 from fetch_helpers import fetch_config, loopback_client, target_of
 
-from rypsok.core.egress import EgressPolicy, EgressRefused, TcpConnector, build_fetch_client
+from rypsok.core.egress import EgressPolicy, EgressRefused, TcpBackend, build_fetch_client
 from rypsok.core.egress.clients import (
     DEFAULT_ACCEPT,
     REQUEST_HEADERS,
@@ -29,8 +29,8 @@ from rypsok.core.egress.clients import (
     _ResponseStream,
     build_fetch_client_from_config,
 )
-from rypsok.core.egress.policy import Target
-from rypsok.core.egress.testing import MapResolver, RecordingConnector
+from rypsok.core.egress.policy import AdmittedURL
+from rypsok.core.egress.testing import MapResolver, RecordingBackend
 from testkit.servers import Reply, serve_http
 
 if TYPE_CHECKING:
@@ -225,7 +225,7 @@ async def test_req_sec_009_a_page_is_read_over_http_1_1_even_where_h2_is_offered
             policy,
             user_agent="rypsok/0 (+test)",
             resolver=MapResolver({"example.org": ["127.0.0.1"]}),
-            connector=RecordingConnector(),
+            network_backend=RecordingBackend(),
             ssl_context=authority.client_context(),
         )
         async with client:
@@ -262,24 +262,24 @@ class _TrackingConnector:
         self.streams: list[_TrackedStream] = []
 
     async def connect(self, address: Address, port: int) -> trio.abc.Stream:
-        stream = _TrackedStream(await TcpConnector().connect(address, port))
+        stream = _TrackedStream(await TcpBackend().connect(address, port))
         self.streams.append(stream)
         return stream
 
 
-def _tracking_client(port: int, connector: _TrackingConnector) -> FetchClient:
+def _tracking_client(port: int, network_backend: _TrackingConnector) -> FetchClient:
     policy = EgressPolicy(allow_http=True, ports=frozenset({port})).with_allow("127.0.0.1")
     return build_fetch_client(
         policy,
         user_agent="rypsok/0 (+test)",
         resolver=MapResolver({"example.org": ["127.0.0.1"]}),
-        connector=RecordingConnector(connector),
+        network_backend=RecordingBackend(network_backend),
     )
 
 
-def _judged(client: FetchClient, url: str) -> Target:
+def _judged(client: FetchClient, url: str) -> AdmittedURL:
     judged = client.policy.judge_url(url)
-    assert isinstance(judged, Target)
+    assert isinstance(judged, AdmittedURL)
     return judged
 
 
@@ -288,11 +288,11 @@ async def test_req_fetch_005_a_body_left_unread_closes_its_connection_at_once() 
     # open until the client closes: the stream's end closes it.
     async with serve_http({"/big": Reply(body=b"x" * 2_000_000)}) as server:
         port = int(server.url.rsplit(":", 1)[1])
-        connector = _TrackingConnector()
-        async with _tracking_client(port, connector) as client:
+        network_backend = _TrackingConnector()
+        async with _tracking_client(port, network_backend) as client:
             async with client.stream(_judged(client, f"http://example.org:{port}/big")) as r:
                 assert r.status_code == 200
-            (stream,) = connector.streams
+            (stream,) = network_backend.streams
             assert stream.closed
 
 
@@ -311,11 +311,11 @@ async def test_req_fetch_005_closing_the_client_closes_its_kept_connections() ->
             functools.partial(trio.serve_tcp, keep_alive, 0, host="127.0.0.1")
         )
         port = listener.socket.getsockname()[1]
-        connector = _TrackingConnector()
-        async with _tracking_client(port, connector) as client:
+        network_backend = _TrackingConnector()
+        async with _tracking_client(port, network_backend) as client:
             async with client.stream(_judged(client, f"http://example.org:{port}/p")) as r:
                 assert await r.aread() == b"x"
-            (stream,) = connector.streams
+            (stream,) = network_backend.streams
             assert not stream.closed
         assert stream.closed
         nursery.cancel_scope.cancel()

@@ -3,7 +3,7 @@ it, or to make it misbehave, on the code as it was (REQ-SEC-006 to REQ-SEC-009,
 REQ-TEST-005, REQ-TEST-006, LIM-F6, THR-05 to THR-07).
 
 Requests go through the production policy, backend and fetch client. Names are answered by
-a test resolver and every connection goes through the recording connector, which refuses
+a test resolver and every connection goes through the recording network backend, which refuses
 any address off loopback: a wrong policy shows as an attempt recorded, never as a packet.
 """
 
@@ -27,8 +27,8 @@ from rypsok.config.rules import RuleError, parse_egress_rule
 from rypsok.core.egress import EgressPolicy, EgressRefused, Refusal
 from rypsok.core.egress.backend import EgressBackend
 from rypsok.core.egress.names import Host, parse_host
-from rypsok.core.egress.policy import Denial, Target
-from rypsok.core.egress.testing import MapResolver, RecordingConnector
+from rypsok.core.egress.policy import AdmittedURL, Denial
+from rypsok.core.egress.testing import MapResolver, RecordingBackend
 from testkit.servers import Reply, serve_http
 
 if TYPE_CHECKING:
@@ -44,13 +44,13 @@ def _policy(*, allow: Sequence[str] = (), deny: Sequence[str] = ()) -> EgressPol
 async def _refused_at_connect(policy: EgressPolicy, answers: Sequence[str]) -> Refusal:
     """Resolve a name to `answers` through the backend; return the refusal, and assert that
     nothing was dialled."""
-    connector = RecordingConnector()
+    network_backend = RecordingBackend()
     backend = EgressBackend(
-        policy, resolver=MapResolver({"site.example.org": answers}), connector=connector
+        policy, resolver=MapResolver({"site.example.org": answers}), network_backend=network_backend
     )
     with pytest.raises(EgressRefused) as caught:
         await backend.connect_tcp("site.example.org", 443)
-    assert connector.attempts == []
+    assert network_backend.attempts == []
     return caught.value.refusal
 
 
@@ -178,13 +178,13 @@ def test_req_sec_008_a_redirect_target_is_the_host_a_browser_would_reach(
 ) -> None:
     policy = EgressPolicy()
     current = policy.judge_url(_CURRENT)
-    assert isinstance(current, Target)
+    assert isinstance(current, AdmittedURL)
     judged = policy.judge_redirect(current, location)
     if isinstance(expected, Refusal):
         assert isinstance(judged, Denial), judged
         assert judged.refusal is expected
     else:
-        assert isinstance(judged, Target), judged
+        assert isinstance(judged, AdmittedURL), judged
         assert judged.url == expected
 
 
@@ -205,11 +205,13 @@ class _RaisingResolver:
 async def test_req_sec_007_a_resolver_that_fails_in_any_way_is_a_name_that_cannot_be_reached(
     error: Exception,
 ) -> None:
-    connector = RecordingConnector()
-    backend = EgressBackend(EgressPolicy(), resolver=_RaisingResolver(error), connector=connector)
+    network_backend = RecordingBackend()
+    backend = EgressBackend(
+        EgressPolicy(), resolver=_RaisingResolver(error), network_backend=network_backend
+    )
     with pytest.raises(httpcore.ConnectError):
         await backend.connect_tcp("site.example.org", 443)
-    assert connector.attempts == []
+    assert network_backend.attempts == []
 
 
 class _EndlessAnswer(Sequence["Address"]):
@@ -244,7 +246,7 @@ class _EndlessResolver:
 
 async def test_req_test_006_an_endless_dns_answer_is_read_only_up_to_the_bound() -> None:
     resolver = _EndlessResolver()
-    backend = EgressBackend(EgressPolicy(), resolver=resolver, connector=RecordingConnector())
+    backend = EgressBackend(EgressPolicy(), resolver=resolver, network_backend=RecordingBackend())
     with pytest.raises(EgressRefused) as caught:
         await backend.connect_tcp("site.example.org", 443)
     assert caught.value.refusal is Refusal.PRIVATE
@@ -259,11 +261,13 @@ class _JunkResolver:
 async def test_req_sec_007_an_answer_that_holds_no_address_is_a_name_that_cannot_be_reached() -> (
     None
 ):
-    connector = RecordingConnector()
-    backend = EgressBackend(EgressPolicy(), resolver=_JunkResolver(), connector=connector)
+    network_backend = RecordingBackend()
+    backend = EgressBackend(
+        EgressPolicy(), resolver=_JunkResolver(), network_backend=network_backend
+    )
     with pytest.raises(httpcore.ConnectError):
         await backend.connect_tcp("site.example.org", 443)
-    assert connector.attempts == []
+    assert network_backend.attempts == []
 
 
 # --- What the client sends -------------------------------------------------------------------
@@ -273,8 +277,8 @@ async def test_req_sec_007_an_answer_that_holds_no_address_is_a_name_that_cannot
 async def test_req_sec_009_a_host_header_set_by_hand_is_refused(host: str) -> None:
     async with serve_http({"/p": Reply(body=b"x")}) as server:
         port = int(server.url.rsplit(":", 1)[1])
-        connector = RecordingConnector()
-        async with loopback_client(port, connector) as client:
+        network_backend = RecordingBackend()
+        async with loopback_client(port, network_backend) as client:
             with pytest.raises(EgressRefused) as caught:
                 await client.http.get(f"http://example.org:{port}/p", headers={"Host": host})
             # The Host httpx writes from the URL is still sent.
@@ -282,7 +286,7 @@ async def test_req_sec_009_a_host_header_set_by_hand_is_refused(host: str) -> No
     assert caught.value.refusal is Refusal.HEADER
     assert response.status_code == 200
     assert [request.header("host") for request in server.requests] == [f"example.org:{port}"]
-    assert connector.attempts == [(ipaddress.ip_address("127.0.0.1"), port)]
+    assert network_backend.attempts == [(ipaddress.ip_address("127.0.0.1"), port)]
 
 
 _MARKER: Final = "secret-marker-7f3a"
@@ -339,11 +343,13 @@ class _EmptyResolver:
 
 
 async def test_req_sec_007_an_empty_answer_is_a_name_that_cannot_be_reached() -> None:
-    connector = RecordingConnector()
-    backend = EgressBackend(EgressPolicy(), resolver=_EmptyResolver(), connector=connector)
+    network_backend = RecordingBackend()
+    backend = EgressBackend(
+        EgressPolicy(), resolver=_EmptyResolver(), network_backend=network_backend
+    )
     with pytest.raises(httpcore.ConnectError):
         await backend.connect_tcp("site.example.org", 443)
-    assert connector.attempts == []
+    assert network_backend.attempts == []
 
 
 _HOST_PIECES: Final = (
@@ -375,7 +381,7 @@ def test_req_sec_007_the_host_judged_is_the_host_httpx_and_the_backend_read(
     # the URL and the judgment at connect time are about one destination.
     policy = EgressPolicy().with_allow("0.0.0.0/0", "::/0", "*.localhost", "localhost")
     judged = policy.judge_url(f"https://{''.join(pieces)}/p")
-    if not isinstance(judged, Target):
+    if not isinstance(judged, AdmittedURL):
         return
     sent = httpx.URL(judged.url)
     raw_host = sent.raw_host.decode("ascii")

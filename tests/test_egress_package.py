@@ -4,7 +4,7 @@ start imports only what it needs) and its test fakes (REQ-MAIN-005).
 Each public name of `rypsok.core.egress` is the object of the module that defines it, and
 reading it loads that module; a name the package does not have is an AttributeError, as for
 any module. The fakes are the edges every egress test stands on: a resolver that answers
-from its table only, and a connector that records and never leaves loopback.
+from its table only, and a network backend that records and never leaves loopback.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import trio
 import trio.testing
 
 import rypsok.core.egress as egress
-from rypsok.core.egress.testing import MapResolver, NotLoopbackError, RecordingConnector
+from rypsok.core.egress.testing import MapResolver, NotLoopbackError, RecordingBackend
 
 
 @pytest.mark.parametrize("name", egress.__all__)
@@ -81,15 +81,15 @@ class _Inner:
 
 async def test_req_main_005_the_recording_connector_records_and_stays_on_loopback() -> None:
     inner = _Inner()
-    connector = RecordingConnector(inner)
+    network_backend = RecordingBackend(inner)
     loopback = ipaddress.ip_address("127.0.0.1")
     mapped = ipaddress.ip_address("::ffff:127.0.0.1")
     private = ipaddress.ip_address("10.0.0.1")
-    stream = await connector.connect(loopback, 8080)
+    stream = await network_backend.connect(loopback, 8080)
     assert isinstance(stream, trio.abc.Stream)
     # The IPv4-mapped form of a loopback address is loopback too.
-    await connector.connect(mapped, 8081)
+    await network_backend.connect(mapped, 8081)
     with pytest.raises(NotLoopbackError):
-        await connector.connect(private, 80)
-    assert connector.attempts == [(loopback, 8080), (mapped, 8081), (private, 80)]
+        await network_backend.connect(private, 80)
+    assert network_backend.attempts == [(loopback, 8080), (mapped, 8081), (private, 80)]
     assert inner.seen == [("127.0.0.1", 8080), ("::ffff:7f00:1", 8081)]

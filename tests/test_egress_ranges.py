@@ -5,7 +5,7 @@ The expectations come from the registries' own CSV files in tests/fixtures/iana/
 from IANA's CSV form), never from the table under test. Each block's first and last address
 is judged twice, through the production paths: as a literal in a URL (`judge_url`, denied
 before any connection) and as the answer of a name at connect time (the network backend
-with a recording connector that refuses to dial anything off loopback and records what was
+with a recording network backend that refuses to dial anything off loopback and records what was
 attempted). A block is expected refused unless the registry marks it globally reachable
 (True) and the book does not refuse it: of those, only the NAT64 well-known prefix
 64:ff9b::/96 is refused, because the book refuses NAT64 ranges whatever they embed.
@@ -24,9 +24,9 @@ import pytest
 
 from rypsok.core.egress import EgressPolicy, EgressRefused, Refusal
 from rypsok.core.egress.backend import EgressBackend
-from rypsok.core.egress.policy import Denial, Target
+from rypsok.core.egress.policy import AdmittedURL, Denial
 from rypsok.core.egress.ranges import IPV4_BLOCKS, IPV6_BLOCKS, Block, classify
-from rypsok.core.egress.testing import MapResolver, RecordingConnector
+from rypsok.core.egress.testing import MapResolver, RecordingBackend
 from rypsok.core.model import DetailReason
 
 _FIXTURES: Final = Path(__file__).parent / "fixtures" / "iana"
@@ -80,7 +80,7 @@ def test_req_sec_006_every_special_purpose_block_is_refused(
 ) -> None:
     judged = EgressPolicy().judge_url(_literal_url(address))
     if admitted:
-        assert isinstance(judged, Target), block
+        assert isinstance(judged, AdmittedURL), block
         assert judged.address == address
     else:
         assert isinstance(judged, Denial), block
@@ -94,17 +94,17 @@ async def test_req_sec_007_every_special_purpose_block_is_judged_at_connect_time
     block: str, address: Address, admitted: bool
 ) -> None:
     resolver = MapResolver({"site.example.org": [str(address)]})
-    connector = RecordingConnector()
-    backend = EgressBackend(EgressPolicy(), resolver=resolver, connector=connector)
+    network_backend = RecordingBackend()
+    backend = EgressBackend(EgressPolicy(), resolver=resolver, network_backend=network_backend)
     if admitted:
-        # Admitted: dialled, and the recording connector (not the policy) stops it.
+        # Admitted: dialled, and the recording network backend (not the policy) stops it.
         with pytest.raises(httpcore.ConnectError):
             await backend.connect_tcp("site.example.org", 443)
-        assert connector.attempts == [(address, 443)]
+        assert network_backend.attempts == [(address, 443)]
     else:
         with pytest.raises(EgressRefused) as caught:
             await backend.connect_tcp("site.example.org", 443)
-        assert connector.attempts == [], block
+        assert network_backend.attempts == [], block
         assert isinstance(caught.value.refusal, Refusal)
         assert "site" not in str(caught.value)
 
@@ -155,7 +155,7 @@ def test_req_sec_006_the_books_own_ranges_are_refused_with_their_class(
 ) -> None:
     judged = EgressPolicy().judge_url(_literal_url(ipaddress.ip_address(text)))
     if expected is None:
-        assert isinstance(judged, Target)
+        assert isinstance(judged, AdmittedURL)
     else:
         assert isinstance(judged, Denial)
         assert judged.refusal is expected
@@ -192,24 +192,24 @@ async def test_req_test_005_embedded_ipv4_forms_are_judged_as_what_they_reach(
     address = ipaddress.ip_address(text)
     judged = EgressPolicy().judge_url(_literal_url(address))
     # The same answer when a name resolves to the form at connect time.
-    connector = RecordingConnector()
+    network_backend = RecordingBackend()
     backend = EgressBackend(
         EgressPolicy(),
         resolver=MapResolver({"mapped.example.org": [text]}),
-        connector=connector,
+        network_backend=network_backend,
     )
     if expected is None:
-        assert isinstance(judged, Target)
+        assert isinstance(judged, AdmittedURL)
         with pytest.raises(httpcore.ConnectError):
             await backend.connect_tcp("mapped.example.org", 443)
-        assert connector.attempts == [(address, 443)]
+        assert network_backend.attempts == [(address, 443)]
     else:
         assert isinstance(judged, Denial)
         assert judged.refusal is expected
         with pytest.raises(EgressRefused) as caught:
             await backend.connect_tcp("mapped.example.org", 443)
         assert caught.value.refusal is expected
-        assert connector.attempts == []
+        assert network_backend.attempts == []
 
 
 def test_req_sec_006_the_table_holds_every_block_of_the_registries() -> None:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from rypsok.config.rules import RuleError, parse_egress_rule
 from rypsok.core.egress import EgressPolicy, Refusal
-from rypsok.core.egress.policy import Denial, Target
+from rypsok.core.egress.policy import AdmittedURL, Denial
 from rypsok.core.model import DetailReason
 
 POLICY: Final = EgressPolicy()
@@ -30,9 +30,9 @@ def _denied(url: str, policy: EgressPolicy = POLICY, **kwargs: bool) -> Denial:
     return judged
 
 
-def _target(url: str, policy: EgressPolicy = POLICY, **kwargs: bool) -> Target:
+def _target(url: str, policy: EgressPolicy = POLICY, **kwargs: bool) -> AdmittedURL:
     judged = policy.judge_url(url, **kwargs)
-    assert isinstance(judged, Target), (url, judged)
+    assert isinstance(judged, AdmittedURL), (url, judged)
     return judged
 
 
@@ -433,7 +433,7 @@ _URL_CHARS: Final = st.characters(exclude_categories=(), min_codepoint=0, max_co
 def test_req_test_005_judging_any_text_never_raises(text: str) -> None:
     for candidate in (text, "https://" + text, "http://" + text + "/x", "https://[" + text):
         judged = POLICY.judge_url(candidate)
-        assert isinstance(judged, Target | Denial)
+        assert isinstance(judged, AdmittedURL | Denial)
 
 
 _HOSTISH: Final = st.text(
@@ -448,7 +448,7 @@ def test_req_test_005_every_admitted_target_is_stable_and_public(
     host: str, port: str, path: str
 ) -> None:
     judged = POLICY.judge_url(f"https://{host}{port}/{path}")
-    if isinstance(judged, Target):
+    if isinstance(judged, AdmittedURL):
         again = POLICY.judge_url(judged.url)
         assert again == judged
         if judged.address is not None:
@@ -467,7 +467,7 @@ def test_req_sec_007_the_url_judged_is_the_url_httpx_sends(host: str, rest: str)
     # The fetch client sends target.url through httpx: its parse must not change it, so the
     # request line and Host are exactly what the policy judged.
     judged = POLICY.judge_url(f"https://{host}/{rest}")
-    if isinstance(judged, Target):
+    if isinstance(judged, AdmittedURL):
         sent = httpx.URL(judged.url)
         assert str(sent) == judged.url
         assert sent.host == judged.host
@@ -523,7 +523,7 @@ def test_req_cfg_005_any_egress_rule_text_is_parsed_or_refused_with_a_message(te
         assert text not in message or any(text in piece for piece in _rule_literals())
         return
     policy = EgressPolicy(deny=(rule,), allow=(rule,))
-    assert isinstance(policy.judge_url("https://example.org/"), Target | Denial)
+    assert isinstance(policy.judge_url("https://example.org/"), AdmittedURL | Denial)
     assert policy.judge_address(ipaddress.ip_address("93.184.215.14"), host="example.org") in (
         None,
         Refusal.DENY_RULE,
@@ -563,7 +563,7 @@ def test_req_sec_008_a_location_is_read_relative_to_the_url_that_answered(
     location: str, expected: str
 ) -> None:
     judged = POLICY.judge_redirect(_target(_BASE), location)
-    assert isinstance(judged, Target)
+    assert isinstance(judged, AdmittedURL)
     assert judged.url == expected
 
 
@@ -596,15 +596,15 @@ def test_req_sec_008_every_redirect_target_passes_the_same_profile(
     # Plain http is followed only where the operator allowed it.
     if refusal is Refusal.SCHEME and location.startswith("http:"):
         allowing = EgressPolicy(allow_http=True)
-        assert isinstance(allowing.judge_redirect(_target(_BASE), location), Target)
+        assert isinstance(allowing.judge_redirect(_target(_BASE), location), AdmittedURL)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=_URL_CHARS, max_size=60))
 def test_req_sec_008_judging_any_location_never_raises(location: str) -> None:
     judged = POLICY.judge_redirect(_target(_BASE), location)
-    assert isinstance(judged, Target | Denial)
-    if isinstance(judged, Target):
+    assert isinstance(judged, AdmittedURL | Denial)
+    if isinstance(judged, AdmittedURL):
         assert judged.scheme == "https"
 
 
@@ -644,7 +644,7 @@ def test_req_sec_006_the_path_sent_is_the_path_a_browser_sends(url: str, path: s
 def test_req_sec_008_a_location_is_read_without_tabs_and_newlines(location: str, path: str) -> None:
     current = _target("https://example.org/old")
     target = POLICY.judge_redirect(current, location)
-    assert isinstance(target, Target)
+    assert isinstance(target, AdmittedURL)
     assert target.host == "example.org"
     assert target.path == path
 

@@ -18,7 +18,7 @@ import pytest
 
 from rypsok.core.egress import EgressPolicy, EgressRefused, Refusal, build_fetch_client
 from rypsok.core.egress.policy import Denial
-from rypsok.core.egress.testing import MapResolver, RecordingConnector
+from rypsok.core.egress.testing import MapResolver, RecordingBackend
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 POLICY: Final = EgressPolicy(deny=EgressPolicy().with_allow("blocked.example.org").allow)
@@ -65,12 +65,12 @@ def test_req_priv_004_a_refusal_on_the_url_is_logged_under_its_class(url: str, l
 
 async def test_req_sec_009_a_refused_method_or_header_is_logged_under_its_class() -> None:
     # The fetch client's transport refuses them before any connection is made.
-    connector = RecordingConnector()
+    network_backend = RecordingBackend()
     async with build_fetch_client(
         EgressPolicy(),
         user_agent="rypsok/0 (+test)",
         resolver=MapResolver({}),
-        connector=connector,
+        network_backend=network_backend,
         ssl_context=ssl.create_default_context(),
     ) as client:
         with pytest.raises(EgressRefused) as method:
@@ -79,7 +79,7 @@ async def test_req_sec_009_a_refused_method_or_header_is_logged_under_its_class(
             await client.http.get("https://example.org/", headers={"Cookie": "a=b"})
     assert str(method.value.refusal) == "method"
     assert str(header.value.refusal) == "header"
-    assert connector.attempts == []
+    assert network_backend.attempts == []
 
 
 def _book_address_classes() -> set[str]:

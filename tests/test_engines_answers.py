@@ -22,7 +22,7 @@ from rypsok.core.engines.answers import (
 )
 from rypsok.core.engines.base import EngineAnswer, EngineFailure, EngineQuery, RawResult
 from rypsok.core.engines.brave import BraveEngine
-from rypsok.core.engines.http import EngineHttp, EngineResponse
+from rypsok.core.engines.http import EngineClient, EngineResponse
 from rypsok.core.engines.wikipedia import WIKIPEDIA_RECORD, WikipediaEngine
 from rypsok.core.model import FAILURE_CLASSES, Category, Reason, SafeSearch
 from testkit.servers import Reply, serve_http
@@ -154,7 +154,7 @@ async def _drive(driver: str, status: int, body: bytes) -> object:
 
 
 async def _drive_through(driver: str, network: ProviderNetwork) -> object:
-    async with EngineHttp(**network.http_options()) as http:
+    async with EngineClient(**network.http_options()) as http:
         engine: WikipediaEngine | BraveEngine
         if driver == "wikipedia":
             engine = WikipediaEngine("wikipedia", http, None)

@@ -19,7 +19,7 @@ from search_fakes import make_config
 from rypsok.config.schema import EngineConfig
 from rypsok.core.engines.base import EngineFailure, EngineQuery
 from rypsok.core.engines.brave import BRAVE_RECORD, BraveEngine, parse_rate_limit_reset
-from rypsok.core.engines.http import EngineHttp
+from rypsok.core.engines.http import EngineClient
 from rypsok.core.model import (
     Category,
     DetailReason,
@@ -72,7 +72,7 @@ async def _brave(
     path = f"/res/v1/{endpoint}/search"
     async with serve_http({path: reply}, tls=tls_for(BRAVE)) as server:
         network = ProviderNetwork({BRAVE: server})
-        async with EngineHttp(**network.http_options(), **http_options) as http:
+        async with EngineClient(**network.http_options(), **http_options) as http:
             yield BraveEngine("brave", http, KEY, endpoint), server
 
 
@@ -213,7 +213,7 @@ async def test_req_test_015_the_token_never_reaches_another_origin() -> None:
         redirect = Reply(status=307, headers=(("Location", f"{other.url}/steal"),))
         async with serve_http({"/res/v1/web/search": redirect}, tls=tls_for(BRAVE)) as brave:
             network = ProviderNetwork({BRAVE: brave})
-            async with EngineHttp(**network.http_options()) as http:
+            async with EngineClient(**network.http_options()) as http:
                 with pytest.raises(EngineFailure) as caught:
                     await BraveEngine("brave", http, KEY).search(_query())
     assert caught.value.failure_class is Reason.REQUEST_FAILURE
@@ -226,7 +226,7 @@ async def test_req_test_015_brave_requests_use_https() -> None:
     # The server speaks TLS alone: a request in clear would never be read as one.
     async with serve_http({"/res/v1/web/search": Reply(body=b"{}")}, tls=tls_for(BRAVE)) as server:
         network = ProviderNetwork({BRAVE: server})
-        async with EngineHttp(**network.http_options()) as http:
+        async with EngineClient(**network.http_options()) as http:
             await BraveEngine("brave", http, KEY, "web").search(_query())
     assert network.hosts_dialled == [BRAVE]
     assert [r.header("host") for r in server.requests] == [BRAVE]
@@ -254,7 +254,7 @@ def test_req_eng_010_brave_record() -> None:
 
 
 def test_req_sec_010_the_key_is_not_in_the_engines_repr() -> None:
-    engine = BraveEngine("brave", EngineHttp(), KEY, "news")
+    engine = BraveEngine("brave", EngineClient(), KEY, "news")
     assert KEY not in repr(engine)
     assert KEY not in str(engine)
 
@@ -274,4 +274,4 @@ def test_req_res_002_x_ratelimit_reset_picks_the_spent_window() -> None:
 
 def test_req_eng_001_endpoint_is_web_or_news() -> None:
     with pytest.raises(ValueError, match="endpoint"):
-        BraveEngine("brave", EngineHttp(), KEY, "images")
+        BraveEngine("brave", EngineClient(), KEY, "images")

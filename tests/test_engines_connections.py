@@ -1,4 +1,4 @@
-"""The engines' HTTP/1.1 exchanges through EngineHttp's egress stack, over real loopback sockets.
+"""The engines' HTTP/1.1 exchanges through EngineClient's egress stack, over real loopback sockets.
 
 Each server here is scripted byte by byte, so that keep-alive, a provider closing a kept
 connection, chunked and unbounded bodies, broken answers and the proxy's tunnel are each
@@ -22,7 +22,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rypsok.core.engines.base import EngineFailure
-from rypsok.core.engines.http import EngineHttp, EngineOrigin
+from rypsok.core.engines.http import EngineClient, EngineOrigin
 from rypsok.core.model import Reason
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def _origin(server: Scripted) -> EngineOrigin:
     return EngineOrigin.parse(server.url)
 
 
-async def _get(http: EngineHttp, server: Scripted, path: str = "/x") -> bytes:
+async def _get(http: EngineClient, server: Scripted, path: str = "/x") -> bytes:
     response = await http.get(_origin(server), path, params=[], headers={}, max_bytes=MIB)
     return response.body
 
@@ -114,7 +114,7 @@ _IDN_ASCII = "xn--fa-hia.provider-of-search.net"
 
 
 async def _answered_twice(answer: bytes) -> tuple[list[tuple[int, bytes]], Scripted]:
-    """Two GETs through one EngineHttp to a server answering each request with `answer`:
+    """Two GETs through one EngineClient to a server answering each request with `answer`:
     the status and body each GET read."""
 
     async def reply(stream: trio.SocketStream, server: Scripted) -> None:
@@ -123,7 +123,7 @@ async def _answered_twice(answer: bytes) -> tuple[list[tuple[int, bytes]], Scrip
             await stream.send_all(answer)
 
     read: list[tuple[int, bytes]] = []
-    async with scripted(reply) as server, EngineHttp() as http:
+    async with scripted(reply) as server, EngineClient() as http:
         for _ in range(2):
             response = await http.get(_origin(server), "/x", params=[], headers={}, max_bytes=MIB)
             read.append((response.status, response.body))
@@ -131,7 +131,7 @@ async def _answered_twice(answer: bytes) -> tuple[list[tuple[int, bytes]], Scrip
 
 
 async def test_req_perf_004_engine_requests_share_one_kept_alive_connection() -> None:
-    async with scripted(_keep_alive) as server, EngineHttp() as http:
+    async with scripted(_keep_alive) as server, EngineClient() as http:
         bodies = [await _get(http, server) for _ in range(3)]
     assert bodies == [b'{"n":1}', b'{"n":2}', b'{"n":3}']
     assert server.connections == 1
@@ -144,7 +144,7 @@ async def test_req_perf_004_a_kept_connection_the_provider_closed_is_replaced() 
             await stream.send_all(_answer(b"{}"))
         # Closes without saying so in the answer: the client kept the connection.
 
-    async with scripted(one_answer_then_close) as server, EngineHttp() as http:
+    async with scripted(one_answer_then_close) as server, EngineClient() as http:
         await _get(http, server)
         await trio.sleep(0.05)  # the close reaches the client's socket
         assert await _get(http, server) == b"{}"
@@ -163,7 +163,7 @@ async def test_req_sec_010_a_chunked_answer_is_read_and_bounded() -> None:
             await stream.send_all(b'4\r\n{"a"\r\n')
             await stream.send_all(b"3\r\n:1}\r\n0\r\n\r\n")
 
-    async with scripted(chunked) as server, EngineHttp() as http:
+    async with scripted(chunked) as server, EngineClient() as http:
         assert await _get(http, server) == b'{"a":1}'
         with pytest.raises(EngineFailure) as caught:
             await http.get(_origin(server), "/x", params=[], headers={}, max_bytes=5)
@@ -175,7 +175,7 @@ async def test_req_sec_010_an_answer_read_until_close_is_bounded() -> None:
         if await server.read_head(stream, bytearray()) is not None:
             await stream.send_all(b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 3000)
 
-    async with scripted(until_close) as server, EngineHttp() as http:
+    async with scripted(until_close) as server, EngineClient() as http:
         assert await _get(http, server) == b"x" * 3000
         with pytest.raises(EngineFailure) as caught:
             await http.get(_origin(server), "/x", params=[], headers={}, max_bytes=2999)
@@ -191,7 +191,7 @@ async def test_req_sec_013_a_gzip_answer_on_a_kept_connection_is_decompressed() 
         while await server.read_head(stream, buffer) is not None:
             await stream.send_all(_answer(packed, b"Content-Encoding: gzip"))
 
-    async with scripted(gzipped) as server, EngineHttp() as http:
+    async with scripted(gzipped) as server, EngineClient() as http:
         assert await _get(http, server) == b'{"ok":true}'
         assert await _get(http, server) == b'{"ok":true}'
     assert server.connections == 1
@@ -206,7 +206,7 @@ async def test_req_eng_006_an_error_status_is_returned_and_its_connection_not_ke
                 b"Content-Length: 4\r\n\r\nslow"
             )
 
-    async with scripted(refuse) as server, EngineHttp() as http:
+    async with scripted(refuse) as server, EngineClient() as http:
         for _ in range(2):
             response = await http.get(_origin(server), "/x", params=[], headers={}, max_bytes=MIB)
             assert (response.status, response.body) == (429, b"")
@@ -240,7 +240,7 @@ async def test_req_eng_006_an_answer_http_cannot_read_is_a_request_failure(answe
             await stream.send_all(answer)
             await trio.sleep(0.3)  # the failure is the answer's, not the close's
 
-    async with scripted(broken) as server, EngineHttp() as http:
+    async with scripted(broken) as server, EngineClient() as http:
         with pytest.raises(EngineFailure) as caught:
             await _get(http, server)
     assert caught.value.failure_class is Reason.REQUEST_FAILURE
@@ -254,7 +254,7 @@ async def test_req_sec_011_a_cancelled_exchange_never_leaves_its_connection_kept
             await trio.sleep(0.3)
             await stream.send_all(b"  ")
 
-    async with scripted(slow_body) as server, EngineHttp() as http:
+    async with scripted(slow_body) as server, EngineClient() as http:
         with trio.move_on_after(0.1) as scope:
             await _get(http, server)
         assert scope.cancelled_caught
@@ -273,7 +273,7 @@ def test_req_sec_011_the_connect_timeout_is_a_timeout_failure(
     clock = trio.testing.MockClock(autojump_threshold=0)
 
     async def attempt() -> tuple[Reason, float]:
-        async with EngineHttp(connect_timeout_ms=300) as http:
+        async with EngineClient(connect_timeout_ms=300) as http:
             start = trio.current_time()
             with pytest.raises(EngineFailure) as caught:
                 await http.get(
@@ -301,7 +301,7 @@ async def test_req_res_008_an_https_origin_goes_through_the_proxy_in_a_tunnel() 
 
     async with scripted(refusing_proxy) as proxy:
         url = f"http://user%40corp:s%3Acret@127.0.0.1:{proxy.port}"
-        async with EngineHttp(proxy=url) as http:
+        async with EngineClient(proxy=url) as http:
             with pytest.raises(EngineFailure) as caught:
                 await http.get(
                     EngineOrigin(scheme="https", host="api.provider-of-search.net"),
@@ -340,7 +340,7 @@ async def test_req_sec_017_an_answer_set_cookie_never_returns_on_a_kept_connecti
         while await server.read_head(stream, buffer) is not None:
             await stream.send_all(_answer(b"{}", b"Set-Cookie: session=abc; Path=/"))
 
-    async with scripted(set_cookie) as server, EngineHttp() as http:
+    async with scripted(set_cookie) as server, EngineClient() as http:
         await _get(http, server)
         await _get(http, server)
     assert server.connections == 1
@@ -370,7 +370,7 @@ async def test_req_eng_006_an_interim_answer_before_the_answer_is_passed_over(
             await stream.send_all(interim)
             await stream.send_all(_answer(b'{"final":1}'))
 
-    async with scripted(continue_first) as server, EngineHttp() as http:
+    async with scripted(continue_first) as server, EngineClient() as http:
         response = await http.get(_origin(server), "/x", params=[], headers={}, max_bytes=MIB)
     assert (response.status, response.body) == (200, b'{"final":1}')
     assert "x-interim" not in response.headers
@@ -381,7 +381,7 @@ async def test_req_res_008_an_idn_origin_is_named_in_its_ascii_form_to_the_proxy
         if await server.read_head(stream, bytearray()) is not None:
             await stream.send_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
 
-    async with scripted(refusing_proxy) as proxy, EngineHttp(proxy=proxy.url) as http:
+    async with scripted(refusing_proxy) as proxy, EngineClient(proxy=proxy.url) as http:
         with pytest.raises(EngineFailure):
             await http.get(
                 EngineOrigin.parse(f"https://{_IDN}"), "/x", params=[], headers={}, max_bytes=1
@@ -394,7 +394,7 @@ async def test_req_res_008_an_idn_origin_is_named_in_its_ascii_form_to_the_proxy
 async def test_req_cmp_004_on_the_wire_a_driver_cannot_set_the_headers_rypsok_writes() -> None:
     # The production path (no injected transport): each reserved header of the driver is
     # dropped, whatever its case, and rypsok's own are sent once.
-    async with scripted(_keep_alive) as server, EngineHttp() as http:
+    async with scripted(_keep_alive) as server, EngineClient() as http:
         await http.get(
             _origin(server),
             "/x",
@@ -430,7 +430,7 @@ async def test_req_sec_017_a_driver_header_with_a_line_break_sends_nothing() -> 
             while data := await stream.receive_some(65536):
                 received.extend(data)
 
-    async with scripted(record) as server, EngineHttp() as http:
+    async with scripted(record) as server, EngineClient() as http:
         with pytest.raises(EngineFailure) as caught:
             await http.get(
                 _origin(server),
@@ -485,7 +485,7 @@ async def test_req_perf_004_bytes_after_an_answer_stay_on_their_own_origins_conn
         while await server.read_head(stream, buffer) is not None:
             await stream.send_all(_answer(b"{}") + trailing)
 
-    async with scripted(reply) as first, scripted(_keep_alive) as second, EngineHttp() as http:
+    async with scripted(reply) as first, scripted(_keep_alive) as second, EngineClient() as http:
         assert await _get(http, first) == b"{}"
         assert await _get(http, second) == b'{"n":1}'
         assert await _get(http, second) == b'{"n":2}'
@@ -513,13 +513,13 @@ async def test_req_ops_001_an_https_origin_is_verified_and_offered_http_1_1_alon
         context = authority.client_context()
         context.set_alpn_protocols(["h2"])
         origin = EngineOrigin.parse(f"https://localhost:{server.port}")
-        async with EngineHttp(ssl_context=context) as http:
+        async with EngineClient(ssl_context=context) as http:
             for _ in range(2):
                 response = await http.get(origin, "/x", params=[], headers={}, max_bytes=MIB)
                 assert response.body == b"{}"
         assert server.connections == 1
         assert offered == ["http/1.1", "http/1.1"]
-        async with EngineHttp(ssl_context=Authority().client_context()) as stranger:
+        async with EngineClient(ssl_context=Authority().client_context()) as stranger:
             with pytest.raises(EngineFailure) as caught:
                 await stranger.get(origin, "/x", params=[], headers={}, max_bytes=MIB)
         assert caught.value.failure_class is Reason.REQUEST_FAILURE
@@ -533,7 +533,7 @@ async def test_req_sec_010_an_https_answer_read_until_a_close_without_tls_goodby
     until_close = _tls_answering(server_tls, b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 3000)
     async with scripted(until_close) as server:
         origin = EngineOrigin.parse(f"https://localhost:{server.port}")
-        async with EngineHttp(ssl_context=authority.client_context()) as http:
+        async with EngineClient(ssl_context=authority.client_context()) as http:
             response = await http.get(origin, "/x", params=[], headers={}, max_bytes=MIB)
     assert response.body == b"x" * 3000
 
@@ -589,7 +589,7 @@ async def test_req_sec_023_any_answer_bytes_end_in_a_response_or_an_engine_failu
             for start in range(0, len(answer), piece):
                 await stream.send_all(answer[start : start + piece])
 
-    async with scripted(reply) as server, EngineHttp() as http:
+    async with scripted(reply) as server, EngineClient() as http:
         with trio.fail_after(5):
             try:
                 response = await http.get(

@@ -27,7 +27,7 @@ from rypsok.core.engines.duckduckgo import (
     parse_results_page,
     result_target,
 )
-from rypsok.core.engines.http import EngineHttp
+from rypsok.core.engines.http import EngineClient
 from rypsok.core.model import (
     Category,
     Notice,
@@ -78,7 +78,7 @@ async def _ddg(
 ) -> AsyncIterator[tuple[DuckDuckGoEngine, LocalHttpServer]]:
     async with serve_http({"/html/": reply}, tls=tls_for("html.duckduckgo.com")) as server:
         network = ProviderNetwork({"html.duckduckgo.com": server})
-        async with EngineHttp(**network.http_options(), contact="ops@example.org") as http:
+        async with EngineClient(**network.http_options(), contact="ops@example.org") as http:
             limiter = permits if permits is not None else trio.CapacityLimiter(2)
             yield DuckDuckGoEngine("ddg", http, limiter), server
 

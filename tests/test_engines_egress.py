@@ -17,9 +17,9 @@ from search_fakes import capture_logs
 
 from rypsok.config.load import load_config_text
 from rypsok.core.egress import backend as egress_backend
-from rypsok.core.egress.testing import MapResolver, RecordingConnector
+from rypsok.core.egress.testing import MapResolver, RecordingBackend
 from rypsok.core.engines.base import EngineFailure
-from rypsok.core.engines.http import EngineHttp, EngineOrigin
+from rypsok.core.engines.http import EngineClient, EngineOrigin
 from rypsok.core.model import FetchRequest, Reason, SearchRequest
 from rypsok.core.services import FetchNetwork, Rypsok
 from testkit.mediawiki import FixtureWiki
@@ -28,7 +28,7 @@ from testkit.servers import Reply, serve_http
 MIB = 1024 * 1024
 
 
-async def _refused(http: EngineHttp, origin: EngineOrigin) -> Reason:
+async def _refused(http: EngineClient, origin: EngineOrigin) -> Reason:
     with pytest.raises(EngineFailure) as caught:
         await http.get(origin, "/search", params=[("q", "x")], headers={}, max_bytes=MIB)
     return caught.value.failure_class
@@ -41,33 +41,35 @@ async def test_req_sec_005_a_default_endpoint_resolving_off_the_internet_is_neve
     # A provider's name answered with a private or loopback address (a rebinding resolver,
     # a hostile network): the engine is refused before any connection is attempted.
     resolver = MapResolver({"api.provider-of-search.net": [address]})
-    connector = RecordingConnector()
-    async with EngineHttp(resolver=resolver, connector=connector) as http:
+    network_backend = RecordingBackend()
+    async with EngineClient(resolver=resolver, network_backend=network_backend) as http:
         origin = EngineOrigin(scheme="https", host="api.provider-of-search.net")
         assert await _refused(http, origin) is Reason.REQUEST_FAILURE
     assert resolver.lookups == ["api.provider-of-search.net"]
-    assert connector.attempts == []
+    assert network_backend.attempts == []
 
 
 async def test_req_sec_005_a_public_address_of_a_default_endpoint_is_dialled() -> None:
     resolver = MapResolver({"api.provider-of-search.net": ["93.184.215.14"]})
-    connector = RecordingConnector()  # refuses off loopback: the attempt is what is asserted
-    async with EngineHttp(resolver=resolver, connector=connector) as http:
+    network_backend = RecordingBackend()  # refuses off loopback: the attempt is what is asserted
+    async with EngineClient(resolver=resolver, network_backend=network_backend) as http:
         origin = EngineOrigin(scheme="https", host="api.provider-of-search.net")
         assert await _refused(http, origin) is Reason.REQUEST_FAILURE
-    assert connector.attempts == [(ipaddress.ip_address("93.184.215.14"), 443)]
+    assert network_backend.attempts == [(ipaddress.ip_address("93.184.215.14"), 443)]
 
 
 async def test_req_sec_005_a_host_the_operator_wrote_is_dialled_at_its_private_address() -> None:
     # A SearXNG instance on the operator's own network, named in its base_url.
     resolver = MapResolver({"searx.internal.example.net": ["10.0.0.5"]})
-    connector = RecordingConnector()
-    async with EngineHttp(
-        resolver=resolver, connector=connector, operator_hosts=["searx.internal.example.net"]
+    network_backend = RecordingBackend()
+    async with EngineClient(
+        resolver=resolver,
+        network_backend=network_backend,
+        operator_hosts=["searx.internal.example.net"],
     ) as http:
         origin = EngineOrigin(scheme="https", host="searx.internal.example.net")
-        await _refused(http, origin)  # the recording connector stops at the attempt
-    assert connector.attempts == [(ipaddress.ip_address("10.0.0.5"), 443)]
+        await _refused(http, origin)  # the recording network backend stops at the attempt
+    assert network_backend.attempts == [(ipaddress.ip_address("10.0.0.5"), 443)]
 
 
 async def test_req_sec_005_from_config_the_base_url_hosts_are_the_operators() -> None:
@@ -77,22 +79,22 @@ async def test_req_sec_005_from_config_the_base_url_hosts_are_the_operators() ->
         {},
     )
     resolver = MapResolver({"wiki.internal.example.net": ["10.1.2.3"]})
-    connector = RecordingConnector()
-    http = EngineHttp.from_config(config)
-    written = EngineHttp(
-        resolver=resolver, connector=connector, operator_hosts=http._operator_hosts
+    network_backend = RecordingBackend()
+    http = EngineClient.from_config(config)
+    written = EngineClient(
+        resolver=resolver, network_backend=network_backend, operator_hosts=http._operator_hosts
     )
     async with written:
         await _refused(written, EngineOrigin(scheme="https", host="wiki.internal.example.net"))
     await http.aclose()
-    assert connector.attempts == [(ipaddress.ip_address("10.1.2.3"), 443)]
+    assert network_backend.attempts == [(ipaddress.ip_address("10.1.2.3"), 443)]
 
 
 async def test_req_sec_005_engines_and_pages_open_every_connection_through_the_egress_backend(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Every TCP connection the process opens during a search and a fetch is counted twice:
-    # by Trio (anything at all) and by the egress backend's connector. They must agree.
+    # by Trio (anything at all) and by the egress backend's network_backend. They must agree.
     opened: list[tuple[str, int]] = []
     dialled: list[tuple[str, int]] = []
     real_open = trio.open_tcp_stream
@@ -101,14 +103,14 @@ async def test_req_sec_005_engines_and_pages_open_every_connection_through_the_e
         opened.append((str(host), port))
         return await real_open(host, port, **kwargs)
 
-    real_connect = egress_backend.TcpConnector.connect
+    real_connect = egress_backend.TcpBackend.connect
 
     async def counting_connect(self: Any, address: Any, port: int) -> trio.abc.Stream:
         dialled.append((str(address), port))
         return await real_connect(self, address, port)
 
     monkeypatch.setattr(trio, "open_tcp_stream", counting_open)
-    monkeypatch.setattr(egress_backend.TcpConnector, "connect", counting_connect)
+    monkeypatch.setattr(egress_backend.TcpBackend, "connect", counting_connect)
     wiki = FixtureWiki()
     page = Reply(
         headers=(("Content-Type", "text/html; charset=utf-8"),),

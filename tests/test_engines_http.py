@@ -1,4 +1,4 @@
-"""EngineHttp: the engine profile of the egress rules, over real loopback sockets."""
+"""EngineClient: the engine profile of the egress rules, over real loopback sockets."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import rypsok
 from rypsok.core.egress.testing import MapResolver
 from rypsok.core.engines.base import EngineFailure
 from rypsok.core.engines.http import (
-    EngineHttp,
+    EngineClient,
     EngineOrigin,
     parse_retry_after,
     user_agent,
@@ -33,9 +33,9 @@ def _origin(url: str) -> EngineOrigin:
 
 async def test_req_cmp_004_user_agent_names_version_project_and_contact() -> None:
     async with serve_http({"/x": Reply(body=b"{}")}) as server:
-        async with EngineHttp(contact="ops@example.org") as http:
+        async with EngineClient(contact="ops@example.org") as http:
             await http.get(_origin(server.url), "/x", params=[], headers={}, max_bytes=MIB)
-        async with EngineHttp(contact="") as http:
+        async with EngineClient(contact="") as http:
             await http.get(_origin(server.url), "/x", params=[], headers={}, max_bytes=MIB)
     version = rypsok.__version__
     assert server.requests[0].header("user-agent") == (
@@ -65,7 +65,7 @@ async def test_req_sec_017_a_redirect_is_not_followed_and_the_credential_stays_h
         redirect = Reply(status=302, headers=(("Location", f"{other.url}/elsewhere"),))
         async with serve_http({"/search": redirect}, tls=tls_for(PROVIDER)) as engine:
             network = ProviderNetwork({PROVIDER: engine})
-            async with EngineHttp(**network.http_options()) as http:
+            async with EngineClient(**network.http_options()) as http:
                 response = await http.get(
                     EngineOrigin(scheme="https", host=PROVIDER),
                     "/search",
@@ -90,7 +90,7 @@ async def test_req_test_015_environment_proxy_variables_are_ignored(
         monkeypatch.delenv("no_proxy", raising=False)
         async with serve_http({"/w/api.php": Reply(body=b"{}")}) as wiki:
             # No injected transport: the production client, with the environment above.
-            async with EngineHttp() as http:
+            async with EngineClient() as http:
                 response = await http.get(
                     _origin(wiki.url), "/w/api.php", params=[], headers={}, max_bytes=MIB
                 )
@@ -109,7 +109,7 @@ async def test_req_res_008_the_configured_proxy_carries_engine_requests() -> Non
     resolver = MapResolver({})
     async with (
         serve_http(default=Reply(body=b"not a tunnel")) as proxy,
-        EngineHttp(proxy=proxy.url, resolver=resolver) as http,
+        EngineClient(proxy=proxy.url, resolver=resolver) as http,
     ):
         with pytest.raises(EngineFailure) as caught:
             await http.get(
@@ -131,7 +131,7 @@ async def test_req_res_008_a_loopback_engine_is_never_sent_to_the_proxy() -> Non
     async with (
         serve_http(default=Reply(body=b'{"via":"proxy"}')) as proxy,
         serve_http({"/w/api.php": Reply(body=b"{}")}) as wiki,
-        EngineHttp(proxy=proxy.url) as http,
+        EngineClient(proxy=proxy.url) as http,
     ):
         response = await http.get(
             _origin(wiki.url), "/w/api.php", params=[("a", "1")], headers={}, max_bytes=MIB
@@ -143,7 +143,7 @@ async def test_req_res_008_a_loopback_engine_is_never_sent_to_the_proxy() -> Non
 
 def test_req_res_008_a_bad_proxy_is_refused_without_repeating_it() -> None:
     with pytest.raises(ValueError, match=r"egress\.proxy") as caught:
-        EngineHttp(proxy="gopher://user:secret@proxy")
+        EngineClient(proxy="gopher://user:secret@proxy")
     assert "secret" not in str(caught.value)
 
 
@@ -151,7 +151,7 @@ async def test_req_sec_013_a_gzip_bomb_stops_at_the_bound() -> None:
     bomb = gzip.compress(b"\0" * (64 * MIB), compresslevel=9)
     assert len(bomb) < MIB // 8
     reply = Reply(headers=(("Content-Encoding", "gzip"),), body=bomb, chunks=4)
-    async with serve_http({"/x": reply}) as server, EngineHttp() as http:
+    async with serve_http({"/x": reply}) as server, EngineClient() as http:
         with pytest.raises(EngineFailure) as caught:
             await http.get(_origin(server.url), "/x", params=[], headers={}, max_bytes=MIB)
     assert caught.value.failure_class is Reason.PARSE_FAILURE
@@ -171,7 +171,7 @@ async def test_req_sec_013_compressed_bodies_are_counted_after_decompression() -
             body=gzip.compress(payload + b"xxxxxxxxxxxxxxxxx"),
         ),
     }
-    async with serve_http(routes) as server, EngineHttp() as http:
+    async with serve_http(routes) as server, EngineClient() as http:
         for path in ("/gzip", "/zlib", "/raw"):
             response = await http.get(
                 _origin(server.url), path, params=[], headers={}, max_bytes=MIB
@@ -190,7 +190,7 @@ async def test_req_sec_010_an_identity_body_is_bounded_while_streaming() -> None
         "/lying": Reply(body=big, headers=(("Content-Length", "10"),), chunks=16),
         "/exact": Reply(body=big[:MIB]),
     }
-    async with serve_http(routes) as server, EngineHttp() as http:
+    async with serve_http(routes) as server, EngineClient() as http:
         for path in ("/declared", "/undeclared"):
             with pytest.raises(EngineFailure) as caught:
                 await http.get(_origin(server.url), path, params=[], headers={}, max_bytes=MIB)
@@ -208,7 +208,7 @@ async def test_req_sec_010_an_identity_length_above_the_bound_is_refused_before_
         serve_http({"/x": declared}, tls=tls_for(PROVIDER)) as secured,
     ):
         network = ProviderNetwork({PROVIDER: secured})
-        async with EngineHttp() as local, EngineHttp(**network.http_options()) as provider:
+        async with EngineClient() as local, EngineClient(**network.http_options()) as provider:
             for http, origin in (
                 (local, _origin(plain.url)),
                 (provider, EngineOrigin(scheme="https", host=PROVIDER)),
@@ -227,7 +227,7 @@ async def test_req_sec_013_a_compressed_length_above_the_bound_is_read_by_what_i
     compressed = gzip.compress(payload)
     assert len(compressed) > len(payload)
     reply = Reply(headers=(("Content-Encoding", "gzip"),), body=compressed)
-    async with serve_http({"/x": reply}) as server, EngineHttp() as http:
+    async with serve_http({"/x": reply}) as server, EngineClient() as http:
         response = await http.get(
             _origin(server.url), "/x", params=[], headers={}, max_bytes=len(payload)
         )
@@ -242,7 +242,7 @@ async def test_req_sec_013_a_corrupt_or_unasked_coding_is_a_parse_failure() -> N
         ),
         "/br": Reply(headers=(("Content-Encoding", "br"),), body=b"\x0b\x02\x80{}\x03"),
     }
-    async with serve_http(routes) as server, EngineHttp() as http:
+    async with serve_http(routes) as server, EngineClient() as http:
         for path in routes:
             with pytest.raises(EngineFailure) as caught:
                 await http.get(_origin(server.url), path, params=[], headers={}, max_bytes=MIB)
@@ -265,7 +265,7 @@ async def test_req_sec_013_over_tls_the_body_is_bounded_and_decoded_too() -> Non
     }
     async with serve_http(routes, tls=tls_for(PROVIDER)) as server:
         network = ProviderNetwork({PROVIDER: server})
-        async with EngineHttp(**network.http_options()) as http:
+        async with EngineClient(**network.http_options()) as http:
             origin = EngineOrigin(scheme="https", host=PROVIDER)
             # A driver cannot ask for a coding the client does not decode under the bound.
             response = await http.get(
@@ -284,7 +284,7 @@ async def test_req_sec_011_a_slow_engine_ends_at_the_callers_total() -> None:
     # long before the answer (5 s), as a cancellation or as the read timeout the client
     # takes from what is left of the scope.
     slow = Reply(body=b"{}", delay_s=5)
-    async with serve_http({"/slow": slow}) as server, EngineHttp() as http:
+    async with serve_http({"/slow": slow}) as server, EngineClient() as http:
         failure: Reason | None = None
         start = trio.current_time()
         with trio.move_on_after(0.15) as scope:
@@ -300,7 +300,7 @@ async def test_req_sec_011_a_slow_engine_ends_at_the_callers_total() -> None:
 async def test_req_sec_011_the_callers_deadline_cancels_and_is_not_a_failure() -> None:
     async with (
         serve_http({"/slow": Reply(body=b"{}", delay_s=5)}) as server,
-        EngineHttp() as http,
+        EngineClient() as http,
     ):
         with trio.move_on_after(0.1) as scope:
             await http.get(_origin(server.url), "/slow", params=[], headers={}, max_bytes=MIB)
@@ -311,7 +311,7 @@ async def test_req_eng_006_a_refused_connection_is_a_request_failure() -> None:
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     port = listeners[0].socket.getsockname()[1]
     await listeners[0].aclose()  # nothing listens on the port any more
-    async with EngineHttp() as http:
+    async with EngineClient() as http:
         with pytest.raises(EngineFailure) as caught:
             await http.get(
                 _origin(f"http://127.0.0.1:{port}"), "/", params=[], headers={}, max_bytes=MIB
@@ -323,7 +323,7 @@ async def test_req_eng_006_a_refused_connection_is_a_request_failure() -> None:
 async def test_req_sec_012_outbound_requests_in_flight_are_capped(cap: int) -> None:
     async with (
         serve_http({"/x": Reply(body=b"{}", delay_s=0.05)}) as server,
-        EngineHttp(outbound_in_flight=cap) as http,
+        EngineClient(outbound_in_flight=cap) as http,
         trio.open_nursery() as nursery,
     ):
         for _ in range(4):
@@ -352,7 +352,7 @@ def test_req_res_002_retry_after_in_seconds_and_as_a_date() -> None:
 
 
 async def test_req_sec_011_connect_timeout_and_read_timeout_is_the_time_left() -> None:
-    async with EngineHttp(connect_timeout_ms=300) as http:
+    async with EngineClient(connect_timeout_ms=300) as http:
         # The scopes are read by the client, not waited in.
         with trio.move_on_after(2.0):  # noqa: ASYNC100 (the aggregator's LIM-S5 scope)
             first = http._timeout()
@@ -369,7 +369,7 @@ async def test_req_sec_011_connect_timeout_and_read_timeout_is_the_time_left() -
 
 
 async def test_req_cmp_004_a_driver_cannot_replace_the_user_agent() -> None:
-    async with serve_http({"/x": Reply(body=b"{}")}) as server, EngineHttp() as http:
+    async with serve_http({"/x": Reply(body=b"{}")}) as server, EngineClient() as http:
         await http.get(
             _origin(server.url),
             "/x",
@@ -394,7 +394,7 @@ async def test_req_eng_014_a_cookie_an_engine_sets_is_never_sent_back() -> None:
         "/moved": Reply(status=302, headers=(("Location", "/x"), *cookies)),
         "/x": Reply(body=b"{}"),
     }
-    async with serve_http(routes) as server, EngineHttp() as http:
+    async with serve_http(routes) as server, EngineClient() as http:
         origin = _origin(server.url)
         first = await http.get(origin, "/set", params=[], headers={}, max_bytes=MIB)
         moved = await http.get(origin, "/moved", params=[], headers={}, max_bytes=MIB)
@@ -413,7 +413,7 @@ def test_req_sec_017_an_ipv4_mapped_loopback_is_loopback() -> None:
 async def test_req_sec_011_a_trickling_body_is_cut_by_the_deadline_at_once() -> None:
     body = b"x" * 5000
     reply = Reply(body=body, chunks=50, chunk_delay_s=0.05)
-    async with serve_http({"/slow": reply}) as server, EngineHttp() as http:
+    async with serve_http({"/slow": reply}) as server, EngineClient() as http:
         start = trio.current_time()
         with trio.move_on_after(0.3) as total:  # the aggregator's LIM-S5 scope
             await http.get(_origin(server.url), "/slow", params=[], headers={}, max_bytes=MIB)

@@ -15,7 +15,7 @@ from rypsok.config.schema import Config, EngineConfig, SearchConfig
 from rypsok.core.engines.arxiv import ArxivEngine
 from rypsok.core.engines.crossref import CrossrefEngine
 from rypsok.core.engines.hackernews import HackerNewsEngine
-from rypsok.core.engines.http import EngineHttp
+from rypsok.core.engines.http import EngineClient
 from rypsok.core.engines.searxng import SearxngEngine
 from rypsok.core.engines.stackexchange import StackExchangeEngine
 from rypsok.core.model import Category, DetailReason, EngineState, SearchRequest, ToolError
@@ -48,7 +48,7 @@ def _asker(path: str, build: Any) -> Any:
 async def test_req_sec_010_an_answer_above_the_bound_is_a_parse_failure(
     kind: str, path: str, build: Any
 ) -> None:
-    async with EngineHttp() as http:
+    async with EngineClient() as http:
         bound = build(http, "http://127.0.0.1:9").record.response_max_bytes
     over = Reply(body=b" " * (bound + 1))
     assert await outcome_of(_asker(path, build), over) == ("parse_failure", None)

@@ -21,7 +21,7 @@ import pytest
 import trio
 
 from rypsok.core.engines.base import EngineQuery
-from rypsok.core.engines.http import EngineHttp
+from rypsok.core.engines.http import EngineClient
 from rypsok.core.engines.wikipedia import WikipediaEngine
 from rypsok.core.model import Category, SafeSearch
 
@@ -144,7 +144,7 @@ def _query(text: str) -> EngineQuery:
 
 
 async def test_req_eng_005_a_real_mediawiki_answers_through_base_url(mediawiki: str) -> None:
-    async with EngineHttp(contact="ops@example.org") as http:
+    async with EngineClient(contact="ops@example.org") as http:
         by_script_path = await WikipediaEngine("wiki", http, mediawiki).search(_query("rust"))
         by_api = await WikipediaEngine("wiki", http, f"{mediawiki}/api.php").search(_query("rust"))
     assert by_script_path == by_api
@@ -166,6 +166,6 @@ async def test_req_eng_005_a_real_mediawiki_answers_through_base_url(mediawiki: 
 
 
 async def test_req_test_002_a_real_mediawiki_with_no_match_is_empty(mediawiki: str) -> None:
-    async with EngineHttp() as http:
+    async with EngineClient() as http:
         answer = await WikipediaEngine("wiki", http, mediawiki).search(_query("zzqxv"))
     assert answer.results == ()

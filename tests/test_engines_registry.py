@@ -12,7 +12,7 @@ import pytest
 from rypsok.config.schema import Config, EngineConfig, LimitsConfig, ScrapingConfig
 from rypsok.core import telemetry
 from rypsok.core.engines.brave import BraveEngine
-from rypsok.core.engines.http import EngineHttp
+from rypsok.core.engines.http import EngineClient
 from rypsok.core.engines.registry import RegistryError, build_registry, status_entries
 from rypsok.core.engines.wikipedia import WikipediaEngine
 from rypsok.core.model import Category, DisabledReason, EngineState, Reason
@@ -38,8 +38,8 @@ def _records(stream: io.StringIO) -> list[dict[str, object]]:
     return [json.loads(line) for line in stream.getvalue().splitlines()]
 
 
-def _http() -> EngineHttp:
-    return EngineHttp()
+def _http() -> EngineClient:
+    return EngineClient()
 
 
 def test_req_ops_003_defaults_wikipedia_active_brave_inactive_without_key(

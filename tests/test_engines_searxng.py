@@ -81,11 +81,11 @@ async def test_req_eng_006_searxng_drifted_format_is_a_parse_failure(payload: ob
 
 
 def test_req_sec_017_searxng_base_url_off_loopback_needs_https() -> None:
-    from rypsok.core.engines.http import EngineHttp
+    from rypsok.core.engines.http import EngineClient
 
     with pytest.raises(ValueError, match="loopback"):
-        SearxngEngine("sx", EngineHttp(), "http://search.example.org")
-    SearxngEngine("sx", EngineHttp(), "https://search.internal.example")
+        SearxngEngine("sx", EngineClient(), "http://search.example.org")
+    SearxngEngine("sx", EngineClient(), "https://search.internal.example")
 
 
 async def test_req_search_006_unresponsive_sources_become_a_notice_without_their_names() -> None:

@@ -8,7 +8,7 @@ import pytest
 from keyless_fakes import COMMON_STATUSES, ask, json_reply, outcome_of, query, recorded_json
 
 from rypsok.core.engines.base import EngineFailure
-from rypsok.core.engines.http import EngineHttp
+from rypsok.core.engines.http import EngineClient
 from rypsok.core.engines.stackexchange import STACKEXCHANGE_RECORD, StackExchangeEngine
 from rypsok.core.model import Category, Reason
 from rypsok.core.telemetry import Secret
@@ -18,7 +18,7 @@ CAPTURE = "stackexchange/search-advanced-q=java-filter=withbody.real-capture.jso
 PATH = "/2.3/search/advanced"
 
 
-def _engine(http: EngineHttp, url: str, **kwargs: Any) -> StackExchangeEngine:
+def _engine(http: EngineClient, url: str, **kwargs: Any) -> StackExchangeEngine:
     return StackExchangeEngine("so", http, base_url=f"{url}/2.3", **kwargs)
 
 
@@ -67,7 +67,7 @@ async def test_req_res_002_backoff_and_spent_quota_make_the_next_call_wait(
     change: dict[str, int], least_wait: float
 ) -> None:
     payload = recorded_json(CAPTURE) | change
-    async with serve_http({PATH: json_reply(payload)}) as server, EngineHttp() as http:
+    async with serve_http({PATH: json_reply(payload)}) as server, EngineClient() as http:
         engine = _engine(http, server.url)
         first = await engine.search(query("java"))
         try:
@@ -120,7 +120,7 @@ async def test_req_sec_010_stackexchange_gzip_bomb_stops_at_the_bound() -> None:
 
 
 def test_req_sec_010_the_key_is_not_in_the_engines_repr() -> None:
-    engine = StackExchangeEngine("so", EngineHttp(), api_key=Secret("k3y-value"))
+    engine = StackExchangeEngine("so", EngineClient(), api_key=Secret("k3y-value"))
     assert "k3y-value" not in repr(engine)
 
 

@@ -19,7 +19,7 @@ from provider_network import ProviderNetwork, tls_for
 from search_fakes import engine_config, make_config
 
 from rypsok.core.engines.base import EngineFailure, EngineQuery
-from rypsok.core.engines.http import EngineHttp
+from rypsok.core.engines.http import EngineClient
 from rypsok.core.engines.wikipedia import WIKIPEDIA_RECORD, WikipediaEngine, article_path
 from rypsok.core.model import (
     Category,
@@ -61,7 +61,7 @@ async def _wikipedia(
 ) -> AsyncIterator[tuple[WikipediaEngine, LocalHttpServer]]:
     async with serve_http({"/w/api.php": reply}, tls=tls_for(host)) as server:
         network = ProviderNetwork({host: server})
-        async with EngineHttp(**network.http_options(), contact="ops@example.org") as http:
+        async with EngineClient(**network.http_options(), contact="ops@example.org") as http:
             yield WikipediaEngine("wikipedia", http, None), server
 
 
@@ -180,7 +180,7 @@ async def test_req_test_002_wikipedia_timeout() -> None:
 
 async def test_req_sec_017_a_loopback_mirror_over_plain_http() -> None:
     reply = Reply(body=_fixture("wikipedia-search-rust.json"))
-    async with serve_http({"/mw/api.php": reply}) as server, EngineHttp() as http:
+    async with serve_http({"/mw/api.php": reply}) as server, EngineClient() as http:
         by_root = WikipediaEngine("wiki", http, f"{server.url}/mw")
         by_api = WikipediaEngine("wiki", http, f"{server.url}/mw/api.php")
         first = await by_root.search(_query())
@@ -192,7 +192,7 @@ async def test_req_sec_017_a_loopback_mirror_over_plain_http() -> None:
 
 
 def test_req_sec_017_a_mirror_off_loopback_needs_https() -> None:
-    http = EngineHttp()
+    http = EngineClient()
     with pytest.raises(ValueError, match="loopback"):
         WikipediaEngine("wiki", http, "http://wiki.example.org/w")
     with pytest.raises(ValueError, match="base_url"):
@@ -242,7 +242,7 @@ async def test_req_eng_002_one_driver_serves_concurrent_searches() -> None:
 
     async with serve_http({"/w/api.php": echo}, tls=tls_for("en.wikipedia.org")) as server:
         network = ProviderNetwork({"en.wikipedia.org": server})
-        async with EngineHttp(**network.http_options()) as http:
+        async with EngineClient(**network.http_options()) as http:
             engine = WikipediaEngine("wikipedia", http)
             answers: dict[str, str] = {}
 

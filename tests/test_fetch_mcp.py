@@ -58,7 +58,7 @@ async def test_req_fetch_001_req_mcp_011_the_books_calls_over_stdio() -> None:
 
 async def test_req_mcp_004_web_fetch_arguments_are_checked_before_any_request() -> None:
     config = fetch_config()
-    rypsok, connector, _ = fetching_rypsok(config, {})
+    rypsok, network_backend, _ = fetching_rypsok(config, {})
     url = "https://a.org/"
     arguments: list[dict[str, Any]] = [
         {},
@@ -92,4 +92,4 @@ async def test_req_mcp_004_web_fetch_arguments_are_checked_before_any_request() 
     assert parameters == ["url", "url", "max_chars", "x", "start_char"]
     unknown = answers[4]["result"]["structuredContent"]["error"]["detail"]
     assert unknown["allowed"] == ["url", "max_chars", "start_char"]
-    assert connector.attempts == []
+    assert network_backend.attempts == []

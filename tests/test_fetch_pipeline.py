@@ -48,7 +48,7 @@ async def test_req_fetch_001_req_fetch_002_the_books_page_is_read_as_markdown() 
     authority = Authority()
     routes = {"/rust-ownership": Page.html(RUST_PAGE), "/robots.txt": ROBOTS_OPEN}
     async with serve_site(routes, tls=authority.server_context("example.org")) as site:
-        rypsok, connector, _ = fetching_rypsok(
+        rypsok, network_backend, _ = fetching_rypsok(
             fetch_config(), {"example.org": site}, authority=authority
         )
         async with rypsok:
@@ -59,7 +59,7 @@ async def test_req_fetch_001_req_fetch_002_the_books_page_is_read_as_markdown() 
     sent = site.seen[1].headers
     assert set(sent) <= {"host", "user-agent", "accept", "accept-encoding", "connection"}
     assert sent["user-agent"].startswith("rypsok/")
-    assert {port for _, port in connector.attempts} == {site.port}
+    assert {port for _, port in network_backend.attempts} == {site.port}
 
 
 async def test_req_fetch_010_http_is_retried_over_https_and_the_url_says_so() -> None:
@@ -88,13 +88,13 @@ async def test_req_fetch_010_a_failed_https_retry_is_denied_scheme() -> None:
 
 
 async def test_req_fetch_010_dat_3_a_scheme_that_is_not_http_has_its_own_message() -> None:
-    rypsok, connector, _ = fetching_rypsok(fetch_config(), {})
+    rypsok, network_backend, _ = fetching_rypsok(fetch_config(), {})
     async with rypsok:
         error = await fetch(rypsok, "ftp://example.org/file")
     assert isinstance(error, ToolError)
     assert error.detail.reason is DetailReason.SCHEME
     assert "retried" not in error.message
-    assert connector.attempts == []
+    assert network_backend.attempts == []
 
 
 async def test_req_fetch_010_plain_http_is_read_where_the_operator_allows_it() -> None:
@@ -126,12 +126,12 @@ async def test_req_fetch_010_plain_http_is_read_where_the_operator_allows_it() -
 async def test_req_fetch_001_req_fetch_007_refused_urls_never_connect(
     url: str, kind: ErrorKind, reason: DetailReason
 ) -> None:
-    rypsok, connector, resolver = fetching_rypsok(fetch_config(), {})
+    rypsok, network_backend, resolver = fetching_rypsok(fetch_config(), {})
     async with rypsok:
         error = await fetch(rypsok, url)
     assert isinstance(error, ToolError)
     assert (error.kind, error.detail.reason) == (kind, reason)
-    assert connector.attempts == []
+    assert network_backend.attempts == []
     assert resolver.lookups == []
     assert "192.168" not in error.message
     assert "example.org" not in error.message
@@ -139,7 +139,7 @@ async def test_req_fetch_001_req_fetch_007_refused_urls_never_connect(
 
 async def test_req_page_001_a_secret_in_the_url_is_refused_before_the_policy() -> None:
     token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
-    rypsok, connector, _ = fetching_rypsok(fetch_config(), {})
+    rypsok, network_backend, _ = fetching_rypsok(fetch_config(), {})
     async with rypsok:
         # A refused address too: the privacy check answers first (REQ-PAGE-001 order).
         error = await fetch(rypsok, f"https://10.0.0.1/x?token={token}")
@@ -147,13 +147,13 @@ async def test_req_page_001_a_secret_in_the_url_is_refused_before_the_policy() -
     assert error.detail.reason is DetailReason.SECRET_IN_URL
     assert error.detail.position == len("https://10.0.0.1/x?token=")
     assert token not in error.message
-    assert connector.attempts == []
+    assert network_backend.attempts == []
 
 
 async def test_req_fetch_001_a_name_that_resolves_to_a_refused_address_is_network(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    rypsok, connector, _ = fetching_rypsok(
+    rypsok, network_backend, _ = fetching_rypsok(
         fetch_config(), {}, allow=(), names={"internal.org": "10.1.2.3"}
     )
     async with rypsok:
@@ -170,7 +170,7 @@ async def test_req_fetch_001_a_name_that_resolves_to_a_refused_address_is_networ
         assert (error.kind, error.detail.reason) == (ErrorKind.UNAVAILABLE, DetailReason.NETWORK)
     # The two answers are identical: nothing tells which internal names exist.
     assert refused.to_json() == unknown.to_json()
-    assert connector.attempts == []
+    assert network_backend.attempts == []
 
 
 @pytest.mark.parametrize(
@@ -186,14 +186,14 @@ async def test_req_fetch_001_a_name_that_resolves_to_a_refused_address_is_networ
 async def test_req_fetch_003_lim_f9_parameters_out_of_range_are_invalid_request(
     arguments: dict[str, Any], parameter: str
 ) -> None:
-    rypsok, connector, _ = fetching_rypsok(fetch_config(), {})
+    rypsok, network_backend, _ = fetching_rypsok(fetch_config(), {})
     request = {"url": "https://example.org/", **arguments}
     async with rypsok:
         error = await fetch(rypsok, **request)
     assert isinstance(error, ToolError)
     assert error.kind is ErrorKind.INVALID_REQUEST
     assert error.detail.parameter == parameter
-    assert connector.attempts == []
+    assert network_backend.attempts == []
 
 
 async def test_req_fetch_003_the_ceiling_is_the_operators_and_stated() -> None:
@@ -482,12 +482,12 @@ async def test_req_page_008_a_cancelled_caller_ends_the_fetch_at_once() -> None:
 async def test_req_sec_014_hostile_arguments_get_an_error_never_a_crash(
     arguments: dict[str, Any],
 ) -> None:
-    rypsok, connector, _ = fetching_rypsok(fetch_config(), {})
+    rypsok, network_backend, _ = fetching_rypsok(fetch_config(), {})
     async with rypsok:
         error = await fetch(rypsok, **arguments)
     assert isinstance(error, ToolError)
     assert error.kind in (ErrorKind.INVALID_REQUEST, ErrorKind.DENIED)
-    assert connector.attempts == []
+    assert network_backend.attempts == []
     # The caller's text is never repeated in the message.
     assert "\ud800" not in error.message
     assert "\x00" not in error.message

@@ -11,7 +11,7 @@ from fetch_sites import Page, serve_site
 from rypsok.core.model import DetailReason, ErrorKind, FetchRequest, ToolError
 
 ARTICLE = (
-    "<html><head><title>Target</title></head><body><article><p>The page a redirect leads "
+    "<html><head><title>AdmittedURL</title></head><body><article><p>The page a redirect leads "
     "to, with enough words to be the main block.</p></article></body></html>"
 )
 OPEN = Page.text("User-agent: *\nAllow: /\n")
@@ -41,7 +41,7 @@ async def test_req_fetch_006_same_host_redirects_are_followed(status: int) -> No
         async with rypsok:
             response = await fetch(rypsok, "http://same.org/old")
     assert response.url == "http://same.org/new?x=1"
-    assert response.title == "Target"
+    assert response.title == "AdmittedURL"
 
 
 async def test_req_fetch_006_lim_f7_at_most_max_redirects_are_followed() -> None:
@@ -56,7 +56,7 @@ async def test_req_fetch_006_lim_f7_at_most_max_redirects_are_followed() -> None
         rypsok, _, _ = fetching_rypsok(config("[fetch]\nmax_redirects = 3\n"), {"hops.org": site})
         async with rypsok:
             five = await fetch(rypsok, "http://hops.org/r0")
-    assert four.title == "Target"
+    assert four.title == "AdmittedURL"
     assert isinstance(five, ToolError)
     assert five.kind is ErrorKind.UNAVAILABLE
     assert "more than 3" in five.message
@@ -65,7 +65,7 @@ async def test_req_fetch_006_lim_f7_at_most_max_redirects_are_followed() -> None
 async def test_req_fetch_006_a_cross_host_target_that_passes_is_redirected() -> None:
     target = "https://elsewhere.org/article?id=7"
     async with serve_site({"/robots.txt": OPEN, "/moved": Page.redirect(target)}) as site:
-        rypsok, _connector, resolver = fetching_rypsok(config(), {"start.org": site})
+        rypsok, _network_backend, resolver = fetching_rypsok(config(), {"start.org": site})
         async with rypsok:
             error = await fetch(rypsok, "http://start.org/moved")
     assert isinstance(error, ToolError)
@@ -94,14 +94,14 @@ async def test_req_fetch_006_req_sec_008_a_refused_target_is_denied_and_undisclo
     location: str, reason: DetailReason
 ) -> None:
     async with serve_site({"/robots.txt": OPEN, "/go": Page.redirect(location)}) as site:
-        rypsok, connector, _ = fetching_rypsok(config(), {"start.org": site})
+        rypsok, network_backend, _ = fetching_rypsok(config(), {"start.org": site})
         async with rypsok:
             error = await fetch(rypsok, "http://start.org/go")
     assert isinstance(error, ToolError)
     assert (error.kind, error.detail.reason) == (ErrorKind.DENIED, reason)
     assert error.detail.location is None
     assert location not in str(error.to_json())
-    assert {str(address) for address, _ in connector.attempts} == {site.address}
+    assert {str(address) for address, _ in network_backend.attempts} == {site.address}
 
 
 async def test_req_fetch_006_req_sec_008_https_to_plain_http_without_allow_http_is_scheme() -> None:
@@ -146,14 +146,14 @@ async def test_req_fetch_006_following_cross_host_when_the_operator_allows_it() 
 async def test_req_sec_007_a_followed_target_whose_name_resolves_to_a_refused_address() -> None:
     async with serve_site({"/robots.txt": OPEN, "/go": Page.redirect("http://inside.org/")}) as s:
         cfg = config("[fetch]\nfollow_cross_host_redirects = true\n")
-        rypsok, connector, _ = fetching_rypsok(
+        rypsok, network_backend, _ = fetching_rypsok(
             cfg, {"one.org": s}, names={"inside.org": "192.168.0.10"}
         )
         async with rypsok:
             error = await fetch(rypsok, "http://one.org/go")
     assert isinstance(error, ToolError)
     assert (error.kind, error.detail.reason) == (ErrorKind.UNAVAILABLE, DetailReason.NETWORK)
-    assert all(str(address) == s.address for address, _ in connector.attempts)
+    assert all(str(address) == s.address for address, _ in network_backend.attempts)
 
 
 async def test_req_fetch_006_a_redirect_without_location_or_a_bad_one_is_unavailable() -> None:

@@ -310,7 +310,7 @@ async def test_req_sec_012_a_call_that_waits_past_its_deadline_for_a_slot_is_bus
 
 
 async def test_req_page_008_lim_c5_large_engine_answers_are_decoded_on_the_same_limiter() -> None:
-    from rypsok.core.engines.http import EngineHttp
+    from rypsok.core.engines.http import EngineClient
 
     loop_thread = threading.get_ident()
     seen: list[tuple[int, int]] = []
@@ -320,7 +320,7 @@ async def test_req_page_008_lim_c5_large_engine_answers_are_decoded_on_the_same_
         seen.append((len(body), threading.get_ident()))
         return len(body)
 
-    async with EngineHttp() as http:
+    async with EngineClient() as http:
         http.parse_limiter = limiter
         assert await http.off_loop(decode, b"{}" * 100) == 200
         assert await http.off_loop(decode, b" " * 70000) == 70000

@@ -432,8 +432,8 @@ async def test_req_cmp_005_a_redirected_robots_txt_is_followed_and_judged() -> N
 async def test_req_cmp_005_a_robots_txt_redirected_to_a_refused_address_disallows() -> None:
     routes = {"/robots.txt": Page.redirect("http://10.0.0.1/robots.txt"), "/p": Page.html(ARTICLE)}
     async with serve_site(routes) as site:
-        rypsok, connector, _ = fetching_rypsok(config(), {"moved.org": site})
+        rypsok, network_backend, _ = fetching_rypsok(config(), {"moved.org": site})
         async with rypsok:
             answer = await fetch(rypsok, "http://moved.org/p")
     assert is_robots_denial(answer)
-    assert all(str(address) == site.address for address, _ in connector.attempts)
+    assert all(str(address) == site.address for address, _ in network_backend.attempts)

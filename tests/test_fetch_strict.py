@@ -40,22 +40,22 @@ def strict_rypsok(site: Any, extra: str = "") -> Any:
     engine = FakeEngine("alpha", (found,))
     # The sites are reached through an address rule only, so that no name is allowed by a
     # rule except the operator's listed.org.
-    rypsok, connector, _ = fetching_rypsok(
+    rypsok, network_backend, _ = fetching_rypsok(
         fetch_config(STRICT + extra),
         {"strict.org": site, "listed.org": site},
         allow=("127.0.0.1",),
         engines=[engine],
     )
-    return rypsok, connector
+    return rypsok, network_backend
 
 
 async def test_req_sec_021_only_urls_a_search_returned_or_allowed_hosts_are_fetched() -> None:
     routes = {"/robots.txt": OPEN, "/found": Page.html(ARTICLE), "/other": Page.html(ARTICLE)}
     async with serve_site(routes) as site:
-        rypsok, connector = strict_rypsok(site)
+        rypsok, network_backend = strict_rypsok(site)
         async with rypsok:
             before = await fetch(rypsok, "http://strict.org/found")
-            assert connector.attempts == []  # refused before any request
+            assert network_backend.attempts == []  # refused before any request
             await rypsok.search(SearchRequest(query="rust"))
             after = await fetch(rypsok, "http://strict.org/found")
             other = await fetch(rypsok, "http://strict.org/other")

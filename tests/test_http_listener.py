@@ -35,7 +35,7 @@ from http_helpers import (
 from search_fakes import capture_logs
 
 from rypsok.core import telemetry
-from rypsok.mcp.framing import Http1Gate
+from rypsok.mcp.framing import Http1RequestParser
 from rypsok.mcp.listener import (
     TRIM_AFTER_CLOSES,
     TRIM_QUIET_S,
@@ -1023,7 +1023,7 @@ async def test_req_sec_018_a_kept_alive_connections_next_request_unread_is_not_o
     server_side, client_side = socket.socketpair()
     with server_side, client_side:
         connection = _Connection("ipv4", server_side.fileno())
-        connection.gate = Http1Gate(16384)
+        connection.gate = Http1RequestParser(16384)
         # The first request, whole and passed on: the gate waits for the next head.
         assert connection.gate.feed(_request_bytes())
         assert not connection.gate.head_started

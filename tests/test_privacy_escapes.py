@@ -106,7 +106,7 @@ async def test_req_priv_002_a_secret_behind_an_escape_never_reaches_the_site(
     url: str, before: str
 ) -> None:
     async with serve_site({"/robots.txt": Page.text(""), "/s": Page.html(ARTICLE)}) as site:
-        rypsok, connector, resolver = fetching_rypsok(
+        rypsok, network_backend, resolver = fetching_rypsok(
             fetch_config(), {"site.org": site, "api.site.org": site}
         )
         async with rypsok:
@@ -118,7 +118,7 @@ async def test_req_priv_002_a_secret_behind_an_escape_never_reaches_the_site(
     assert error.detail.position == start
     assert url[start:] not in error.message
     assert site.paths() == []
-    assert connector.attempts == []
+    assert network_backend.attempts == []
     assert resolver.lookups == []
 
 

@@ -7,12 +7,12 @@ from hypothesis import strategies as st
 from mcp_helpers import dispatcher
 
 from rypsok.mcp.protocol import Call, Cancel, Nothing, Reply, jsonrpc
-from rypsok.mcp.protocol.framing import MAX_LINE_BYTES, LineSplitter
+from rypsok.mcp.protocol.framing import MAX_LINE_BYTES, LineDecoder
 
 
 def test_req_mcp_002_lim_o3_bound_is_16_mib_with_the_newline() -> None:
     assert MAX_LINE_BYTES == 16 * 1024 * 1024
-    splitter = LineSplitter(8)
+    splitter = LineDecoder(8)
     assert splitter.feed(b"1234567\n") == [b"1234567"]  # 7 bytes + newline = 8: kept
     assert splitter.feed(b"12345678\n") == []  # 9 with the newline: dropped
     assert splitter.dropped == 1
@@ -20,7 +20,7 @@ def test_req_mcp_002_lim_o3_bound_is_16_mib_with_the_newline() -> None:
 
 
 def test_req_mcp_002_lim_o3_overlong_line_in_pieces_is_dropped_without_being_held() -> None:
-    splitter = LineSplitter(10)
+    splitter = LineDecoder(10)
     assert splitter.feed(b"abcdef") == []
     assert splitter.feed(b"ghijkl") == []  # past the bound: dropped at once
     assert splitter.dropped == 1
@@ -32,7 +32,7 @@ def test_req_mcp_002_lim_o3_overlong_line_in_pieces_is_dropped_without_being_hel
 
 
 def test_req_mcp_002_last_line_without_newline_is_served_at_end_of_input() -> None:
-    splitter = LineSplitter(100)
+    splitter = LineDecoder(100)
     assert splitter.feed(b"a\nb") == [b"a"]
     assert splitter.finish() == b"b"
     assert splitter.finish() is None
@@ -43,10 +43,10 @@ def test_req_mcp_002_lim_o3_splitting_is_independent_of_how_the_bytes_arrive(
     pieces: list[bytes], chunk: int
 ) -> None:
     data = b"".join(pieces)
-    whole = LineSplitter(16)
+    whole = LineDecoder(16)
     expected = whole.feed(data)
     expected_last = whole.finish()
-    split = LineSplitter(16)
+    split = LineDecoder(16)
     got = []
     for start in range(0, len(data), chunk):
         got += split.feed(data[start : start + chunk])

@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reachable import strings_reachable_from
 
-from rypsok.core.engines.http import EngineHttp, EngineOrigin, parse_base_url
+from rypsok.core.engines.http import EngineClient, EngineOrigin, parse_base_url
 from rypsok.core.engines.limiter import _Units
 from testkit.messages import discover
 from testkit.servers import Reply, serve_http
@@ -177,7 +177,7 @@ def test_req_cmp_002_the_limiters_units_are_the_exact_times(
 async def test_req_priv_003_the_engine_client_keeps_nothing_of_a_query() -> None:
     phrase = "".join(["zq", "unusual", "xw"])  # built at run time: no constant holds it
     async with serve_http({"/w/api.php": Reply(body=b"{}")}) as server:
-        http = EngineHttp()
+        http = EngineClient()
         async with http:
             origin = EngineOrigin.parse(server.url)
             params = [("action", "query"), ("srsearch", f"{phrase} words"), ("srlimit", "10")]

@@ -22,7 +22,7 @@ import trio
 from rypsok.core.engines.base import EngineFailure, EngineQuery
 from rypsok.core.engines.brave import BraveEngine
 from rypsok.core.engines.duckduckgo import DuckDuckGoEngine
-from rypsok.core.engines.http import EngineHttp
+from rypsok.core.engines.http import EngineClient
 from rypsok.core.engines.wikipedia import WikipediaEngine
 from rypsok.core.model import Category, SafeSearch
 
@@ -49,7 +49,7 @@ def _query(text: str) -> EngineQuery:
 
 
 async def test_live_wikipedia_answers_rust() -> None:
-    async with EngineHttp(contact=CONTACT) as http:
+    async with EngineClient(contact=CONTACT) as http:
         with trio.fail_after(LIVE_TOTAL_S):
             answer = await WikipediaEngine("wikipedia", http).search(
                 _query("Rust (programming language)")
@@ -62,7 +62,7 @@ async def test_live_brave_answers_rust() -> None:
     key = os.environ.get("BRAVE_API_KEY", "")
     if not key:
         pytest.skip("BRAVE_API_KEY is not set")
-    async with EngineHttp(contact=CONTACT) as http:
+    async with EngineClient(contact=CONTACT) as http:
         with trio.fail_after(LIVE_TOTAL_S):
             answer = await BraveEngine("brave", http, key).search(
                 _query("rust programming language")
@@ -71,7 +71,7 @@ async def test_live_brave_answers_rust() -> None:
 
 
 async def test_live_duckduckgo_answers_rust() -> None:
-    async with EngineHttp(contact=CONTACT) as http:
+    async with EngineClient(contact=CONTACT) as http:
         engine = DuckDuckGoEngine("ddg", http, trio.CapacityLimiter(1))
         try:
             with trio.fail_after(LIVE_TOTAL_S):

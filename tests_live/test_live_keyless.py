@@ -19,7 +19,7 @@ from rypsok.core.engines.arxiv import ArxivEngine
 from rypsok.core.engines.base import EngineAnswer, EngineQuery
 from rypsok.core.engines.crossref import CrossrefEngine
 from rypsok.core.engines.hackernews import HackerNewsEngine
-from rypsok.core.engines.http import EngineHttp
+from rypsok.core.engines.http import EngineClient
 from rypsok.core.engines.searxng import SearxngEngine
 from rypsok.core.engines.stackexchange import StackExchangeEngine
 from rypsok.core.model import Category, SafeSearch
@@ -45,7 +45,7 @@ def _query(text: str, category: Category) -> EngineQuery:
 
 
 async def _ask(build: object, text: str, category: Category) -> EngineAnswer:
-    async with EngineHttp(contact=CONTACT) as http:
+    async with EngineClient(contact=CONTACT) as http:
         engine = build(http)  # type: ignore[operator]
         with trio.fail_after(15):
             answer: EngineAnswer = await engine.search(_query(text, category))

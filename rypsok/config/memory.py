@@ -160,7 +160,7 @@ def parse_bytes(max_bytes: int) -> int:
 def answer_bytes(config: Config) -> int:
     """What each LIM-C5 permit beyond the first can hold outside the parse budget: the part
     of a parse that does not grow (a second page within the budget, or an engine's answer
-    small enough to ride on its permit: see `EngineHttp.off_loop`), or, when a DuckDuckGo
+    small enough to ride on its permit: see `EngineClient.off_loop`), or, when a DuckDuckGo
     engine is enabled, its results page parsed under a permit alone (its own target, not
     the budget). An engine's larger answer takes its share of the budget and is within
     the one parse at the bounds."""

@@ -25,7 +25,7 @@ from rypsok.core.coordination.limits import SharedEngineLimiter, SharedToolLimit
 from rypsok.core.coordination.store import Store
 from rypsok.core.engines.base import Engine
 from rypsok.core.engines.circuit import Circuit
-from rypsok.core.engines.http import EngineHttp, EngineNetwork
+from rypsok.core.engines.http import EngineClient, EngineNetwork
 from rypsok.core.engines.latency import LatencyWindow
 from rypsok.core.engines.limiter import EngineLimiter
 from rypsok.core.engines.registry import (
@@ -233,7 +233,7 @@ class Rypsok:
         engine_network: EngineNetwork | None = None,
     ) -> None:
         self._config = config
-        self._http = EngineHttp.from_config(config, network=engine_network)
+        self._http = EngineClient.from_config(config, network=engine_network)
         env_map = os.environ if env is None else env
         # One parse limiter for everything CPU-bound off the event loop (LIM-C5): page
         # parsing and extraction, the engines' JSON decoding, the scraping driver's pages.

@@ -1,7 +1,7 @@
 """What the listener reads of the bytes before hypercorn does: sans-I/O, one object per
 connection, no copy of a body.
 
-`Http1Gate` holds each HTTP/1 request head back until it is complete, checks it strictly
+`Http1RequestParser` holds each HTTP/1 request head back until it is complete, checks it strictly
 (RFC 9112) and hands hypercorn (h11) a head that h11 and any proxy in front must read the same
 way, or refuses it (issue 18.4: request smuggling). h11 is lenient where a proxy may not be:
 it accepts a folded field, a bare LF, a lower-case method (hypercorn upper-cases it), an
@@ -9,7 +9,7 @@ it accepts a folded field, a bare LF, a lower-case method (hypercorn upper-cases
 Transfer-Encoding. After the head the body passes through as it comes, its framing followed
 (a length, or chunks) so that the next head is found where h11 will find it.
 
-`H2Scanner` follows the HTTP/2 frame headers as they pass (the payloads are counted, never
+`H2FrameParser` follows the HTTP/2 frame headers as they pass (the payloads are counted, never
 kept): a header block (HEADERS and its CONTINUATION frames) above LIM-H7 closes the
 connection at once, before h2 has buffered the fragments (issue 18.3).
 """
@@ -21,7 +21,7 @@ from typing import Final
 
 import attrs
 
-__all__ = ["H2Scanner", "HeadRefused", "Http1Gate", "Refusal"]
+__all__ = ["H2FrameParser", "HeadRefused", "Http1RequestParser", "Refusal"]
 
 _TOKEN: Final = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 _REQUEST_LINE: Final = re.compile(rb"(" + _TOKEN + rb") ([^ ]+) (HTTP/[0-9]\.[0-9])")
@@ -64,7 +64,7 @@ EXPECTATION: Final = Refusal(417, "bad_request")
 _HEAD, _LENGTH, _CHUNK_SIZE_LINE, _CHUNK_DATA, _CHUNK_END, _TRAILER = range(6)
 
 
-class Http1Gate:
+class Http1RequestParser:
     """The HTTP/1 bytes of one connection, fed as they arrive.
 
     `feed` returns what hypercorn may read now, or raises `HeadRefused`; after a refusal the
@@ -288,7 +288,7 @@ _CONTINUATION: Final = 0x9
 _END_HEADERS: Final = 0x4
 
 
-class H2Scanner:
+class H2FrameParser:
     """The frame headers of one HTTP/2 connection's incoming bytes (after the preface).
 
     `feed` returns False once a header block is above `limit` bytes: the sum of its HEADERS

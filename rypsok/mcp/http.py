@@ -28,7 +28,7 @@ from rypsok.config.rules import parse_bind
 from rypsok.core import telemetry
 from rypsok.core.model import StatusResponse
 from rypsok.mcp.calls import execute, make_dispatcher, outcome
-from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Reply, StatusCall, eras, jsonrpc
+from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Reply, StatusCall, jsonrpc, revisions
 from rypsok.mcp.protocol.dispatch import META_CAPABILITIES, META_CLIENT, META_VERSION
 from rypsok.mcp.sessions import SESSION_TTL_S, SessionTable
 
@@ -599,7 +599,7 @@ class McpHttpApp:
             raise _error(415, jsonrpc.INVALID_REQUEST, "Invalid Request: no batch here")
         if isinstance(message, jsonrpc.Notification | jsonrpc.Response):
             return 202, b"", ()
-        if _is_modern(message) or version_header == eras.MODERN_REVISION.encode():
+        if _is_modern(message) or version_header == revisions.MODERN_REVISION.encode():
             self._check_modern_headers(request, message)
             watch = request.disconnect_watch(receive)
             return await self._dispatch(self._modern, message, caller, watch, modern=True)

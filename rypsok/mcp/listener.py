@@ -66,7 +66,7 @@ from rypsok import _early
 from rypsok.config.rules import parse_bind
 from rypsok.core import telemetry
 from rypsok.mcp.callers import Callers
-from rypsok.mcp.framing import H2Scanner, Http1Gate
+from rypsok.mcp.framing import H2FrameParser, Http1RequestParser
 from rypsok.mcp.http import (
     CONNECTION_CANCELS,
     CONNECTION_CLAIM,
@@ -407,8 +407,8 @@ class _Connection:
         self.wake = trio.Event()
         self.scope = trio.CancelScope()  # the whole connection
         self.scopes: set[trio.CancelScope] = set()  # HTTP/1 requests running
-        self.gate: Http1Gate | None = None
-        self.h2: H2Scanner | None = None
+        self.gate: Http1RequestParser | None = None
+        self.h2: H2FrameParser | None = None
         self.replay: _Replay | None = None
         self.bodies: list[_Body] = []  # requests running that still read their body
 
@@ -843,13 +843,13 @@ class Listener:
                     self.refusals.refuse("idle_connection", family)
                     return
                 if first.startswith(H2_PREFACE):
-                    connection.h2 = H2Scanner(HEADER_BLOCK_BYTES)
+                    connection.h2 = H2FrameParser(HEADER_BLOCK_BYTES)
                     connection.ready = len(first) > len(H2_PREFACE)
                     connection.ready_since = trio.current_time()
                     # The preface is whole: from here only a header block has a head bound.
                     connection.head_since = None
                 else:
-                    connection.gate = Http1Gate(HEADER_BLOCK_BYTES)
+                    connection.gate = Http1RequestParser(HEADER_BLOCK_BYTES)
                     # Read, not yet through the gate: hypercorn reads it some rounds later.
                     connection.ready = b"\r\n\r\n" in first
                     if connection.holder is None and not self._claimed(connection, first):

@@ -17,35 +17,35 @@ from rypsok.shared.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from rypsok.core.egress.backend import (
-        Connector,
         EgressBackend,
         EgressRefused,
+        NetworkBackend,
         Resolver,
         SystemResolver,
-        TcpConnector,
+        TcpBackend,
     )
     from rypsok.core.egress.clients import (
         FetchClient,
         build_fetch_client,
         build_fetch_client_from_config,
     )
-    from rypsok.core.egress.policy import Denial, EgressPolicy, Target, engine_origin_refusal
+    from rypsok.core.egress.policy import AdmittedURL, Denial, EgressPolicy, engine_origin_refusal
     from rypsok.core.egress.trust import ClientBuildError, system_trust_context
     from rypsok.core.egress.vocabulary import Refusal, detail_reason
 
 __all__ = [
+    "AdmittedURL",
     "ClientBuildError",
-    "Connector",
     "Denial",
     "EgressBackend",
     "EgressPolicy",
     "EgressRefused",
     "FetchClient",
+    "NetworkBackend",
     "Refusal",
     "Resolver",
     "SystemResolver",
-    "Target",
-    "TcpConnector",
+    "TcpBackend",
     "build_fetch_client",
     "build_fetch_client_from_config",
     "detail_reason",
@@ -54,12 +54,12 @@ __all__ = [
 ]
 
 _HOMES = {
-    "Connector": "backend",
+    "NetworkBackend": "backend",
     "EgressBackend": "backend",
     "EgressRefused": "backend",
     "Resolver": "backend",
     "SystemResolver": "backend",
-    "TcpConnector": "backend",
+    "TcpBackend": "backend",
     "FetchClient": "clients",
     "build_fetch_client": "clients",
     "build_fetch_client_from_config": "clients",
@@ -67,7 +67,7 @@ _HOMES = {
     "system_trust_context": "trust",
     "Denial": "policy",
     "EgressPolicy": "policy",
-    "Target": "policy",
+    "AdmittedURL": "policy",
     "engine_origin_refusal": "policy",
     "Refusal": "vocabulary",
     "detail_reason": "vocabulary",

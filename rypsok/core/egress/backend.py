@@ -37,12 +37,12 @@ if TYPE_CHECKING:
     from rypsok.core.egress.ranges import Address
 
 __all__ = [
-    "Connector",
     "EgressBackend",
     "EgressRefused",
+    "NetworkBackend",
     "Resolver",
     "SystemResolver",
-    "TcpConnector",
+    "TcpBackend",
 ]
 
 # More addresses than any real answer holds; a hostile resolver cannot make the backend
@@ -72,7 +72,7 @@ class Resolver(Protocol):
         ...
 
 
-class Connector(Protocol):
+class NetworkBackend(Protocol):
     """Opens a TCP stream to one address that was judged. Tests inject a recording one."""
 
     async def connect(self, address: Address, port: int) -> trio.abc.Stream:
@@ -100,7 +100,7 @@ class SystemResolver:
         return out
 
 
-class TcpConnector:
+class TcpBackend:
     """A plain TCP connection to a numeric address: no lookup can happen here."""
 
     async def connect(self, address: Address, port: int) -> trio.abc.Stream:
@@ -227,11 +227,13 @@ class EgressBackend(httpcore.AsyncNetworkBackend):
         policy: EgressPolicy,
         *,
         resolver: Resolver | None = None,
-        connector: Connector | None = None,
+        network_backend: NetworkBackend | None = None,
     ) -> None:
         self._policy = policy
         self._resolver: Resolver = resolver if resolver is not None else SystemResolver()
-        self._connector: Connector = connector if connector is not None else TcpConnector()
+        self._network_backend: NetworkBackend = (
+            network_backend if network_backend is not None else TcpBackend()
+        )
 
     async def admitted_addresses(self, host: str, port: int) -> list[Address]:
         """Resolve `host` (or read it when it is an address) and return the addresses the
@@ -289,7 +291,7 @@ class EgressBackend(httpcore.AsyncNetworkBackend):
             with trio.fail_after(limit):
                 for address in await self.admitted_addresses(host, port):
                     try:
-                        stream = await self._connector.connect(address, port)
+                        stream = await self._network_backend.connect(address, port)
                     except OSError:
                         continue  # the next admitted address, as a browser would
                     return _TrioStream(stream)

@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from types import TracebackType
 
     from rypsok.config.schema import Config
-    from rypsok.core.egress.backend import Connector, Resolver
-    from rypsok.core.egress.policy import EgressPolicy, Target
+    from rypsok.core.egress.backend import NetworkBackend, Resolver
+    from rypsok.core.egress.policy import AdmittedURL, EgressPolicy
 
 __all__ = [
     "DEFAULT_ACCEPT",
@@ -137,14 +137,16 @@ class EgressTransport(httpx.AsyncBaseTransport):
         *,
         ssl_context: ssl.SSLContext,
         resolver: Resolver | None = None,
-        connector: Connector | None = None,
+        network_backend: NetworkBackend | None = None,
         max_connections: int = 16,
         allowed_headers: frozenset[str] | None = REQUEST_HEADERS,
         proxy: tuple[str, tuple[bytes, bytes] | None] | None = None,
     ) -> None:
         self._policy = policy
         self._allowed_headers = allowed_headers
-        self.backend: Final = EgressBackend(policy, resolver=resolver, connector=connector)
+        self.backend: Final = EgressBackend(
+            policy, resolver=resolver, network_backend=network_backend
+        )
         pool_options = {
             "ssl_context": ssl_context,
             "max_connections": max_connections,
@@ -257,7 +259,7 @@ class _NoCookieJar(http.cookiejar.CookieJar):
 class FetchClient:
     """The client of agent-directed requests (web_fetch and its robots.txt reads).
 
-    `stream(target)` sends one GET for a `Target` the policy produced and yields the
+    `stream(target)` sends one GET for a `AdmittedURL` the policy produced and yields the
     response unread; the caller reads the body under its own bound. `http` is the
     underlying httpx client for code that needs it (its transport enforces the same
     profile). Timeouts: `connect` is LIM-F6 (the backend also caps it), the others default
@@ -271,7 +273,7 @@ class FetchClient:
         user_agent: str,
         ssl_context: ssl.SSLContext | None = None,
         resolver: Resolver | None = None,
-        connector: Connector | None = None,
+        network_backend: NetworkBackend | None = None,
         max_connections: int = 16,
         deadline_s: float = 10.0,
     ) -> None:
@@ -281,7 +283,7 @@ class FetchClient:
             policy,
             ssl_context=context,
             resolver=resolver,
-            connector=connector,
+            network_backend=network_backend,
             max_connections=max_connections,
         )
         self.timeout: Final = httpx.Timeout(
@@ -303,7 +305,7 @@ class FetchClient:
     @asynccontextmanager
     async def stream(
         self,
-        target: Target,
+        target: AdmittedURL,
         *,
         accept: str | None = None,
         accept_encoding: str | None = None,
@@ -354,7 +356,7 @@ def build_fetch_client(
     *,
     user_agent: str,
     resolver: Resolver | None = None,
-    connector: Connector | None = None,
+    network_backend: NetworkBackend | None = None,
     ssl_context: ssl.SSLContext | None = None,
     max_connections: int = 16,
     deadline_s: float = 10.0,
@@ -366,7 +368,7 @@ def build_fetch_client(
         user_agent=user_agent,
         ssl_context=ssl_context,
         resolver=resolver,
-        connector=connector,
+        network_backend=network_backend,
         max_connections=max_connections,
         deadline_s=deadline_s,
     )
@@ -377,7 +379,7 @@ def build_fetch_client_from_config(
     *,
     extra_allow: Iterable[str] = (),
     resolver: Resolver | None = None,
-    connector: Connector | None = None,
+    network_backend: NetworkBackend | None = None,
     ssl_context: ssl.SSLContext | None = None,
 ) -> FetchClient:
     """The fetch client of a configuration: its policy (`[egress]`, `[fetch] ports` and
@@ -392,7 +394,7 @@ def build_fetch_client_from_config(
         EgressPolicy.from_config(config, extra_allow=extra_allow),
         user_agent=user_agent(config.service.user_agent_contact),
         resolver=resolver,
-        connector=connector,
+        network_backend=network_backend,
         ssl_context=ssl_context,
         max_connections=2 * config.limits.fetches_in_flight,
         deadline_s=config.fetch.deadline_ms / 1000,

@@ -41,9 +41,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_PORTS",
+    "AdmittedURL",
     "Denial",
     "EgressPolicy",
-    "Target",
     "engine_origin_refusal",
 ]
 
@@ -62,7 +62,7 @@ _QUERY_KEEP: Final = frozenset(_SAFE + "?`{}\\")
 
 
 @attrs.frozen(kw_only=True)
-class Target:
+class AdmittedURL:
     """A URL that passed the agent-directed profile, in the form that is requested.
 
     `host` is the ASCII (A-label) name, lower-case and without the root dot, or the address
@@ -344,7 +344,7 @@ class EgressPolicy:
             return None if decided else Refusal.DENY_RULE
         return classify(address)
 
-    def judge_url(self, url: str, *, upgrade_http: bool = True) -> Target | Denial:
+    def judge_url(self, url: str, *, upgrade_http: bool = True) -> AdmittedURL | Denial:
         """Judge a URL before any connection: the web_fetch URL or a redirect target.
 
         A plain http URL when plain http is not allowed becomes the https target to try
@@ -378,7 +378,7 @@ class EgressPolicy:
                 port = DEFAULT_PORTS["https"]
         if port not in self.ports:
             return Denial(refusal=Refusal.PORT)
-        return Target(
+        return AdmittedURL(
             scheme=scheme,
             host=target_host,
             port=port,
@@ -388,7 +388,7 @@ class EgressPolicy:
             allowed_by_rule=decided is True,
         )
 
-    def judge_redirect(self, current: Target, location: str) -> Target | Denial:
+    def judge_redirect(self, current: AdmittedURL, location: str) -> AdmittedURL | Denial:
         """Judge a redirect's Location, relative to the URL that answered (REQ-SEC-008).
 
         The target is read as a browser reads it (surrounding spaces and controls dropped,
@@ -407,7 +407,7 @@ class EgressPolicy:
         return self.judge_url(joined, upgrade_http=False)
 
 
-def _resolve_reference(current: Target, text: str) -> str:
+def _resolve_reference(current: AdmittedURL, text: str) -> str:
     """A Location read against the URL that answered (RFC 3986's reference resolution), as
     the WHATWG URL standard reads it.
 

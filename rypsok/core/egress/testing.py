@@ -1,7 +1,7 @@
 """Fakes of the egress component's two edges, for tests and the conformance harness.
 
 `MapResolver` answers names from a table, as a test's DNS (`example.org` → 127.0.0.1);
-`RecordingConnector` records every connection the backend attempts and refuses any
+`RecordingBackend` records every connection the backend attempts and refuses any
 address that is not loopback, so that a test never leaves the machine even when the policy
 under test is wrong, and can assert on what was attempted. The policy under test stays the
 production one: a test reaches its local server only through an allow rule it adds in code
@@ -15,7 +15,7 @@ from __future__ import annotations
 import ipaddress
 from typing import TYPE_CHECKING
 
-from rypsok.core.egress.backend import TcpConnector
+from rypsok.core.egress.backend import TcpBackend
 from rypsok.core.egress.ranges import canonical
 
 if TYPE_CHECKING:
@@ -23,14 +23,14 @@ if TYPE_CHECKING:
 
     import trio
 
-    from rypsok.core.egress.backend import Connector
+    from rypsok.core.egress.backend import NetworkBackend
     from rypsok.core.egress.ranges import Address
 
-__all__ = ["MapResolver", "NotLoopbackError", "RecordingConnector"]
+__all__ = ["MapResolver", "NotLoopbackError", "RecordingBackend"]
 
 
 class NotLoopbackError(OSError):
-    """The recording connector refused an address off loopback."""
+    """The recording network backend refused an address off loopback."""
 
 
 class MapResolver:
@@ -57,15 +57,15 @@ class MapResolver:
         return found
 
 
-class RecordingConnector:
+class RecordingBackend:
     """Records each attempt as (address, port); connects only to loopback addresses."""
 
-    def __init__(self, inner: Connector | None = None) -> None:
-        self._inner: Connector = inner if inner is not None else TcpConnector()
+    def __init__(self, inner: NetworkBackend | None = None) -> None:
+        self._inner: NetworkBackend = inner if inner is not None else TcpBackend()
         self.attempts: list[tuple[Address, int]] = []
 
     async def connect(self, address: Address, port: int) -> trio.abc.Stream:
         self.attempts.append((address, port))
         if not canonical(address).is_loopback:
-            raise NotLoopbackError("the recording connector refuses an address off loopback")
+            raise NotLoopbackError("the recording network backend refuses an address off loopback")
         return await self._inner.connect(address, port)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import httpx
 
     from rypsok.core.engines.base import AdmissionRecord
-    from rypsok.core.engines.http import EngineHttp, EngineResponse
+    from rypsok.core.engines.http import EngineClient, EngineResponse
 
 _T = TypeVar("_T")
 
@@ -156,7 +156,7 @@ class ProviderWait:
 
 
 async def ask_provider(
-    http: EngineHttp,
+    http: EngineClient,
     origin: EngineOrigin,
     path: str,
     *,
@@ -168,7 +168,7 @@ async def ask_provider(
     rate_statuses: Collection[int] = (429,),
 ) -> _T:
     """One GET of an API driver: the answer bounded by its record, its status classified,
-    its body parsed off the event loop (`EngineHttp.off_loop`)."""
+    its body parsed off the event loop (`EngineClient.off_loop`)."""
     response = await http.get(
         origin,
         path,
@@ -186,7 +186,7 @@ class ApiEngine:
 
     RECORD: ClassVar[AdmissionRecord]
 
-    def __init__(self, engine_id: str, http: EngineHttp, root: tuple[EngineOrigin, str]) -> None:
+    def __init__(self, engine_id: str, http: EngineClient, root: tuple[EngineOrigin, str]) -> None:
         self._id = engine_id
         self._http = http
         self._origin, self._root = root

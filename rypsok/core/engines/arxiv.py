@@ -32,7 +32,7 @@ from rypsok.core.engines.base import (
     RawResult,
 )
 from rypsok.core.engines.duckduckgo import MAX_DEPTH, MAX_NODES
-from rypsok.core.engines.http import EngineHttp, EngineOrigin
+from rypsok.core.engines.http import EngineClient, EngineOrigin
 from rypsok.core.model import Reason
 from rypsok.shared.drivers import DRIVER_TYPES
 
@@ -190,7 +190,7 @@ class ArxivEngine(ApiEngine):
 
     RECORD = ARXIV_RECORD
 
-    def __init__(self, engine_id: str, http: EngineHttp, *, base_url: str | None = None) -> None:
+    def __init__(self, engine_id: str, http: EngineClient, *, base_url: str | None = None) -> None:
         super().__init__(engine_id, http, api_root(base_url, ARXIV_ORIGIN, _ROOT))
 
     async def search(self, query: EngineQuery) -> EngineAnswer:

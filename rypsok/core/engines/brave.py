@@ -2,7 +2,7 @@
 
 The origin is fixed to https://api.search.brave.com: no configuration can point the key
 elsewhere. Tests and the conformance harness route it to a local server through the
-injected transport of `EngineHttp`, which leaves the request (its Host, its token) as
+injected transport of `EngineClient`, which leaves the request (its Host, its token) as
 production sends it.
 
 REQ-ARCH-002, REQ-ENG-005 and REQ-MAIN-001: everything of this provider lives in this
@@ -28,7 +28,7 @@ from rypsok.core.engines.base import (
     EngineQuery,
     RawResult,
 )
-from rypsok.core.engines.http import EngineHttp, EngineOrigin, parse_retry_after
+from rypsok.core.engines.http import EngineClient, EngineOrigin, parse_retry_after
 from rypsok.core.model import Reason, TimeRange
 from rypsok.core.telemetry import Secret
 from rypsok.shared.drivers import DRIVER_TYPES
@@ -111,7 +111,7 @@ class BraveEngine:
     def __init__(
         self,
         engine_id: str,
-        http: EngineHttp,
+        http: EngineClient,
         api_key: str | Secret,
         endpoint: Literal["web", "news"] | str = "web",
     ) -> None:

@@ -28,7 +28,7 @@ from rypsok.core.engines.base import (
     EngineQuery,
     RawResult,
 )
-from rypsok.core.engines.http import EngineHttp, EngineOrigin
+from rypsok.core.engines.http import EngineClient, EngineOrigin
 from rypsok.core.model import Reason
 from rypsok.shared.drivers import DRIVER_TYPES
 
@@ -100,7 +100,7 @@ class CrossrefEngine(ApiEngine):
     RECORD = CROSSREF_RECORD
 
     def __init__(
-        self, engine_id: str, http: EngineHttp, *, contact: str = "", base_url: str | None = None
+        self, engine_id: str, http: EngineClient, *, contact: str = "", base_url: str | None = None
     ) -> None:
         super().__init__(engine_id, http, api_root(base_url, CROSSREF_ORIGIN, ""))
         self._mailto = mailto(contact)

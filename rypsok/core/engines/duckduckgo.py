@@ -31,7 +31,7 @@ from rypsok.core.engines.base import (
     EngineQuery,
     RawResult,
 )
-from rypsok.core.engines.http import EngineHttp, EngineOrigin, parse_retry_after
+from rypsok.core.engines.http import EngineClient, EngineOrigin, parse_retry_after
 from rypsok.core.model import Reason, SafeSearch, TimeRange
 from rypsok.shared.drivers import DRIVER_TYPES
 
@@ -274,7 +274,7 @@ class DuckDuckGoEngine:
     """DuckDuckGo's HTML endpoint; keyless, and only ever asked by an operator's switch."""
 
     def __init__(
-        self, engine_id: str, http: EngineHttp, parse_permits: trio.CapacityLimiter
+        self, engine_id: str, http: EngineClient, parse_permits: trio.CapacityLimiter
     ) -> None:
         self._id = engine_id
         self._http = http

@@ -28,7 +28,7 @@ from rypsok.core.engines.base import (
     EngineQuery,
     RawResult,
 )
-from rypsok.core.engines.http import EngineHttp, EngineOrigin
+from rypsok.core.engines.http import EngineClient, EngineOrigin
 from rypsok.core.model import Reason, TimeRange
 from rypsok.shared.drivers import DRIVER_TYPES
 
@@ -72,7 +72,7 @@ class HackerNewsEngine(ApiEngine):
 
     RECORD = HACKERNEWS_RECORD
 
-    def __init__(self, engine_id: str, http: EngineHttp, *, base_url: str | None = None) -> None:
+    def __init__(self, engine_id: str, http: EngineClient, *, base_url: str | None = None) -> None:
         super().__init__(engine_id, http, api_root(base_url, HACKERNEWS_ORIGIN, _ROOT))
 
     async def search(self, query: EngineQuery) -> EngineAnswer:

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from rypsok.config.schema import Config
-    from rypsok.core.engines.http import EngineHttp
+    from rypsok.core.engines.http import EngineClient
 
 __all__ = [
     "DRIVER_TYPES",
@@ -117,7 +117,7 @@ def build_registry(
     config: Config,
     env: Mapping[str, str],
     *,
-    http: EngineHttp,
+    http: EngineClient,
     parse_permits: trio.CapacityLimiter | None = None,
 ) -> Registry:
     """Resolve every configured engine; raises RegistryError for a type without a driver.

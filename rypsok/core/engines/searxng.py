@@ -31,7 +31,7 @@ from rypsok.core.engines.base import (
     EngineQuery,
     RawResult,
 )
-from rypsok.core.engines.http import EngineHttp, parse_base_url
+from rypsok.core.engines.http import EngineClient, parse_base_url
 from rypsok.core.model import Category, Reason, SafeSearch, TimeRange
 from rypsok.shared.drivers import DRIVER_TYPES
 
@@ -76,7 +76,7 @@ class SearxngEngine(ApiEngine):
     RECORD = SEARXNG_RECORD
 
     def __init__(
-        self, engine_id: str, http: EngineHttp, base_url: str, api_key: Secret | None = None
+        self, engine_id: str, http: EngineClient, base_url: str, api_key: Secret | None = None
     ) -> None:
         super().__init__(engine_id, http, parse_base_url(base_url))
         self._key = api_key

@@ -31,7 +31,7 @@ from rypsok.core.engines.base import (
     EngineQuery,
     RawResult,
 )
-from rypsok.core.engines.http import EngineHttp, EngineOrigin
+from rypsok.core.engines.http import EngineClient, EngineOrigin
 from rypsok.core.model import Reason, TimeRange
 from rypsok.shared.drivers import DRIVER_TYPES
 
@@ -87,7 +87,7 @@ class StackExchangeEngine(ApiEngine):
     def __init__(
         self,
         engine_id: str,
-        http: EngineHttp,
+        http: EngineClient,
         *,
         site: str = "stackoverflow",
         api_key: Secret | None = None,

@@ -39,7 +39,7 @@ from rypsok.core.engines.base import (
     RawResult,
 )
 from rypsok.core.engines.http import (
-    EngineHttp,
+    EngineClient,
     EngineOrigin,
     origin_text,
     parse_base_url,
@@ -102,7 +102,7 @@ def _language_host(language: str) -> str | None:
 class WikipediaEngine:
     """A Wikipedia language edition chosen per call, or one MediaWiki at `base_url`."""
 
-    def __init__(self, engine_id: str, http: EngineHttp, base_url: str | None = None) -> None:
+    def __init__(self, engine_id: str, http: EngineClient, base_url: str | None = None) -> None:
         self._id = engine_id
         self._http = http
         self._mirror: tuple[EngineOrigin, str] | None = None

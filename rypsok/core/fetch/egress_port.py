@@ -2,7 +2,7 @@
 test, the conformance harness or an embedding host may replace.
 
 The policy stays the production one (REQ-TEST-005): `extra_allow` only adds allow rules in
-code, in the syntax of `[egress] allow`; `resolver` and `connector` replace the name lookup
+code, in the syntax of `[egress] allow`; `resolver` and `network_backend` replace the name lookup
 and the socket below the policy; `ssl_context` the trust store.
 """
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import ssl  # noqa: TC004
 
     from rypsok.config.schema import Config
-    from rypsok.core.egress import Connector, EgressPolicy, FetchClient, Resolver  # noqa: TC004
+    from rypsok.core.egress import EgressPolicy, FetchClient, NetworkBackend, Resolver  # noqa: TC004
 
 __all__ = ["FetchNetwork", "build_fetch_egress"]
 
@@ -27,7 +27,7 @@ __all__ = ["FetchNetwork", "build_fetch_egress"]
 class FetchNetwork:
     extra_allow: tuple[str, ...] = ()
     resolver: Resolver | None = None
-    connector: Connector | None = None
+    network_backend: NetworkBackend | None = None
     ssl_context: ssl.SSLContext | None = None
 
 
@@ -42,7 +42,7 @@ def build_fetch_egress(
         policy,
         user_agent=user_agent,
         resolver=network.resolver,
-        connector=network.connector,
+        network_backend=network.network_backend,
         ssl_context=network.ssl_context,
         # One connection per fetch in flight, and one for its robots.txt read.
         max_connections=2 * config.limits.fetches_in_flight,

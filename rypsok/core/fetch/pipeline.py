@@ -26,12 +26,12 @@ import trio
 from rypsok.core import errors, privacy, telemetry
 from rypsok.core.boundary import clean_decoded_text, clean_in_pieces, looks_like_instruction
 from rypsok.core.egress import (
+    AdmittedURL,
     Denial,
     EgressPolicy,
     EgressRefused,
     FetchClient,
     Refusal,
-    Target,
 )
 from rypsok.core.fetch import content as content_mod
 from rypsok.core.fetch.body import BodyTooLarge, UnreadableBody, read_bounded
@@ -113,7 +113,7 @@ class _Progress:
 class _Hop:
     """One request of the walk from the caller's URL to the page read."""
 
-    def __init__(self, target: Target, text: str, location: str = "") -> None:
+    def __init__(self, target: AdmittedURL, text: str, location: str = "") -> None:
         self.target = target
         self.text = text  # the URL as it is reported (the caller's own spelling first)
         self.location = location  # a redirect's absolute target as the site named it
@@ -412,7 +412,7 @@ class FetchPipeline:
 
         A site that cannot be connected to is unavailable, network, as the page would be;
         for a plain http URL retried over https that is the retry failing (REQ-FETCH-010)."""
-        judged: Target | Denial = self._policy.judge_url(url)
+        judged: AdmittedURL | Denial = self._policy.judge_url(url)
         asked: set[str] = set()
         for _ in range(_ROBOTS_REDIRECTS + 1):
             if isinstance(judged, Denial) or judged.url in asked:

@@ -199,7 +199,7 @@ class ParsePermit:
 
     The share is taken first: a page waiting for the budget holds no permit, so the engines'
     decodes that take a permit and no share (the small answers, DuckDuckGo's page) are not
-    held up behind it. An engine's large answer takes a share too (`EngineHttp.off_loop`).
+    held up behind it. An engine's large answer takes a share too (`EngineClient.off_loop`).
     """
 
     def __init__(

@@ -23,7 +23,7 @@ from rypsok.core.model import (
     ToolError,
     canonical_json,
 )
-from rypsok.mcp.protocol import eras, jsonrpc
+from rypsok.mcp.protocol import jsonrpc, revisions
 from rypsok.mcp.protocol.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -121,7 +121,7 @@ class Dispatcher:
     # -- messages -------------------------------------------------------------------------
 
     def batches_allowed(self) -> bool:
-        return self.legacy_revision in eras.BATCH_REVISIONS
+        return self.legacy_revision in revisions.BATCH_REVISIONS
 
     def handle(self, message: jsonrpc.Message) -> Action:
         if isinstance(message, jsonrpc.Batch):
@@ -170,14 +170,16 @@ class Dispatcher:
         version = meta[META_VERSION]
         if not isinstance(version, str):
             return _invalid_params(request.id, f"{META_VERSION} must be a string")
-        if version != eras.MODERN_REVISION:
+        if version != revisions.MODERN_REVISION:
             return Reply(
                 payload=jsonrpc.error_response(
                     request.id,
                     UNSUPPORTED_PROTOCOL_VERSION,
                     "Unsupported protocol version",
                     {
-                        "supported": eras.supported_versions(legacy_enabled=self._legacy_enabled),
+                        "supported": revisions.supported_versions(
+                            legacy_enabled=self._legacy_enabled
+                        ),
                         "requested": _echo(version),
                     },
                 )
@@ -194,7 +196,7 @@ class Dispatcher:
                 return _invalid_params(request.id, f"{META_CLIENT} needs a name and a version")
         if request.method not in _MODERN_METHODS:
             return _not_found(request.id)
-        return self._method(request, params, eras.MODERN_REVISION)
+        return self._method(request, params, revisions.MODERN_REVISION)
 
     # -- handshake revisions --------------------------------------------------------------
 
@@ -222,16 +224,16 @@ class Dispatcher:
                 payload=jsonrpc.error_response(
                     request.id,
                     UNSUPPORTED_PROTOCOL_VERSION,
-                    f"Unsupported protocol version; this server speaks {eras.MODERN_REVISION}",
+                    f"Unsupported protocol version; this server speaks {revisions.MODERN_REVISION}",
                     {
-                        "supported": [eras.MODERN_REVISION],
+                        "supported": [revisions.MODERN_REVISION],
                         "requested": _echo(requested),
                     },
                 )
             )
         if not isinstance(params.get("capabilities"), dict):
             return _invalid_params(request.id, "capabilities must be an object")
-        revision = eras.negotiate_legacy(requested)
+        revision = revisions.negotiate_legacy(requested)
         self.legacy_revision = revision
         return Reply(
             payload=jsonrpc.result_response(
@@ -248,7 +250,7 @@ class Dispatcher:
     # -- the methods both eras share ------------------------------------------------------
 
     def _complete(self, revision: str, result: dict[str, Any]) -> dict[str, Any]:
-        if revision == eras.MODERN_REVISION:
+        if revision == revisions.MODERN_REVISION:
             return {"resultType": "complete", **result}
         return result
 
@@ -256,7 +258,9 @@ class Dispatcher:
         if request.method == "server/discover":
             result = {
                 "resultType": "complete",
-                "supportedVersions": eras.supported_versions(legacy_enabled=self._legacy_enabled),
+                "supportedVersions": revisions.supported_versions(
+                    legacy_enabled=self._legacy_enabled
+                ),
                 "capabilities": {"tools": {}},
                 "instructions": INSTRUCTIONS,
                 "_meta": {META_SERVER: dict(self._server_info)},
@@ -266,10 +270,10 @@ class Dispatcher:
             return Reply(payload=jsonrpc.result_response(request.id, result))
         if request.method == "tools/list":
             tools = self._tools.definitions(
-                with_output_schema=revision in eras.STRUCTURED_REVISIONS
+                with_output_schema=revision in revisions.STRUCTURED_REVISIONS
             )
             result = {"tools": tools}
-            if revision == eras.MODERN_REVISION:
+            if revision == revisions.MODERN_REVISION:
                 result = {
                     "resultType": "complete",
                     **result,
@@ -312,7 +316,7 @@ class Dispatcher:
         self, request_id: RequestId, revision: str, body: dict[str, Any], is_error: bool
     ) -> dict[str, Any]:
         result: dict[str, Any] = {"content": [{"type": "text", "text": canonical_json(body)}]}
-        if self._structured and revision in eras.STRUCTURED_REVISIONS:
+        if self._structured and revision in revisions.STRUCTURED_REVISIONS:
             result["structuredContent"] = body
         result["isError"] = is_error
         return jsonrpc.result_response(request_id, self._complete(revision, result))

@@ -6,12 +6,12 @@ goes on after its newline; the bytes of such a line are never held, only counted
 
 from __future__ import annotations
 
-__all__ = ["MAX_LINE_BYTES", "LineSplitter"]
+__all__ = ["MAX_LINE_BYTES", "LineDecoder"]
 
 MAX_LINE_BYTES = 16 * 1024 * 1024  # LIM-O3, newline included
 
 
-class LineSplitter:
+class LineDecoder:
     def __init__(self, max_line_bytes: int = MAX_LINE_BYTES) -> None:
         self._max = max_line_bytes
         self._buffer = bytearray()
