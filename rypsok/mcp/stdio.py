@@ -196,22 +196,20 @@ class _Connection:
     async def _run_call(self, call: Call, scope: trio.CancelScope, received: float) -> None:
         start = trio.current_time()
         try:
-            # Its log lines wait for its answer (telemetry.lines_after_answers).
-            with telemetry.answering():
-                payload = None
-                with scope:
-                    payload = await execute(
-                        self._service, self._dispatcher, call, LOCAL_CALLER, received_at=received
+            payload = None
+            with scope:
+                payload = await execute(
+                    self._service, self._dispatcher, call, LOCAL_CALLER, received_at=received
+                )
+            if payload is not None and call.request_id not in self._cancelled:
+                await self.write(payload, call.request_id)
+                if telemetry.is_enabled("debug"):  # its fields are not worked out for nothing
+                    telemetry.debug(
+                        "stdio_call_answered",
+                        tool=call.tool,
+                        revision=call.revision,
+                        duration_ms=round((trio.current_time() - start) * 1000),
                     )
-                if payload is not None and call.request_id not in self._cancelled:
-                    await self.write(payload, call.request_id)
-                    if telemetry.is_enabled("debug"):  # its fields are not worked out for nothing
-                        telemetry.debug(
-                            "stdio_call_answered",
-                            tool=call.tool,
-                            revision=call.revision,
-                            duration_ms=round((trio.current_time() - start) * 1000),
-                        )
         finally:
             self._unregister(call.request_id)
             self.jobs.ended()
@@ -234,23 +232,22 @@ class _Connection:
                 self._unregister(call.request_id)
 
         try:
-            with telemetry.answering():
-                async with trio.open_nursery() as nursery:
-                    for index, item in enumerate(batch.items):
-                        action = self._act(item, batch_item=True)
-                        if isinstance(action, Reply):
-                            answers[index] = action.payload
-                        elif isinstance(action, Cancel):
-                            self._cancel(action.request_id)
-                        elif isinstance(action, Call):
-                            scope = self._register(action.request_id)
-                            if scope is None:
-                                answers[index] = _id_in_use(action.request_id)
-                            else:
-                                nursery.start_soon(run, index, action, scope)
-                replies = [a for i, a in enumerate(answers) if a is not None and i not in cancelled]
-                if replies:
-                    await self.write(replies)
+            async with trio.open_nursery() as nursery:
+                for index, item in enumerate(batch.items):
+                    action = self._act(item, batch_item=True)
+                    if isinstance(action, Reply):
+                        answers[index] = action.payload
+                    elif isinstance(action, Cancel):
+                        self._cancel(action.request_id)
+                    elif isinstance(action, Call):
+                        scope = self._register(action.request_id)
+                        if scope is None:
+                            answers[index] = _id_in_use(action.request_id)
+                        else:
+                            nursery.start_soon(run, index, action, scope)
+            replies = [a for i, a in enumerate(answers) if a is not None and i not in cancelled]
+            if replies:
+                await self.write(replies)
         finally:
             self.jobs.ended()
 
@@ -296,37 +293,35 @@ async def serve_stdio(
     dispatcher = make_dispatcher(rypsok, config)
     shutdown_ms = config.service.shutdown_ms
     stop = stop if stop is not None else trio.Event()
-    # The log lines of the calls reach the writer thread after their answers.
-    with telemetry.lines_after_answers():
-        async with trio.open_nursery() as nursery:
-            connection = _Connection(rypsok, dispatcher, stdout, nursery, stop)
-            await nursery.start(telemetry.run_counters_reporter)
+    async with trio.open_nursery() as nursery:
+        connection = _Connection(rypsok, dispatcher, stdout, nursery, stop)
+        await nursery.start(telemetry.run_counters_reporter)
 
-            reading = trio.CancelScope()
+        reading = trio.CancelScope()
 
-            async def reader() -> None:
-                with reading:
-                    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                        await _read_until_eof(stdin, connection, max_line_bytes)
-                    telemetry.info("stdio_end_of_input")
-                    stop.set()
+        async def reader() -> None:
+            with reading:
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    await _read_until_eof(stdin, connection, max_line_bytes)
+                telemetry.info("stdio_end_of_input")
+                stop.set()
 
-            nursery.start_soon(reader)
-            await stop.wait()
-            # No new work once shutting down: lines after SIGTERM are not read.
-            reading.cancel()
-            telemetry.info("shutdown_started", in_flight=len(connection._in_flight))
-            stopped_at = trio.current_time()
-            # Every write from here on, answers of finishing calls included, ends within the
-            # shutdown budget; the margin is left for closing the streams and the process.
-            calls_s, writes_s = shutdown_plan(shutdown_ms)
-            connection.stopping(stopped_at + writes_s)
-            with trio.move_on_at(stopped_at + calls_s):
-                await connection.jobs.idle.wait()
-            connection.abort_all()
-            # What is still running (the reader, the counters, writes) ends with the nursery;
-            # writes already started finish under their own bound.
-            nursery.cancel_scope.cancel()
+        nursery.start_soon(reader)
+        await stop.wait()
+        # No new work once shutting down: lines after SIGTERM are not read.
+        reading.cancel()
+        telemetry.info("shutdown_started", in_flight=len(connection._in_flight))
+        stopped_at = trio.current_time()
+        # Every write from here on, answers of finishing calls included, ends within the
+        # shutdown budget; the margin is left for closing the streams and the process.
+        calls_s, writes_s = shutdown_plan(shutdown_ms)
+        connection.stopping(stopped_at + writes_s)
+        with trio.move_on_at(stopped_at + calls_s):
+            await connection.jobs.idle.wait()
+        connection.abort_all()
+        # What is still running (the reader, the counters, writes) ends with the nursery;
+        # writes already started finish under their own bound.
+        nursery.cancel_scope.cancel()
 
 
 async def _serve_process(

@@ -10,34 +10,28 @@ Implements REQ-OBS-005 and REQ-OBS-006.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import enum
 import json
 import sys
 import threading
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Final, TextIO
+from typing import Final, TextIO
 
 import attrs
 
 from ._context import current_call
 from ._secret import REDACTED, Secret
-from ._writer import BackgroundWriter, HeldLines
-
-if TYPE_CHECKING:
-    from collections.abc import Iterator
+from ._writer import BackgroundWriter
 
 __all__ = [
     "LEVELS",
-    "answering",
     "configure",
     "debug",
     "error",
     "exception_fields",
     "info",
     "is_enabled",
-    "lines_after_answers",
     "log",
     "log_exception",
     "log_query",
@@ -65,8 +59,6 @@ _settings = _Settings(rank=_RANK["info"], log_queries=False, stream=None)
 _write_lock = threading.Lock()
 # The one writer thread of the process, started by the first `configure(background=True)`.
 _background: BackgroundWriter | None = None
-# The loop thread's lines held while calls are answered, while `lines_after_answers` is entered.
-_held: HeldLines | None = None
 # How long the process's exit waits for queued lines: enough for a reader that reads, a
 # small part of the exit reserve (LIM-O1) for one that does not.
 _EXIT_FLUSH_S: Final = 0.2
@@ -203,9 +195,7 @@ def _emit(
     record.update(own)
     line = _encode(record) + "\n"
     if settings.writer is not None:
-        held = _held
-        if held is None or not held.hold(line):
-            settings.writer.put(line)
+        settings.writer.put(line)
         return
     stream = settings.stream if settings.stream is not None else sys.stderr
     with _write_lock:
@@ -215,42 +205,6 @@ def _emit(
         except (OSError, ValueError):
             # A closed or broken stderr cannot be reported anywhere; the call goes on.
             pass
-
-
-@contextlib.contextmanager
-def lines_after_answers() -> Iterator[None]:
-    """On the event loop's thread, for a transport: while calls are answered (each inside
-    `answering()`), the lines this thread logs reach the writer thread after the answers
-    (`HeldLines`); every line kept is handed over on leaving. Without the writer thread (a
-    line is written before `log` returns), nothing changes."""
-    global _held
-    writer = _settings.writer
-    if writer is None or _held is not None:
-        yield
-        return
-    held = HeldLines(writer)
-    _held = held
-    try:
-        yield
-    finally:
-        _held = None
-        held.release()
-
-
-class answering:  # lower case: used like a function, as `call_scope`
-    """One call being answered, from its start to its answer written (`lines_after_answers`).
-    A class rather than a generator: it is entered on every call."""
-
-    __slots__ = ("_held",)
-
-    def __enter__(self) -> None:
-        self._held = _held
-        if self._held is not None:
-            self._held.call_started()
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self._held is not None:
-            self._held.call_ended()
 
 
 def _background_writer() -> BackgroundWriter:

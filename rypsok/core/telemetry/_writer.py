@@ -23,11 +23,7 @@ from typing import TYPE_CHECKING, Final, TextIO
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["BUFFER_BYTES", "HELD_LINES", "BackgroundWriter", "HeldLines"]
-
-# Lines the event loop's thread keeps before handing them over even though calls still run
-# (`HeldLines`): a few calls' lines, so that a loop that never waits still writes its log.
-HELD_LINES: Final = 64
+__all__ = ["BUFFER_BYTES", "BackgroundWriter"]
 
 # What may wait for the reader: about 500 call lines, a few seconds of a busy service, and
 # a small part of the memory at rest the estimate of `rypsok check` counts.
@@ -150,51 +146,3 @@ class BackgroundWriter:
         except (OSError, ValueError):
             # A closed or broken stderr cannot be reported anywhere; serving goes on.
             pass
-
-
-class HeldLines:
-    """The lines logged on the event loop's thread while calls are being answered, handed to
-    the writer after the answers.
-
-    Handing a line over wakes the writer thread, which then wants the GIL: in the middle of
-    a call it took the processor from the loop (on a busy two-core machine a stdio
-    web_search's own share was 3.5 % lower with its line handed over after the answer, and
-    7 to 30 % lower without a line at all, issue 19). While at least one call is being
-    answered (`call_started` .. `call_ended`), the loop thread's lines wait in a list; they
-    are handed over, in order, when the last call in flight ends, or once `HELD_LINES`
-    wait (a loop that is never without a call still writes its log), or by `release`.
-    Lines of other threads, and lines logged while no call runs, go straight to the writer.
-    Nothing is dropped here: the writer's bound and count apply as before.
-    """
-
-    def __init__(self, writer: BackgroundWriter, *, max_lines: int = HELD_LINES) -> None:
-        self._writer = writer
-        self._max_lines = max_lines
-        self._thread = threading.get_ident()
-        self._calls = 0
-        self._held: list[str] = []
-
-    def hold(self, line: str) -> bool:
-        """Keep `line` for the hand-over after the answers; False (not kept) when no call is
-        being answered or on another thread."""
-        if not self._calls or threading.get_ident() != self._thread:
-            return False
-        self._held.append(line)
-        if len(self._held) >= self._max_lines:
-            self.release()
-        return True
-
-    def call_started(self) -> None:
-        self._calls += 1
-
-    def call_ended(self) -> None:
-        self._calls -= 1
-        if not self._calls:
-            self.release()
-
-    def release(self) -> None:
-        """Hand every kept line to the writer, in order."""
-        if self._held:
-            lines, self._held = self._held, []
-            for line in lines:
-                self._writer.put(line)
