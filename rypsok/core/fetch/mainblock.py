@@ -586,21 +586,61 @@ def _merge_parts(top: Element, best: float, scores: dict[Element, float], good: 
     return top
 
 
-def _climb(top: Element, best: float, scores: dict[Element, float], good: _Column) -> Element:
+def _climb(
+    top: Element, best: float, scores: dict[Element, float], good: _Column, stats: _Stats
+) -> Element:
     """An ancestor of `top` that scores well in its own right and of whose paragraph text
     `top` holds less than 60 %: the page's content is larger than its best part (a
-    reference page's description, its sections and its lists of items)."""
+    reference page's description, its sections and its lists of items). Teasers (items
+    headed by a link to another page) do not count as the ancestor's text: a list of
+    other pages' summaries beside the story does not make the story a part of the page."""
+    chain: list[Element] = []
     ancestor = top.getparent()
     while ancestor is not None and ancestor.tag not in ("body", "html"):
         score = scores.get(ancestor)
-        if (
-            score is not None
-            and score >= 0.4 * best
-            and good.get(top, 0) < 0.6 * good.get(ancestor, 0)
-        ):
-            top = ancestor
+        if score is not None and score >= 0.4 * best:
+            chain.append(ancestor)
         ancestor = ancestor.getparent()
+    if not chain:
+        return top
+    teasers = _teaser_text(chain[-1], good, stats)
+    for ancestor in chain:
+        own_top = good.get(top, 0) - teasers.get(top, 0)
+        if own_top < 0.6 * (good.get(ancestor, 0) - teasers.get(ancestor, 0)):
+            top = ancestor
     return top
+
+
+_HEADINGS: Final = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+
+
+def _teaser_text(root: Element, good: _Column, stats: _Stats) -> dict[Element, int]:
+    """The paragraph text under each element of `root` that is in teasers: list items whose
+    first heading is a link (a title leading to another page, above its summary). One walk;
+    only elements holding teaser text are in the answer."""
+    found: dict[Element, int] = {}
+    # [teaser text, first heading: 0 none yet, 1 a link, 2 not a link] of each open element.
+    stack: list[list[int]] = []
+    for event, element in etree.iterwalk(root, events=("start", "end")):
+        if event == "start":
+            stack.append([0, 0])
+            continue
+        frame = stack.pop()
+        tag = element.tag
+        if tag in _HEADINGS:
+            length = stats.text.get(element, 0)
+            frame[1] = 1 if length and stats.links.get(element, 0) >= 0.8 * length else 2
+        elif tag == "li" and frame[1] == 1:
+            frame[0] = good.get(element, 0)
+        if frame[0]:
+            found[element] = frame[0]
+        if not stack:
+            break
+        into = stack[-1]
+        into[0] += frame[0]
+        if not into[1]:
+            into[1] = frame[1]
+    return found
 
 
 def _container_of(top: Element, good: _Column) -> Element:
@@ -792,7 +832,7 @@ def select_main_block(root: Element) -> MainBlock:
         return MainBlock(elements=(body,), heading=heading)
     top = _narrow(top, good)
     top = _merge_parts(top, best, scores, good)
-    top = _climb(top, best, scores, good)
+    top = _climb(top, best, scores, good, stats)
     top = _container_of(top, good)
     elements = _with_siblings(top, scores, stats) if top is not body else [body]
     _clean(elements, scores, good, stats.text)

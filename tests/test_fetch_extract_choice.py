@@ -1,0 +1,108 @@
+"""Which block of a page web_fetch keeps (issue 17, the choice of the main block): classes of
+fault found by comparing the development sets page by page with readability-lxml's choice.
+
+REQ-PAGE-002 (main-content preference), REQ-FETCH-002 (main content extraction). Every page
+here is written for its test; each runs through `extract_document`, the function web_fetch's
+worker thread runs.
+"""
+
+from __future__ import annotations
+
+from rypsok.core.fetch.extract import DocumentKind, ExtractionOutcome, extract_document
+
+MAX_NODES = 100_000  # LIM-F10
+MAX_DEPTH = 256  # LIM-F11
+BASE = "https://example.org/news/quay"
+
+STORY = [
+    "The harbour authority opened the northern quay on Monday, after three years of work, "
+    "and the first ferry docked there before noon with two hundred passengers aboard.",
+    "Engineers had rebuilt the sea wall with basalt blocks, which weigh more than granite, "
+    "so that winter storms no longer throw shingle across the coastal road.",
+    "Fishermen, who had moored at the southern jetty during the works, said the new berths "
+    "were deeper, wider, and far easier to reach at low tide than the old ones.",
+    "The council expects the quay to pay for itself within a decade, through mooring fees, "
+    "a small levy on cruise visitors, and the rent of the restored warehouses.",
+]
+CHROME = (
+    '<header><a href="/">Harbour News</a></header>'
+    '<nav><a href="/a">Home</a> <a href="/b">Ports</a> <a href="/c">Ferries</a></nav>'
+)
+FOOTER = "<footer><p>Copyright Harbour News, all rights reserved, since 1999.</p></footer>"
+
+
+def extract(html: str) -> str:
+    result = extract_document(
+        html, DocumentKind.HTML, BASE, max_nodes=MAX_NODES, max_depth=MAX_DEPTH
+    )
+    assert result.outcome is ExtractionOutcome.OK
+    return result.content
+
+
+def paragraphs(texts: list[str]) -> str:
+    return "".join(f"<p>{text}</p>" for text in texts)
+
+
+def missing(content: str, texts: list[str]) -> list[str]:
+    return [text for text in texts if text not in content]
+
+
+# --- Teasers beside the story -----------------------------------------------------------------
+
+# Summaries of other pages, each longer than a paragraph of the story, with its commas.
+SUMMARIES = [
+    f"Summary {n}: the county's {topic}, say officials, residents, traders and visitors alike, "
+    f"after a long season of meetings, surveys, petitions, letters and public hearings, which "
+    f"drew crowds to the town hall on {day} evenings through the autumn."
+    for n, (topic, day) in enumerate(
+        [
+            ("bus timetable will change in spring", "Tuesday"),
+            ("library will open on Sundays", "Wednesday"),
+            ("new cycle lanes are too narrow", "Thursday"),
+            ("market square will be repaved", "Monday"),
+            ("school meals will cost more", "Friday"),
+            ("swimming pool will reopen in May", "Tuesday"),
+            ("allotments will double in number", "Thursday"),
+            ("parking charges will rise again", "Monday"),
+        ]
+    )
+]
+
+
+def test_req_page_002_teaser_list_beside_the_story_does_not_widen_the_block() -> None:
+    # A news page's main column holds the story and, below it, a stream of other stories:
+    # items headed by a link to another page, each with its summary. The summaries are more
+    # text than the story, but they are pointers elsewhere, not this page's text: the column
+    # is not the content because of them.
+    stream = "".join(
+        f'<li class="stream-item"><div class="card"><h3><a href="/news/{n}">Story {n} of the '
+        f"county</a></h3><p>{summary}</p></div></li>"
+        for n, summary in enumerate(SUMMARIES)
+    )
+    html = (
+        f'<html><body>{CHROME}<div id="main">'
+        '<section class="story"><div class="story-body"><h1>The northern quay opens</h1>'
+        f"{paragraphs(STORY)}</div></section>"
+        f'<div class="stream"><ul>{stream}</ul></div></div>{FOOTER}</body></html>'
+    )
+    content = extract(html)
+    assert missing(content, STORY) == []
+    assert "Summary" not in content
+
+
+def test_req_page_002_list_of_sections_with_plain_headings_still_widens_the_block() -> None:
+    # The same page shape whose items are headed by plain titles (a reference page's
+    # sections, a guide's steps) is one text: the block widens to hold it.
+    steps = "".join(
+        f'<li class="step"><div class="card"><h3>Step {n}</h3><p>{summary}</p></div></li>'
+        for n, summary in enumerate(SUMMARIES)
+    )
+    html = (
+        f'<html><body>{CHROME}<div id="main">'
+        '<section class="intro"><div class="intro-body"><h1>The northern quay opens</h1>'
+        f"{paragraphs(STORY)}</div></section>"
+        f'<div class="steps"><ol>{steps}</ol></div></div>{FOOTER}</body></html>'
+    )
+    content = extract(html)
+    assert missing(content, STORY) == []
+    assert missing(content, SUMMARIES) == []
