@@ -106,3 +106,84 @@ def test_req_page_002_list_of_sections_with_plain_headings_still_widens_the_bloc
     content = extract(html)
     assert missing(content, STORY) == []
     assert missing(content, SUMMARIES) == []
+
+
+# --- A widget inside the declared article -------------------------------------------------------
+
+LATER = [
+    "Ferry crews welcomed the longer berth, which lets the larger winter boat turn without "
+    "tugs, and the harbour master said crossings would no longer wait for slack water.",
+    "Traders on the quay, whose cafes and chandleries had lost passing trade during the "
+    "works, reported their busiest weekend since the harbour closed for the rebuild.",
+    "Next spring the authority will light the quay's length, fit new ladders and mooring "
+    "rings, and open a shelter for passengers waiting for the first boat of the day.",
+]
+CAPTIONS = [
+    f"Picture {n}: the {place} during the works, where crews, divers and crane drivers "
+    f"worked through the winter, in wind, rain and fog, to set the last of the basalt "
+    f"blocks before the spring tides, watched by a small crowd from the harbour wall."
+    for n, place in enumerate(
+        [
+            "old jetty",
+            "sea wall",
+            "crane barge",
+            "warehouse roof",
+            "slipway",
+            "fish market",
+            "ferry ramp",
+            "lighthouse",
+            "breakwater",
+            "dry dock",
+            "ticket office",
+            "harbour steps",
+        ]
+    )
+]
+
+
+def _gallery(name: str) -> str:
+    items = "".join(
+        f'<li><h2><span class="counter">{n + 1}/{len(CAPTIONS)}</span> The quay</h2>'
+        f"<p>{caption}</p></li>"
+        for n, caption in enumerate(CAPTIONS)
+    )
+    return f'<div class="{name}"><h2>The quay in pictures</h2><ul>{items}</ul></div>'
+
+
+def test_req_page_002_gallery_widget_inside_the_declared_article_is_chrome() -> None:
+    # The page declares its article (`<article>`, articleBody); in the middle of its text sits
+    # a gallery widget whose fifty captions hold more text than the article itself. The name
+    # guard keeps a wrapper of the article, not a part that leaves the article beside it.
+    html = (
+        f"<html><body>{CHROME}<article><h1>The northern quay opens</h1>"
+        f'<div class="story-text" itemprop="articleBody">{paragraphs(STORY)}'
+        f"{_gallery('dnd-widget-wrapper type-gallery')}{paragraphs(LATER)}</div>"
+        f"</article>{FOOTER}</body></html>"
+    )
+    content = extract(html)
+    assert missing(content, STORY + LATER) == []
+    assert "Picture" not in content
+
+
+def test_req_page_002_chrome_named_wrapper_of_the_declared_article_is_kept() -> None:
+    # Inside a declared article, a wrapper named for sharing that holds the article's text
+    # (what is left outside it is a title and a byline) is the article: it stays.
+    html = (
+        f"<html><body>{CHROME}<article><h1>The northern quay opens</h1>"
+        '<p class="byline">By the harbour desk, on Monday.</p>'
+        f'<div class="share_wrapper">{paragraphs(STORY + LATER)}</div>'
+        f"</article>{FOOTER}</body></html>"
+    )
+    content = extract(html)
+    assert missing(content, STORY + LATER) == []
+
+
+def test_req_page_002_gallery_outside_a_declared_article_still_guarded() -> None:
+    # Without a declared article the page gives no second signal, and a name alone does not
+    # remove the block holding most of the page's text: the gallery page keeps its captions.
+    html = (
+        f"<html><body>{CHROME}<div class=main>{_gallery('gallery-widget')}</div>"
+        f"{FOOTER}</body></html>"
+    )
+    content = extract(html)
+    assert missing(content, CAPTIONS) == []

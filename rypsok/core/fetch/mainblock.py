@@ -431,6 +431,32 @@ def _much_prose(element: Element, stats: _Stats, prose: int) -> bool:
     )
 
 
+# The running text a declared article keeps outside a part for the part to be one of its
+# parts (about five paragraphs: an article's worth), not the wrapper of its text.
+_DECLARED_REST: Final = 1000
+
+
+def _part_of_declared_body(element: Element, stats: _Stats) -> bool:
+    """Whether `element` is a part inside the page's declared article (the nearest enclosing
+    ``<article>`` or ``itemprop="articleBody"``) that leaves an article's worth of running
+    text outside it.
+
+    The guard against removing by a name protects the block that holds the article: a
+    wrapper named ``share_wrapper`` or ``date-outer``. Inside an article the page itself
+    declares, a part that leaves a whole article beside it is not that wrapper, and its name
+    is judged as the names of the article's other parts are: a gallery widget of fifty
+    captioned pictures goes, however much text its captions hold. Called only for the few
+    elements the guard keeps, so walking up their ancestors stays cheap.
+    """
+    ancestor = element.getparent()
+    while ancestor is not None:
+        if ancestor.tag == "article" or ancestor.get("itemprop", "").lower() == "articlebody":
+            rest = stats.prose.get(ancestor, 0) - stats.prose.get(element, 0)
+            return rest >= _DECLARED_REST
+        ancestor = ancestor.getparent()
+    return False
+
+
 def _remove_chrome(body: Element, stats: _Stats) -> bool:
     """Remove the chrome under `body` (measured by `stats`); whether anything went."""
     guard = stats.text.get(body, 0) * _GUARD_SHARE
@@ -456,8 +482,10 @@ def _remove_chrome(body: Element, stats: _Stats) -> bool:
             kind == 2
             or (
                 kind == 1
-                and stats.text[element] <= guard
-                and not _much_prose(element, stats, prose)
+                and (
+                    (stats.text[element] <= guard and not _much_prose(element, stats, prose))
+                    or _part_of_declared_body(element, stats)
+                )
             )
             or (kind == 3 and (not prose or stats.prose[element] < thread_guard))
         ):
