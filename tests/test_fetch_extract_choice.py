@@ -187,3 +187,27 @@ def test_req_page_002_gallery_outside_a_declared_article_still_guarded() -> None
     )
     content = extract(html)
     assert missing(content, CAPTIONS) == []
+
+
+# --- Custom elements around the article ------------------------------------------------------
+
+BIO = (
+    "Morwenna Pascoe writes about ports, ferries and the sea, and before that she sailed, for "
+    "twelve years, as a deck officer on cargo ships between Falmouth, Lisbon and the Azores."
+)
+
+
+def test_req_page_002_custom_elements_do_not_count_the_article_twice() -> None:
+    # A page built with web components wraps everything in elements of its own (`app-root`,
+    # `story-layout`); a reader sees them as boxes, and their text once. Counted as inline
+    # runs, the article's paragraphs inside them were counted twice, the wrapper seemed to
+    # hold twice the text of the article, and the block widened to the author's box beside.
+    html = (
+        f'<html><body>{CHROME}<app-root><div class="page"><story-layout>'
+        f'<div class="story"><h1>The northern quay opens</h1>{paragraphs(STORY + LATER)}</div>'
+        f'<div class="writer-box"><p>{BIO}</p></div>'
+        f"</story-layout></div></app-root>{FOOTER}</body></html>"
+    )
+    content = extract(html)
+    assert missing(content, STORY + LATER) == []
+    assert "Morwenna" not in content

@@ -299,8 +299,11 @@ class _Stats:
             if holds or tag in _TEXT_HOLDERS:
                 into[6] = 1
             if tag not in BLOCK_ELEMENTS:
-                into[2] += length
-                into[3] += links
+                # An inline child adds its run, not its whole text: the blocks inside it (a
+                # custom element, `<font>`, a `<span>` wrapping paragraphs) have runs of their
+                # own, and counted here too the article's text counted twice.
+                into[2] += inline
+                into[3] += inline_links
                 into[4] += commas
             tail = element.tail
             if tail:
