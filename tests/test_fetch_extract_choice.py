@@ -211,3 +211,78 @@ def test_req_page_002_custom_elements_do_not_count_the_article_twice() -> None:
     content = extract(html)
     assert missing(content, STORY + LATER) == []
     assert "Morwenna" not in content
+
+
+# --- Tables of data whose links sit in one column -------------------------------------------
+
+FERRIES = [
+    ("Morwenna", "1998", "212", "14.5 knots"),
+    ("Cape Cornwall", "2004", "348", "16 knots"),
+    ("Scillonian", "1977", "485", "15.5 knots"),
+    ("Kernow Star", "2011", "120", "22 knots"),
+    ("Gwennap", "2016", "96", "24 knots"),
+]
+
+
+def _ferry_table(cell: str) -> str:
+    head = "<tr><th>Ferry</th><th>Built</th><th>Passengers</th><th>Speed</th></tr>"
+    rows = "".join(
+        "<tr>"
+        + cell.format(f'<a href="/ferries/{name.lower().replace(" ", "-")}">{name}</a>')
+        + "".join(cell.format(value) for value in values)
+        + "</tr>"
+        for name, *values in FERRIES
+    )
+    return f"<table>{head}{rows}</table>"
+
+
+def test_req_fetch_004_table_of_data_with_a_column_of_links_is_kept() -> None:
+    # A table whose first column names each row with a link to its page, the others holding
+    # figures, is data the article gives (its links are a quarter of its text, more than a
+    # block of prose has): it stays, written as a table.
+    html = (
+        f"<html><body>{CHROME}<article><h1>The northern quay opens</h1>"
+        f"{paragraphs(STORY)}{_ferry_table('<td>{}</td>')}{paragraphs(LATER)}</article>"
+        f"{FOOTER}</body></html>"
+    )
+    content = extract(html)
+    assert missing(content, STORY + LATER) == []
+    for name, built, passengers, speed in FERRIES:
+        link = f"[{name}](https://example.org/ferries/{name.lower().replace(' ', '-')})"
+        assert f"| {link} | {built} | {passengers} | {speed} |" in content
+
+
+def test_req_page_002_division_in_a_data_tables_cell_is_judged_with_its_table() -> None:
+    # Some publishing tools wrap each cell's content in a division: the division is the
+    # cell's content, not a fragment of its own to clean out (a figure too short, a name that
+    # is all link), so every cell's text comes through.
+    table = _ferry_table('<td><div dir="ltr"><span>{}</span></div></td>')
+    html = (
+        f"<html><body>{CHROME}<article><h1>The northern quay opens</h1>"
+        f"{paragraphs(STORY)}{table}{paragraphs(LATER)}</article>{FOOTER}</body></html>"
+    )
+    content = extract(html)
+    assert missing(content, STORY + LATER) == []
+    for row in FERRIES:
+        assert missing(content, list(row)) == [], row
+
+
+def test_req_page_002_table_that_is_a_grid_of_links_still_goes() -> None:
+    # A table every cell of which is a link is navigation laid out as a grid: cleaned out.
+    grid = (
+        "<table>"
+        + "".join(
+            "<tr>"
+            + "".join(f'<td><a href="/topic/{r}{c}">Topic {r}{c}</a></td>' for c in range(4))
+            + "</tr>"
+            for r in range(5)
+        )
+        + "</table>"
+    )
+    html = (
+        f"<html><body>{CHROME}<article><h1>The northern quay opens</h1>"
+        f"{paragraphs(STORY)}{grid}{paragraphs(LATER)}</article>{FOOTER}</body></html>"
+    )
+    content = extract(html)
+    assert missing(content, STORY + LATER) == []
+    assert "Topic 12" not in content

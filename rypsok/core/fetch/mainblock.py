@@ -717,13 +717,14 @@ def _with_siblings(top: Element, scores: dict[Element, float], stats: _Stats) ->
 # Cleaning that would leave less than this share of a block's text is not done.
 _GUTTED: Final = 0.25
 _CLEANED: Final = frozenset({"div", "section", "ul", "ol", "table", "dl", "figure", "aside"})
+_CELLS: Final = frozenset({"td", "th"})
 
 
 def _clean(
     elements: Iterable[Element],
     scores: dict[Element, float],
     good: _Column,
-    stats_text: _Column,
+    stats: _Stats,
 ) -> None:
     """Remove the chrome-like parts left inside the main block (readability's conditional
     cleaning, in spirit).
@@ -739,6 +740,9 @@ def _clean(
             continue
         # A part holding this much of the block's paragraph text is the block, not chrome.
         keep = 0.3 * good[root]
+        # The tables of data in the block: a division that is the content of one of their
+        # cells (a figure, a name linked to its page) is judged with its table, not alone.
+        data_tables = {table for table in root.iter("table") if _data_table(table, stats)}
         good_row = good.index
         good_of = good.values
         # [text length, link text length, commas, p, img, li] of each element open in the
@@ -770,10 +774,10 @@ def _clean(
             into = stack[-1]
             if tag == "p":
                 drop = bool(total[0]) and total[1] >= 0.8 * total[0]
-            elif tag in _CLEANED:
+            elif tag in _CLEANED and not (tag == "div" and _in_data_cell(element, data_tables)):
                 row = good_row.get(element)
                 drop = not (keep and row is not None and good_of[row] >= keep) and _should_drop(
-                    element, scores, total
+                    element, scores, total, data_tables
                 )
             else:
                 drop = False
@@ -792,7 +796,7 @@ def _clean(
             if tail:
                 into[0] += len(tail.strip())
                 into[2] += tail.count(",")
-        if remaining < _GUTTED * stats_text.get(root, 0):
+        if remaining < _GUTTED * stats.text.get(root, 0):
             # Cleaning would leave almost nothing: the block is a page of teasers or links
             # (an index, a directory), and its parts are its content.
             continue
@@ -800,7 +804,9 @@ def _clean(
             _drop_all(_outermost(root, gone))
 
 
-def _should_drop(element: Element, scores: dict[Element, float], counts: list[int]) -> bool:
+def _should_drop(
+    element: Element, scores: dict[Element, float], counts: list[int], data_tables: set[Element]
+) -> bool:
     """Whether a part of the block looks like chrome by its counts and its name (one call
     per part of a block that may be the whole page: what it asks is asked inline)."""
     length, links, commas, paragraphs, images, items = counts
@@ -818,12 +824,69 @@ def _should_drop(element: Element, scores: dict[Element, float], counts: list[in
     if (
         (images > 1 and paragraphs / images < 0.5)
         or (not in_list and items > paragraphs)
-        or (weight < 25 and density > 0.2 and not (in_list and density < 0.5))
+        or (
+            weight < 25
+            and density > 0.2
+            and not (in_list and density < 0.5)
+            and element not in data_tables
+        )
         or (weight >= 25 and density > 0.5)
         or (length < _MIN_BLOCK and images == 0 and tag not in ("table", "ul", "ol"))
     ):
         return _not_a_label(element)
     return False
+
+
+# The rows a table is judged by: a table of data is alike from top to bottom, and a table
+# of 33,000 rows is not walked whole to learn it.
+_TABLE_SAMPLE: Final = 64
+
+
+def _data_table(table: Element, stats: _Stats) -> bool:
+    """Whether `table` is a table of data whose links sit in one column (a list of files,
+    apps or ferries with their sizes, dates and figures), not a grid of links: most of its
+    first rows have two or more cells with text, and at most one of them is a link. Its own
+    rows and cells only (a nested table is judged on its own)."""
+    rows = 0
+    data_rows = 0
+    for row in _table_rows(table):
+        filled = 0
+        linked = 0
+        for cell in row:
+            if cell.tag not in _CELLS:
+                continue
+            length = stats.text.get(cell, 0)
+            if not length:
+                continue
+            filled += 1
+            if stats.links.get(cell, 0) >= 0.5 * length:
+                linked += 1
+        if filled:
+            rows += 1
+            if filled >= 2 and linked <= 1 and linked < filled:
+                data_rows += 1
+            if rows == _TABLE_SAMPLE:
+                break
+    return rows >= 3 and data_rows >= 0.8 * rows
+
+
+def _table_rows(table: Element) -> Iterable[Element]:
+    for child in table:
+        if child.tag == "tr":
+            yield child
+        elif child.tag in ("thead", "tbody", "tfoot"):
+            yield from (row for row in child if row.tag == "tr")
+
+
+def _in_data_cell(element: Element, data_tables: set[Element]) -> bool:
+    """Whether `element` is the content of a cell of one of `data_tables`."""
+    cell = element.getparent()
+    if cell is None or cell.tag not in _CELLS or not data_tables:
+        return False
+    table = cell.getparent()  # the row
+    while table is not None and table.tag in ("tr", "tbody", "thead", "tfoot"):
+        table = table.getparent()
+    return table in data_tables
 
 
 def _not_a_label(element: Element) -> bool:
@@ -866,5 +929,5 @@ def select_main_block(root: Element) -> MainBlock:
     top = _climb(top, best, scores, good, stats)
     top = _container_of(top, good)
     elements = _with_siblings(top, scores, stats) if top is not body else [body]
-    _clean(elements, scores, good, stats.text)
+    _clean(elements, scores, good, stats)
     return MainBlock(elements=tuple(elements), heading=heading)
