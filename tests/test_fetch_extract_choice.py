@@ -166,16 +166,53 @@ def test_req_page_002_gallery_widget_inside_the_declared_article_is_chrome() -> 
 
 
 def test_req_page_002_chrome_named_wrapper_of_the_declared_article_is_kept() -> None:
-    # Inside a declared article, a wrapper named for sharing that holds the article's text
-    # (what is left outside it is a title and a byline) is the article: it stays.
+    # Inside a declared article body, a wrapper named for sharing that holds the article's
+    # text (what is left outside it is a title and a byline) is the article: it stays.
     html = (
-        f"<html><body>{CHROME}<article><h1>The northern quay opens</h1>"
+        f'<html><body>{CHROME}<div itemprop="articleBody"><h1>The northern quay opens</h1>'
         '<p class="byline">By the harbour desk, on Monday.</p>'
         f'<div class="share_wrapper">{paragraphs(STORY + LATER)}</div>'
-        f"</article>{FOOTER}</body></html>"
+        f"</div>{FOOTER}</body></html>"
     )
     content = extract(html)
     assert missing(content, STORY + LATER) == []
+
+
+def test_req_page_002_article_element_around_a_whole_column_does_not_unguard_names() -> None:
+    # Themes wrap a whole column in `<article>`, the article's own wrapper (named for sharing)
+    # and a box of other text beside it: `<article>` does not declare the body, so the
+    # wrapper holding the article stays guarded by its size.
+    about = (
+        "The harbour desk reports on the ports, ferries, fishing fleets and coastal towns of "
+        "the county, from the quays at dawn to the council chamber at night, and takes tips, "
+        "corrections and letters from readers by post, by telephone and at the office. "
+    ) * 5
+    html = (
+        f"<html><body>{CHROME}<article><h1>The northern quay opens</h1>"
+        f'<div class="share_wrapper">{paragraphs(STORY + LATER)}</div>'
+        f'<div class="desk"><p>{about}</p></div></article>{FOOTER}</body></html>'
+    )
+    content = extract(html)
+    assert missing(content, STORY + LATER) == []
+
+
+def test_req_page_002_article_of_linked_titles_does_not_widen_the_block() -> None:
+    # An article that is itself a list of linked titles with their summaries (eight harbours
+    # to visit, each title linking to the harbour's site) is its own text: only teasers
+    # beside the block are left out of the widening test, not those that make the block, so
+    # the box beside the article stays out.
+    items = "".join(
+        f'<li><h2><a href="https://harbours.example/{n}">Harbour {n}</a></h2><p>{summary}</p></li>'
+        for n, summary in enumerate(SUMMARIES)
+    )
+    html = (
+        f'<html><body>{CHROME}<div id="main"><div class="post">'
+        f"<h1>Eight harbours to visit</h1><p>{STORY[0]}</p><ol>{items}</ol></div>"
+        f'<div class="box"><p>{BIO}</p><p>{LATER[0]}</p></div></div>{FOOTER}</body></html>'
+    )
+    content = extract(html)
+    assert missing(content, [STORY[0], *SUMMARIES]) == []
+    assert "Morwenna" not in content
 
 
 def test_req_page_002_gallery_outside_a_declared_article_still_guarded() -> None:

@@ -440,9 +440,9 @@ _DECLARED_REST: Final = 1000
 
 
 def _part_of_declared_body(element: Element, stats: _Stats) -> bool:
-    """Whether `element` is a part inside the page's declared article (the nearest enclosing
-    ``<article>`` or ``itemprop="articleBody"``) that leaves an article's worth of running
-    text outside it.
+    """Whether `element` is a part inside the page's declared article body (the nearest
+    enclosing ``itemprop="articleBody"``) that leaves an article's worth of running text
+    outside it. (Not ``<article>``: themes wrap a whole column, sidebar included, in one.)
 
     The guard against removing by a name protects the block that holds the article: a
     wrapper named ``share_wrapper`` or ``date-outer``. Inside an article the page itself
@@ -453,7 +453,7 @@ def _part_of_declared_body(element: Element, stats: _Stats) -> bool:
     """
     ancestor = element.getparent()
     while ancestor is not None:
-        if ancestor.tag == "article" or ancestor.get("itemprop", "").lower() == "articlebody":
+        if "articlebody" in ancestor.get("itemprop", "").lower().split():
             rest = stats.prose.get(ancestor, 0) - stats.prose.get(element, 0)
             return rest >= _DECLARED_REST
         ancestor = ancestor.getparent()
@@ -636,8 +636,10 @@ def _climb(
         return top
     teasers = _teaser_text(chain[-1], good, stats)
     for ancestor in chain:
-        own_top = good.get(top, 0) - teasers.get(top, 0)
-        if own_top < 0.6 * (good.get(ancestor, 0) - teasers.get(ancestor, 0)):
+        # The teasers beside `top`, not those inside it: a list of linked titles that is
+        # itself the best block (an article of links with their summaries) is its text.
+        beside = teasers.get(ancestor, 0) - teasers.get(top, 0)
+        if good.get(top, 0) < 0.6 * (good.get(ancestor, 0) - beside):
             top = ancestor
     return top
 
