@@ -323,3 +323,38 @@ def test_req_page_002_table_that_is_a_grid_of_links_still_goes() -> None:
     content = extract(html)
     assert missing(content, STORY + LATER) == []
     assert "Topic 12" not in content
+
+
+# --- A section front whose teasers are links -------------------------------------------------
+
+TEASER_LINKS = [
+    f"{title}. {summary}"
+    for title, summary in [
+        ("Ferries to run all winter", "The island service keeps two sailings a day"),
+        ("New berths for the fleet", "Trawlers will moor at the northern quay from May"),
+        ("Harbour museum reopens", "The lifeboat gallery returns after a year of repairs"),
+        ("Sea wall inquiry ends", "Engineers blame the storm of March for the breach"),
+        ("Cruise visitors double", "Traders on the front report their best summer yet"),
+        ("Lighthouse for sale", "The keeper's cottage and tower go to auction in June"),
+        ("Pilots call for tugs", "Larger ships need help to turn in the inner basin"),
+        ("Quay lights switched on", "Forty lamps now line the walk to the ferry ramp"),
+    ]
+]
+
+
+def test_req_fetch_002_section_front_of_linked_teasers_is_its_content() -> None:
+    # A section front writes each story as a link, title and summary alike: next to no
+    # paragraph text, and its best "paragraph" is the date line at the top. A scrap a tenth
+    # of the page's length is not its content; the page is, as a page without paragraphs is.
+    rows = "".join(
+        f'<div class="row"><p><a href="/news/{n}">{text}, says the harbour desk in its '
+        f"weekly round-up of news from the quays, the fleet and the front.</a></p></div>"
+        for n, text in enumerate(TEASER_LINKS)
+    )
+    html = (
+        f"<html><body>{CHROME}<div id=page><div class=dateline><div><div>"
+        "Tuesday, 26th December 2006</div></div></div>"
+        f'<div id="stories"><h2>Harbour news</h2>{rows}</div></div>{FOOTER}</body></html>'
+    )
+    content = extract(html)
+    assert missing(content, TEASER_LINKS) == []

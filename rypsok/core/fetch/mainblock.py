@@ -905,6 +905,12 @@ def _first_heading(body: Element) -> str | None:
     return None
 
 
+# A block shorter than this (characters) on a page at least `_SCRAP_RATIO` times longer
+# (without its chrome) is a scrap, not the page's content.
+_SCRAP: Final = 200
+_SCRAP_RATIO: Final = 10
+
+
 def select_main_block(root: Element) -> MainBlock:
     """The main block of the page rooted at `root` (mutates the tree)."""
     body = root.find("body")
@@ -931,5 +937,12 @@ def select_main_block(root: Element) -> MainBlock:
     top = _climb(top, best, scores, good, stats)
     top = _container_of(top, good)
     elements = _with_siblings(top, scores, stats) if top is not body else [body]
+    chosen = sum(stats.text.get(element, 0) for element in elements)
+    if chosen < _SCRAP and stats.text.get(body, 0) >= _SCRAP_RATIO * max(chosen, 1):
+        # A scrap of a page ten times its length is not its content: a section front whose
+        # teasers are written as links (titles and summaries alike) has next to no paragraph
+        # text, and its best "paragraph" is a date line. The page is its content, as when
+        # it has no paragraph text at all; the cleaning below still takes its link blocks.
+        elements = [body]
     _clean(elements, scores, good, stats)
     return MainBlock(elements=tuple(elements), heading=heading)
