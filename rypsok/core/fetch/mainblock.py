@@ -10,8 +10,10 @@ Four steps over the tree the bounded parse built (book: "How web_fetch reads a p
    a word for other pages or for sharing: "related-posts" is chrome) go as well unless
    they hold 40 % of the page's text, half its running text, or a fifth of it with few
    links: a name is a guess, and a site that puts its article in a ``<form>`` or names its
-   wrapper ``date-outer`` or ``share_wrapper`` keeps it. A comment thread goes whatever its
-   length, unless it is nearly the whole page. Running text is the own inline text of
+   wrapper ``date-outer`` or ``share_wrapper`` keeps it; inside a declared article body
+   (``itemprop="articleBody"``), a part that leaves an article's worth of running text
+   beside it is judged by its name alone (a gallery widget). A comment thread goes whatever
+   its length, unless it is nearly the whole page. Running text is the own inline text of
    paragraphs, items, cells and code, 25 characters or more and not mostly links.
 2. Scoring. Every block's own run of inline text (a paragraph, or text written straight into
    a container) of at least 25 characters scores by its length and its commas; the score
@@ -20,13 +22,16 @@ Four steps over the tree the bounded parse built (book: "How web_fetch reads a p
    text.
 3. The block. The best container is narrowed to the descendant holding 90 % of its
    paragraph text, widened to the common container of a story split into substantial parts,
-   to a well-scored ancestor of whose paragraph text it holds less than 60 %, and to an
-   enclosing ``<article>`` (or ``itemprop="articleBody"``) of whose paragraph text it holds
-   less than 80 %. Its siblings join it when they score close to it or are plain paragraphs.
+   to a well-scored ancestor of whose paragraph text it holds less than 60 % (teasers beside
+   it, items headed by a link to another page, not counted), and to an enclosing
+   ``<article>`` (or ``itemprop="articleBody"``) of whose paragraph text it holds less than
+   80 %. Its siblings join it when they score close to it or are plain paragraphs. A block
+   under 200 characters on a page ten times longer is a scrap: the page is the block.
 4. Cleaning. Inside the block, lists, tables, divisions and sections that are mostly links,
    images or short fragments are removed (never a part holding 30 % of the block's paragraph
-   text, nor a disclosure's label), and so are paragraphs that are 80 % link text; unless
-   that would leave under a quarter of the block's text (a page of teasers is its content).
+   text, nor a disclosure's label, nor a table of data whose links sit in one column, nor
+   the divisions in its cells), and so are paragraphs that are 80 % link text; unless that
+   would leave under a quarter of the block's text (a page of teasers is its content).
 
 Every step is linear in the size of the tree, whatever its depth: counts are summed from the
 leaves up in one pass, never recomputed per element over its subtree, and removed parts go
@@ -622,9 +627,10 @@ def _climb(
 ) -> Element:
     """An ancestor of `top` that scores well in its own right and of whose paragraph text
     `top` holds less than 60 %: the page's content is larger than its best part (a
-    reference page's description, its sections and its lists of items). Teasers (items
-    headed by a link to another page) do not count as the ancestor's text: a list of
-    other pages' summaries beside the story does not make the story a part of the page."""
+    reference page's description, its sections and its lists of items). Teasers beside
+    `top` (list items headed by a link to another page) do not count as the ancestor's
+    text: a list of other pages' summaries beside the story does not make the story a part
+    of the page."""
     chain: list[Element] = []
     ancestor = top.getparent()
     while ancestor is not None and ancestor.tag not in ("body", "html"):
