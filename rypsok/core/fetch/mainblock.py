@@ -10,8 +10,10 @@ Four steps over the tree the bounded parse built (book: "How web_fetch reads a p
    a word for other pages or for sharing: "related-posts" is chrome) go as well unless
    they hold 40 % of the page's text, half its running text, or a fifth of it with few
    links: a name is a guess, and a site that puts its article in a ``<form>`` or names its
-   wrapper ``date-outer`` or ``share_wrapper`` keeps it. A comment thread goes whatever its
-   length, unless it is nearly the whole page. Running text is the own inline text of
+   wrapper ``date-outer`` or ``share_wrapper`` keeps it; inside a declared article body
+   (``itemprop="articleBody"``), a part that leaves an article's worth of running text
+   beside it is judged by its name alone (a gallery widget). A comment thread goes whatever
+   its length, unless it is nearly the whole page. Running text is the own inline text of
    paragraphs, items, cells and code, 25 characters or more and not mostly links.
 2. Scoring. Every block's own run of inline text (a paragraph, or text written straight into
    a container) of at least 25 characters scores by its length and its commas; the score
@@ -20,13 +22,16 @@ Four steps over the tree the bounded parse built (book: "How web_fetch reads a p
    text.
 3. The block. The best container is narrowed to the descendant holding 90 % of its
    paragraph text, widened to the common container of a story split into substantial parts,
-   to a well-scored ancestor of whose paragraph text it holds less than 60 %, and to an
-   enclosing ``<article>`` (or ``itemprop="articleBody"``) of whose paragraph text it holds
-   less than 80 %. Its siblings join it when they score close to it or are plain paragraphs.
+   to a well-scored ancestor of whose paragraph text it holds less than 60 % (teasers beside
+   it, items headed by a link to another page, not counted), and to an enclosing
+   ``<article>`` (or ``itemprop="articleBody"``) of whose paragraph text it holds less than
+   80 %. Its siblings join it when they score close to it or are plain paragraphs. A block
+   under 200 characters on a page ten times longer is a scrap: the page is the block.
 4. Cleaning. Inside the block, lists, tables, divisions and sections that are mostly links,
    images or short fragments are removed (never a part holding 30 % of the block's paragraph
-   text, nor a disclosure's label), and so are paragraphs that are 80 % link text; unless
-   that would leave under a quarter of the block's text (a page of teasers is its content).
+   text, nor a disclosure's label, nor a table of data whose links sit in one column, nor
+   the divisions in its cells), and so are paragraphs that are 80 % link text; unless that
+   would leave under a quarter of the block's text (a page of teasers is its content).
 
 Every step is linear in the size of the tree, whatever its depth: counts are summed from the
 leaves up in one pass, never recomputed per element over its subtree, and removed parts go
@@ -299,8 +304,11 @@ class _Stats:
             if holds or tag in _TEXT_HOLDERS:
                 into[6] = 1
             if tag not in BLOCK_ELEMENTS:
-                into[2] += length
-                into[3] += links
+                # An inline child adds its run, not its whole text: the blocks inside it (a
+                # custom element, `<font>`, a `<span>` wrapping paragraphs) have runs of their
+                # own, and counted here too the article's text counted twice.
+                into[2] += inline
+                into[3] += inline_links
                 into[4] += commas
             tail = element.tail
             if tail:
@@ -431,6 +439,32 @@ def _much_prose(element: Element, stats: _Stats, prose: int) -> bool:
     )
 
 
+# The running text a declared article keeps outside a part for the part to be one of its
+# parts (about five paragraphs: an article's worth), not the wrapper of its text.
+_DECLARED_REST: Final = 1000
+
+
+def _part_of_declared_body(element: Element, stats: _Stats) -> bool:
+    """Whether `element` is a part inside the page's declared article body (the nearest
+    enclosing ``itemprop="articleBody"``) that leaves an article's worth of running text
+    outside it. (Not ``<article>``: themes wrap a whole column, sidebar included, in one.)
+
+    The guard against removing by a name protects the block that holds the article: a
+    wrapper named ``share_wrapper`` or ``date-outer``. Inside an article the page itself
+    declares, a part that leaves a whole article beside it is not that wrapper, and its name
+    is judged as the names of the article's other parts are: a gallery widget of fifty
+    captioned pictures goes, however much text its captions hold. Called only for the few
+    elements the guard keeps, so walking up their ancestors stays cheap.
+    """
+    ancestor = element.getparent()
+    while ancestor is not None:
+        if "articlebody" in ancestor.get("itemprop", "").lower().split():
+            rest = stats.prose.get(ancestor, 0) - stats.prose.get(element, 0)
+            return rest >= _DECLARED_REST
+        ancestor = ancestor.getparent()
+    return False
+
+
 def _remove_chrome(body: Element, stats: _Stats) -> bool:
     """Remove the chrome under `body` (measured by `stats`); whether anything went."""
     guard = stats.text.get(body, 0) * _GUARD_SHARE
@@ -456,8 +490,10 @@ def _remove_chrome(body: Element, stats: _Stats) -> bool:
             kind == 2
             or (
                 kind == 1
-                and stats.text[element] <= guard
-                and not _much_prose(element, stats, prose)
+                and (
+                    (stats.text[element] <= guard and not _much_prose(element, stats, prose))
+                    or _part_of_declared_body(element, stats)
+                )
             )
             or (kind == 3 and (not prose or stats.prose[element] < thread_guard))
         ):
@@ -586,21 +622,64 @@ def _merge_parts(top: Element, best: float, scores: dict[Element, float], good: 
     return top
 
 
-def _climb(top: Element, best: float, scores: dict[Element, float], good: _Column) -> Element:
+def _climb(
+    top: Element, best: float, scores: dict[Element, float], good: _Column, stats: _Stats
+) -> Element:
     """An ancestor of `top` that scores well in its own right and of whose paragraph text
     `top` holds less than 60 %: the page's content is larger than its best part (a
-    reference page's description, its sections and its lists of items)."""
+    reference page's description, its sections and its lists of items). Teasers beside
+    `top` (list items headed by a link to another page) do not count as the ancestor's
+    text: a list of other pages' summaries beside the story does not make the story a part
+    of the page."""
+    chain: list[Element] = []
     ancestor = top.getparent()
     while ancestor is not None and ancestor.tag not in ("body", "html"):
         score = scores.get(ancestor)
-        if (
-            score is not None
-            and score >= 0.4 * best
-            and good.get(top, 0) < 0.6 * good.get(ancestor, 0)
-        ):
-            top = ancestor
+        if score is not None and score >= 0.4 * best:
+            chain.append(ancestor)
         ancestor = ancestor.getparent()
+    if not chain:
+        return top
+    teasers = _teaser_text(chain[-1], good, stats)
+    for ancestor in chain:
+        # The teasers beside `top`, not those inside it: a list of linked titles that is
+        # itself the best block (an article of links with their summaries) is its text.
+        beside = teasers.get(ancestor, 0) - teasers.get(top, 0)
+        if good.get(top, 0) < 0.6 * (good.get(ancestor, 0) - beside):
+            top = ancestor
     return top
+
+
+_HEADINGS: Final = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+
+
+def _teaser_text(root: Element, good: _Column, stats: _Stats) -> dict[Element, int]:
+    """The paragraph text under each element of `root` that is in teasers: list items whose
+    first heading is a link (a title leading to another page, above its summary). One walk;
+    only elements holding teaser text are in the answer."""
+    found: dict[Element, int] = {}
+    # [teaser text, first heading: 0 none yet, 1 a link, 2 not a link] of each open element.
+    stack: list[list[int]] = []
+    for event, element in etree.iterwalk(root, events=("start", "end")):
+        if event == "start":
+            stack.append([0, 0])
+            continue
+        frame = stack.pop()
+        tag = element.tag
+        if tag in _HEADINGS:
+            length = stats.text.get(element, 0)
+            frame[1] = 1 if length and stats.links.get(element, 0) >= 0.8 * length else 2
+        elif tag == "li" and frame[1] == 1:
+            frame[0] = good.get(element, 0)
+        if frame[0]:
+            found[element] = frame[0]
+        if not stack:
+            break
+        into = stack[-1]
+        into[0] += frame[0]
+        if not into[1]:
+            into[1] = frame[1]
+    return found
 
 
 def _container_of(top: Element, good: _Column) -> Element:
@@ -646,13 +725,14 @@ def _with_siblings(top: Element, scores: dict[Element, float], stats: _Stats) ->
 # Cleaning that would leave less than this share of a block's text is not done.
 _GUTTED: Final = 0.25
 _CLEANED: Final = frozenset({"div", "section", "ul", "ol", "table", "dl", "figure", "aside"})
+_CELLS: Final = frozenset({"td", "th"})
 
 
 def _clean(
     elements: Iterable[Element],
     scores: dict[Element, float],
     good: _Column,
-    stats_text: _Column,
+    stats: _Stats,
 ) -> None:
     """Remove the chrome-like parts left inside the main block (readability's conditional
     cleaning, in spirit).
@@ -668,6 +748,9 @@ def _clean(
             continue
         # A part holding this much of the block's paragraph text is the block, not chrome.
         keep = 0.3 * good[root]
+        # The tables of data in the block: a division that is the content of one of their
+        # cells (a figure, a name linked to its page) is judged with its table, not alone.
+        data_tables = {table for table in root.iter("table") if _data_table(table, stats)}
         good_row = good.index
         good_of = good.values
         # [text length, link text length, commas, p, img, li] of each element open in the
@@ -699,10 +782,10 @@ def _clean(
             into = stack[-1]
             if tag == "p":
                 drop = bool(total[0]) and total[1] >= 0.8 * total[0]
-            elif tag in _CLEANED:
+            elif tag in _CLEANED and not (tag == "div" and _in_data_cell(element, data_tables)):
                 row = good_row.get(element)
                 drop = not (keep and row is not None and good_of[row] >= keep) and _should_drop(
-                    element, scores, total
+                    element, scores, total, data_tables
                 )
             else:
                 drop = False
@@ -721,7 +804,7 @@ def _clean(
             if tail:
                 into[0] += len(tail.strip())
                 into[2] += tail.count(",")
-        if remaining < _GUTTED * stats_text.get(root, 0):
+        if remaining < _GUTTED * stats.text.get(root, 0):
             # Cleaning would leave almost nothing: the block is a page of teasers or links
             # (an index, a directory), and its parts are its content.
             continue
@@ -729,7 +812,9 @@ def _clean(
             _drop_all(_outermost(root, gone))
 
 
-def _should_drop(element: Element, scores: dict[Element, float], counts: list[int]) -> bool:
+def _should_drop(
+    element: Element, scores: dict[Element, float], counts: list[int], data_tables: set[Element]
+) -> bool:
     """Whether a part of the block looks like chrome by its counts and its name (one call
     per part of a block that may be the whole page: what it asks is asked inline)."""
     length, links, commas, paragraphs, images, items = counts
@@ -747,12 +832,69 @@ def _should_drop(element: Element, scores: dict[Element, float], counts: list[in
     if (
         (images > 1 and paragraphs / images < 0.5)
         or (not in_list and items > paragraphs)
-        or (weight < 25 and density > 0.2 and not (in_list and density < 0.5))
+        or (
+            weight < 25
+            and density > 0.2
+            and not (in_list and density < 0.5)
+            and element not in data_tables
+        )
         or (weight >= 25 and density > 0.5)
         or (length < _MIN_BLOCK and images == 0 and tag not in ("table", "ul", "ol"))
     ):
         return _not_a_label(element)
     return False
+
+
+# The rows a table is judged by: a table of data is alike from top to bottom, and a table
+# of 33,000 rows is not walked whole to learn it.
+_TABLE_SAMPLE: Final = 64
+
+
+def _data_table(table: Element, stats: _Stats) -> bool:
+    """Whether `table` is a table of data whose links sit in one column (a list of files,
+    apps or ferries with their sizes, dates and figures), not a grid of links: most of its
+    first rows have two or more cells with text, and at most one of them is a link. Its own
+    rows and cells only (a nested table is judged on its own)."""
+    rows = 0
+    data_rows = 0
+    for row in _table_rows(table):
+        filled = 0
+        linked = 0
+        for cell in row:
+            if cell.tag not in _CELLS:
+                continue
+            length = stats.text.get(cell, 0)
+            if not length:
+                continue
+            filled += 1
+            if stats.links.get(cell, 0) >= 0.5 * length:
+                linked += 1
+        if filled:
+            rows += 1
+            if filled >= 2 and linked <= 1 and linked < filled:
+                data_rows += 1
+            if rows == _TABLE_SAMPLE:
+                break
+    return rows >= 3 and data_rows >= 0.8 * rows
+
+
+def _table_rows(table: Element) -> Iterable[Element]:
+    for child in table:
+        if child.tag == "tr":
+            yield child
+        elif child.tag in ("thead", "tbody", "tfoot"):
+            yield from (row for row in child if row.tag == "tr")
+
+
+def _in_data_cell(element: Element, data_tables: set[Element]) -> bool:
+    """Whether `element` is the content of a cell of one of `data_tables`."""
+    cell = element.getparent()
+    if cell is None or cell.tag not in _CELLS or not data_tables:
+        return False
+    table = cell.getparent()  # the row
+    while table is not None and table.tag in ("tr", "tbody", "thead", "tfoot"):
+        table = table.getparent()
+    return table in data_tables
 
 
 def _not_a_label(element: Element) -> bool:
@@ -767,6 +909,12 @@ def _first_heading(body: Element) -> str | None:
         if text:
             return text
     return None
+
+
+# A block shorter than this (characters) on a page at least `_SCRAP_RATIO` times longer
+# (without its chrome) is a scrap, not the page's content.
+_SCRAP: Final = 200
+_SCRAP_RATIO: Final = 10
 
 
 def select_main_block(root: Element) -> MainBlock:
@@ -792,8 +940,15 @@ def select_main_block(root: Element) -> MainBlock:
         return MainBlock(elements=(body,), heading=heading)
     top = _narrow(top, good)
     top = _merge_parts(top, best, scores, good)
-    top = _climb(top, best, scores, good)
+    top = _climb(top, best, scores, good, stats)
     top = _container_of(top, good)
     elements = _with_siblings(top, scores, stats) if top is not body else [body]
-    _clean(elements, scores, good, stats.text)
+    chosen = sum(stats.text.get(element, 0) for element in elements)
+    if chosen < _SCRAP and stats.text.get(body, 0) >= _SCRAP_RATIO * max(chosen, 1):
+        # A scrap of a page ten times its length is not its content: a section front whose
+        # teasers are written as links (titles and summaries alike) has next to no paragraph
+        # text, and its best "paragraph" is a date line. The page is its content, as when
+        # it has no paragraph text at all; the cleaning below still takes its link blocks.
+        elements = [body]
+    _clean(elements, scores, good, stats)
     return MainBlock(elements=tuple(elements), heading=heading)
