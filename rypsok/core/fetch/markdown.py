@@ -309,8 +309,17 @@ class _Writer:
             # Most blocks (paragraphs, divisions, items' containers): their content stands
             # apart from what surrounds it, as the last case below writes it.
             self.flush()
-            self.children(element)
-            self.flush()
+            if len(element):
+                self.children(element)
+                self.flush()
+                return
+            # Text alone (most paragraphs): the block its text makes, without the pending
+            # inline list and the calls that fill and empty it.
+            own = element.text
+            if own:
+                text = _finish_inline([escape_text(own.replace(_BREAK, ""))])
+                if text:
+                    self.blocks.append(text)
             return
         if not isinstance(tag, str):
             return

@@ -464,6 +464,9 @@ def is_hidden(tag: str, attrib: dict[str, str]) -> bool:
     return tag == "dialog" and "open" not in attrib
 
 
+# The attributes by which `is_hidden` hides an element other than a dialog.
+_HIDING_ATTRIBUTES: Final = frozenset({"hidden", "aria-hidden", "style"})
+
 _HEAD_READ: Final = frozenset({"title", "meta", "base"})
 
 # Elements a document's end tags never close: a browser parses markup after </body> or
@@ -654,14 +657,14 @@ class _TreeWriter:
         self.written: list[str] = []
 
     def start(self, name: str, attrib: dict[str, str]) -> None:
+        written = self.written
         if attrib:
-            values = "".join(
-                f' {key}="{_VALUE_SPECIAL.sub(_reference, value)}"'
-                for key, value in attrib.items()
-            )
-            self.written.append(f"<{name}{values}>")
+            written.append(f"<{name}")
+            for key, value in attrib.items():
+                written.append(f' {key}="{_VALUE_SPECIAL.sub(_reference, value)}"')
+            written.append(">")
         else:
-            self.written.append(f"<{name}>")
+            written.append(f"<{name}>")
 
     def end(self, name: str) -> None:
         self.written.append(f"</{name}>")
@@ -738,7 +741,9 @@ class _BoundedTarget:
             # Most elements: outside a skipped subtree, of no name the rules below single out,
             # after the root; what the rules below do for them, without asking each.
             if attrib:
-                if is_hidden(name, attrib):
+                # (Only these attributes hide an element of a name not singled out: most
+                # tags carry none of them, and are not asked further.)
+                if not _HIDING_ATTRIBUTES.isdisjoint(attrib) and is_hidden(name, attrib):
                     self.skip_depth = 1
                     self.skip_root = ""
                     return
