@@ -285,6 +285,11 @@ class _Writer:
                 self.text(tail)
 
     def text(self, text: str) -> None:
+        if text.isascii() and text.isspace():
+            # White space alone (most tails between elements): nothing in it to escape or
+            # normalise, and no break mark.
+            self.inline.append(text)
+            return
         self.inline.append(escape_text(text.replace(_BREAK, "")))
 
     def _last_visible(self) -> tuple[int, int] | None:
