@@ -162,3 +162,18 @@ def test_req_page_006_tree_keeps_what_xml_would_read_otherwise() -> None:
     assert division.get("class") == "k l"
     assert division.text == "tail"
     assert division.tail == "after"
+
+
+def test_lim_f11_a_bound_deeper_than_the_tree_parser_builds_stops_at_its_depth() -> None:
+    # libxml2's XML parser builds at most 2048 levels: a caller's bound beyond it is held
+    # there, as a bound reached (the product's LIM-F11 is 256).
+    parsed = parse_html("<div>" * 3000 + "deep", max_nodes=MAX_NODES, max_depth=5000)
+    assert parsed.root is not None
+    assert parsed.bound_hit
+    assert parsed.depth == 2048
+    levels = 1
+    element = parsed.root
+    while len(element):
+        element = element[0]
+        levels += 1
+    assert levels == 2048
