@@ -115,6 +115,7 @@ _PLAIN_BLOCKS: Final = (
 # survives the parser (libxml2 replaces it), and text nodes are scrubbed of it anyway.
 _BREAK: Final = "\x00"
 _BLANK_LINES: Final = re.compile(r"\n{3,}")
+_CELLS: Final = frozenset({"td", "th"})
 _BLOCK_CONTENT: Final = frozenset(
     {"p", "div", "table", "ul", "ol", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6"}
 )
@@ -284,6 +285,11 @@ class _Writer:
                 self.text(tail)
 
     def text(self, text: str) -> None:
+        if text.isascii() and text.isspace():
+            # White space alone (most tails between elements): nothing in it to escape or
+            # normalise, and no break mark.
+            self.inline.append(text)
+            return
         self.inline.append(escape_text(text.replace(_BREAK, "")))
 
     def _last_visible(self) -> tuple[int, int] | None:
@@ -309,8 +315,17 @@ class _Writer:
             # Most blocks (paragraphs, divisions, items' containers): their content stands
             # apart from what surrounds it, as the last case below writes it.
             self.flush()
-            self.children(element)
-            self.flush()
+            if len(element):
+                self.children(element)
+                self.flush()
+                return
+            # Text alone (most paragraphs): the block its text makes, without the pending
+            # inline list and the calls that fill and empty it.
+            own = element.text
+            if own:
+                text = _finish_inline([escape_text(own.replace(_BREAK, ""))])
+                if text:
+                    self.blocks.append(text)
             return
         if not isinstance(tag, str):
             return
@@ -511,9 +526,19 @@ class _Writer:
         # a layout or too large costs no writing of cells that are then written again as
         # blocks (and leaves no picture marked as written). A table without a block, a
         # span or more cells than the bound inside (most data tables) needs no check.
-        if not _plain_table(element) and self._grid(rows, write=False) is None:
+        if _plain_table(element):
+            # No span to place and no cell holding a block (nor more cells than the bound):
+            # each row is its cells' texts in order, what `_grid` makes of it, without its
+            # bookkeeping of columns and spans for every cell.
+            grid = [[self.cell_text(cell) for cell in row if cell.tag in _CELLS] for row in rows]
+            return [line for line in grid if any(line)]
+        if self._grid(rows, write=False) is None:
             return None
         return self._grid(rows, write=True)
+
+    def cell_text(self, cell: etree._Element) -> str:
+        """A cell's text as a pipe table holds it: on one line, its pipes escaped."""
+        return _escape_pipes(self.inline_text(cell).replace("\n", " "))
 
     def _grid(self, rows: list[etree._Element], *, write: bool) -> list[list[str]] | None:
         grid: list[list[str]] = []
@@ -524,14 +549,14 @@ class _Writer:
             line: list[str] = []
             spans: dict[int, tuple[str, int]] = {}
             for cell in row:
-                if cell.tag not in ("td", "th"):
+                if cell.tag not in _CELLS:
                     continue
                 if len(cell) and next(cell.iter(*_BLOCK_CONTENT), None) is not None:
                     # (A cell without children, most of them, holds no block.)
                     return None
                 while len(line) in carried:
                     line.append(carried[len(line)][0])
-                text = _escape_pipes(self.inline_text(cell).replace("\n", " ")) if write else ""
+                text = self.cell_text(cell) if write else ""
                 colspan = cell.get("colspan")
                 rowspan = cell.get("rowspan")
                 columns = 1 if colspan is None else _span(colspan, MAX_COLSPAN) or 1

@@ -464,6 +464,9 @@ def is_hidden(tag: str, attrib: dict[str, str]) -> bool:
     return tag == "dialog" and "open" not in attrib
 
 
+# The attributes by which `is_hidden` hides an element other than a dialog.
+_HIDING_ATTRIBUTES: Final = frozenset({"hidden", "aria-hidden", "style"})
+
 _HEAD_READ: Final = frozenset({"title", "meta", "base"})
 
 # Elements a document's end tags never close: a browser parses markup after </body> or
@@ -560,8 +563,9 @@ def _element_name(name: str) -> str:
 
 
 def _xml_safe(text: str) -> str:
-    # Runs on every text and kept attribute, since character references (&#1;) bring these
-    # characters back whatever the document's own bytes were.
+    # Runs on all the text and kept attributes (the tree writer's markup, a slice at a time),
+    # since character references (&#1;) bring these characters back whatever the document's
+    # own bytes were.
     if _NOT_XML.search(text) is None:
         return text
     # A form feed is white space to HTML; the others are nothing.
@@ -606,13 +610,93 @@ class ParsedDocument:
     malformed: bool
 
 
+# Characters written as references in the XML the tree is built from: the markup characters,
+# and those XML reads otherwise than written (a carriage return in text becomes a line feed;
+# a line end or a tab in an attribute value, a space).
+_TEXT_SPECIAL: Final = re.compile("[&<>\r]")
+_VALUE_SPECIAL: Final = re.compile('[&<>"\r\n\t]')
+_REFERENCES: Final = {
+    "&": "&amp;",
+    "<": "&lt;",
+    ">": "&gt;",
+    '"': "&quot;",
+    "\r": "&#13;",
+    "\n": "&#10;",
+    "\t": "&#9;",
+}
+# The nesting libxml2's XML parser builds (with huge_tree); a deeper LIM-F11 is held at it.
+_TREE_MAX_DEPTH: Final = 2048
+
+
+def _reference(match: re.Match[str]) -> str:
+    return _REFERENCES[match.group()]
+
+
+class _TreeWriter:
+    """Builds the tree the target keeps; called as lxml's TreeBuilder is (start, end, data).
+
+    TreeBuilder, called from Python, makes each element through a proxy object and takes
+    each text and attribute value after the target has checked it for characters XML cannot
+    hold (a regular expression per text: at the node bound, 200,000 searches). Here the
+    elements are written as XML instead (names lxml accepts, the kept attributes, every
+    markup character a reference) and libxml2's XML parser builds them in C. `flush` hands
+    it what was written since the last call, after one search of it all for characters XML
+    cannot hold (dropped, a form feed made a space, as `_xml_safe` does to each text: the
+    repair is of single characters, so made once over the markup it is the same). The
+    target's parse flushes after every FEED_SLICE it feeds, so the markup held at a time is
+    one slice's. The tree is the one TreeBuilder made: the same elements, attributes, text
+    and tails (a text made only of characters XML cannot hold is no text, where TreeBuilder
+    kept an empty one: the same to every reader here, which reads a text by its truth).
+    """
+
+    __slots__ = ("parser", "written")
+
+    def __init__(self) -> None:
+        self.parser = etree.XMLParser(
+            huge_tree=True, resolve_entities=False, no_network=True, collect_ids=False
+        )
+        self.written: list[str] = []
+
+    def start(self, name: str, attrib: dict[str, str]) -> None:
+        written = self.written
+        if attrib:
+            written.append(f"<{name}")
+            for key, value in attrib.items():
+                written.append(f' {key}="{_VALUE_SPECIAL.sub(_reference, value)}"')
+            written.append(">")
+        else:
+            written.append(f"<{name}>")
+
+    def end(self, name: str) -> None:
+        self.written.append(f"</{name}>")
+
+    def data(self, text: str) -> None:
+        # Most text holds none of these: four searches for one character each cost less
+        # than one search of a character class.
+        if "&" in text or "<" in text or ">" in text or "\r" in text:
+            text = _TEXT_SPECIAL.sub(_reference, text)
+        self.written.append(text)
+
+    def flush(self) -> None:
+        if self.written:
+            markup = _xml_safe("".join(self.written))
+            self.written = []
+            self.parser.feed(markup)
+
+    def close(self) -> etree._Element:
+        self.flush()
+        root: etree._Element = self.parser.close()
+        return root
+
+
 class _BoundedTarget:
-    """The parser target: counts, filters and builds the tree through a TreeBuilder."""
+    """The parser target: counts, filters and builds the tree through a `_TreeWriter`
+    (which makes text and attribute values safe for XML)."""
 
     def __init__(self, max_nodes: int, max_depth: int) -> None:
         self.max_nodes = max_nodes
-        self.max_depth = max_depth
-        self.builder = etree.TreeBuilder()
+        self.max_depth = min(max_depth, _TREE_MAX_DEPTH)
+        self.builder = _TreeWriter()
         self.nodes = 0
         self.depth = 0
         self.max_seen = 0
@@ -658,15 +742,13 @@ class _BoundedTarget:
             # Most elements: outside a skipped subtree, of no name the rules below single out,
             # after the root; what the rules below do for them, without asking each.
             if attrib:
-                if is_hidden(name, attrib):
+                # (Only these attributes hide an element of a name not singled out: most
+                # tags carry none of them, and are not asked further.)
+                if not _HIDING_ATTRIBUTES.isdisjoint(attrib) and is_hidden(name, attrib):
                     self.skip_depth = 1
                     self.skip_root = ""
                     return
-                kept = {
-                    k: v if _NOT_XML.search(v) is None else _xml_safe(v)
-                    for k, v in attrib.items()
-                    if k in KEPT_ATTRIBUTES
-                }
+                kept = {k: v for k, v in attrib.items() if k in KEPT_ATTRIBUTES}
                 self.kept_attributes += len(kept)
                 if self.kept_attributes > MAX_KEPT_ATTRIBUTES:
                     self._stop()
@@ -718,7 +800,7 @@ class _BoundedTarget:
                 self.stack.append("html")
         name = _element_name(name)
         if attrib:
-            kept = {k: _xml_safe(v) for k, v in attrib.items() if k in KEPT_ATTRIBUTES}
+            kept = {k: v for k, v in attrib.items() if k in KEPT_ATTRIBUTES}
             self.kept_attributes += len(kept)
             if self.kept_attributes > MAX_KEPT_ATTRIBUTES:
                 self._stop()
@@ -754,8 +836,6 @@ class _BoundedTarget:
             return
         if self.skip_depth or not self.stack:
             return
-        if _NOT_XML.search(text) is not None:
-            text = _xml_safe(text)
         self.builder.data(text)
 
     def comment(self, text: str) -> None:
@@ -776,7 +856,7 @@ class _BoundedTarget:
         return None
 
     def finish(self) -> etree._Element | None:
-        """Close what is still open and hand back the root (the TreeBuilder needs balance)."""
+        """Close what is still open and hand back the root (the XML needs balance)."""
         if not self.root_started:
             return None
         while self.stack:
@@ -873,6 +953,7 @@ def _parse_bounded(
             parser.feed(document[offset : min(offset + FEED_SLICE, limit)])
             if target.stopped:
                 break
+            target.builder.flush()
         if not target.stopped:
             # Elements still open here were never closed by the document: libxml2 closes
             # them at the end, which is a repair, not the author's structure.
