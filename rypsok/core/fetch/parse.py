@@ -867,14 +867,17 @@ class _BoundedTarget:
     def forget_tree(self) -> None:
         """Drop every reference to the tree built so far.
 
-        lxml's feed parser and its parser context refer to each other once a Python target
-        has been fed, so the parser, its context and this target outlive the call until the
-        cycle collector runs. Python's collector counts Python objects only, while what the
-        cycle would hold is the libxml2 tree of the whole page (megabytes per call): with
-        concurrent calls those trees piled up, about one page per completed call, until a
-        full collection (issue 23). Only the caller's reference to the root keeps the tree.
+        lxml's HTML feed parser and its parser context refer to each other once a Python
+        target has been fed, so that parser, its context and this target outlive the call
+        until the cycle collector runs, which Python starts from counts of Python objects,
+        not of the C memory a tree holds. When the target held lxml's TreeBuilder, each
+        call's tree hung from that cycle: under concurrent calls about one page piled up per
+        completed call until a full collection (issue 23.2). The tree writer lets go of its
+        document at `close`; a writer whose close did not run (a failure on the way) could
+        still hold part of one, so the target drops it whatever happened, and the caller's
+        reference to the root is the tree's only one.
         """
-        self.builder = etree.TreeBuilder()
+        self.builder = _TreeWriter()
 
 
 # A DOCTYPE with an internal subset (`<!DOCTYPE html [<!ENTITY …>]>`, written by XHTML
