@@ -326,6 +326,10 @@ class _Stats:
 
 
 def _class_weight(element: Element) -> int:
+    if not element.attrib:
+        # Most elements have no attribute at all: asking whether there are any is one call,
+        # asking for the class and the id two.
+        return 0
     names = element.get("class")
     ident = element.get("id")
     if names is None and ident is None:
@@ -356,6 +360,8 @@ def _chrome_kind(element: Element, stats: _Stats) -> int:
     if tag == "figure":
         # A figure is an illustration and its caption, unless it holds text of its own.
         return 0 if element in stats.holds_text else 1
+    if not element.attrib:
+        return 0  # most elements: no role, class or id to judge by (one call, not three)
     role = element.get("role")
     if role is not None and role.strip().lower() in CHROME_ROLES:
         return 2
@@ -514,6 +520,8 @@ def _score_candidates(body: Element, stats: _Stats) -> tuple[dict[Element, float
     most = stats.prose.get(body, 0) * _GUARD_PROSE
 
     def initial(element: Element) -> float:
+        if not element.attrib:
+            return _TAG_WEIGHT.get(element.tag, 0)  # most elements: no name to weigh
         names = element.get("class")
         ident = element.get("id")
         if names is None and ident is None:
@@ -782,7 +790,9 @@ def _clean(
             into = stack[-1]
             if tag == "p":
                 drop = bool(total[0]) and total[1] >= 0.8 * total[0]
-            elif tag in _CLEANED and not (tag == "div" and _in_data_cell(element, data_tables)):
+            elif tag in _CLEANED and not (
+                tag == "div" and data_tables and _in_data_cell(element, data_tables)
+            ):
                 row = good_row.get(element)
                 drop = not (keep and row is not None and good_of[row] >= keep) and _should_drop(
                     element, scores, total, data_tables
