@@ -500,6 +500,8 @@ def _remove_chrome(body: Element, stats: _Stats) -> bool:
     next(walk)  # the body itself
     for _, element in walk:
         kind = _chrome_kind(element, stats)
+        if not kind:
+            continue  # most elements: content
         if kind == 3 and element in titled:
             kind = 1
         if (
