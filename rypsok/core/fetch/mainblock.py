@@ -232,11 +232,11 @@ class _Stats:
     the text under an element, which the cleaning judges a part by: measured here, it is not
     read again from the tree.
 
-    The measures every element has (`text`, `links`, `prose`, `all_commas`) are columns under one index,
-    not a dict each, and no map of parents is kept: the tree's own link is read instead,
-    its elements' proxies being alive in the index (issue 23.2). `inline` and `commas` are
-    stored only where the run is long enough to score, so they stay small dicts (read with
-    a default of 0).
+    The measures every element has (`text`, `links`, `prose`, `all_commas`) are columns
+    under one index, not a dict each, and no map of parents is kept: the tree's own link is
+    read instead, its elements' proxies being alive in the index (issue 23.2). `inline` and
+    `commas` are stored only where the run is long enough to score, so they stay small
+    dicts (read with a default of 0).
     """
 
     def __init__(self, root: Element) -> None:
