@@ -370,8 +370,10 @@ def _chrome_kind(element: Element, stats: _Stats) -> int:
     if tag == "figure":
         # A figure is an illustration and its caption, unless it holds text of its own.
         return 0 if element in stats.holds_text else 1
-    if not element.attrib:
-        return 0  # most elements: no role, class or id to judge by (one call, not three)
+    if tag != "a" and not element.attrib:
+        # Most elements: no role, class or id to judge by (one call, not three). A link has
+        # its address: asking whether it has attributes would be one call more.
+        return 0
     role = element.get("role")
     if role is not None and role.strip().lower() in CHROME_ROLES:
         return 2
