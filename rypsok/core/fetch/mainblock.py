@@ -229,10 +229,11 @@ class _Stats:
     text, its inline children, the tails of its children), which is what a reader sees as
     the element's paragraph. `prose` is the running text under an element (the runs of its
     blocks that are long enough and not mostly links). `all_commas` counts the commas of all
-    the text under an element, which the cleaning judges a part by: measured here, it is not
-    read again from the tree.
+    the text under the parts the cleaning judges (paragraphs, divisions, lists…): measured
+    here, the text is not read again from the tree; like `inline`, it is a small dict, kept
+    only where there are commas.
 
-    The measures every element has (`text`, `links`, `prose`, `all_commas`) are columns
+    The measures every element has (`text`, `links`, `prose`) are columns
     under one index, not a dict each, and no map of parents is kept: the tree's own link is
     read instead, its elements' proxies being alive in the index (issue 23.2). `inline` and
     `commas` are stored only where the run is long enough to score, so they stay small
@@ -249,7 +250,8 @@ class _Stats:
         # The running text under each element: the inline runs of its blocks (paragraphs,
         # items, cells, code) that are long enough and not mostly links.
         prose_of: array[int] = array("i")
-        all_commas_of: array[int] = array("i")
+        self.all_commas: dict[Element, int] = {}
+        all_commas_of = self.all_commas
         self.inline: dict[Element, int] = {}
         self.commas: dict[Element, int] = {}
         inline_of = self.inline
@@ -300,7 +302,8 @@ class _Stats:
                 # So is an item whose summary sits in its own paragraph under a linked title.
                 prose = 0
             prose_of.append(prose)
-            all_commas_of.append(all_commas)
+            if all_commas and (tag == "p" or tag in _CLEANED):
+                all_commas_of[element] = all_commas
             if not stack:
                 break
             into = stack[-1]
@@ -328,7 +331,6 @@ class _Stats:
         self.text = _Column(index, text_of)
         self.links = _Column(index, links_of)
         self.prose = _Column(index, prose_of)
-        self.all_commas = _Column(index, all_commas_of)
 
     def density(self, element: Element) -> float:
         length = self.text.get(element, 0)
@@ -769,7 +771,7 @@ def _clean(
     row_of = stats.index
     text_of = stats.text.values
     links_of = stats.links.values
-    commas_of = stats.all_commas.values
+    commas_of = stats.all_commas
     good_of = good.values
     for root in elements:
         if not good.get(root):
@@ -814,7 +816,7 @@ def _clean(
                 counts = [
                     text_of[row] - removed[0],
                     links_of[row] - removed[1],
-                    commas_of[row] - removed[2],
+                    commas_of.get(element, 0) - removed[2],
                     removed[3],
                     removed[4],
                     removed[5],
@@ -832,7 +834,7 @@ def _clean(
                     gone.add(element)
                     into[0] += text_of[row]
                     into[1] += links_of[row]
-                    into[2] += commas_of[row]
+                    into[2] += commas_of.get(element, 0)
                     continue
             into[0] += removed[0]
             into[1] += removed[1]
