@@ -228,13 +228,16 @@ class _Stats:
     links; `inline` and `commas` count only the element's own run of inline content (its
     text, its inline children, the tails of its children), which is what a reader sees as
     the element's paragraph. `prose` is the running text under an element (the runs of its
-    blocks that are long enough and not mostly links).
+    blocks that are long enough and not mostly links). `all_commas` counts the commas of all
+    the text under the parts the cleaning judges (paragraphs, divisions, lists…): measured
+    here, the text is not read again from the tree; like `inline`, it is a small dict, kept
+    only where there are commas.
 
-    The measures every element has (`text`, `links`, `prose`) are columns under one index,
-    not a dict each, and no map of parents is kept: the tree's own link is read instead,
-    its elements' proxies being alive in the index (issue 23.2). `inline` and `commas` are
-    stored only where the run is long enough to score, so they stay small dicts (read with
-    a default of 0).
+    The measures every element has (`text`, `links`, `prose`) are columns
+    under one index, not a dict each, and no map of parents is kept: the tree's own link is
+    read instead, its elements' proxies being alive in the index (issue 23.2). `inline` and
+    `commas` are stored only where the run is long enough to score, so they stay small
+    dicts (read with a default of 0).
     """
 
     def __init__(self, root: Element) -> None:
@@ -247,6 +250,8 @@ class _Stats:
         # The running text under each element: the inline runs of its blocks (paragraphs,
         # items, cells, code) that are long enough and not mostly links.
         prose_of: array[int] = array("i")
+        self.all_commas: dict[Element, int] = {}
+        all_commas_of = self.all_commas
         self.inline: dict[Element, int] = {}
         self.commas: dict[Element, int] = {}
         inline_of = self.inline
@@ -261,16 +266,18 @@ class _Stats:
         stack: list[list[int]] = []
         for event, element in etree.iterwalk(root, events=("start", "end")):
             if event == "start":
-                stack.append([0, 0, 0, 0, 0, 0, 0])
+                stack.append([0, 0, 0, 0, 0, 0, 0, 0])
                 continue
-            length, links, inline, inline_links, commas, prose, holds = stack.pop()
+            length, links, inline, inline_links, commas, prose, holds, all_commas = stack.pop()
             tag = element.tag
             own = element.text
             if own:
                 own_length = len(own.strip())
                 length += own_length
                 inline += own_length
-                commas += own.count(",")
+                own_commas = own.count(",")
+                commas += own_commas
+                all_commas += own_commas
             if tag == "a":
                 links = length
                 inline_links = inline
@@ -295,12 +302,15 @@ class _Stats:
                 # So is an item whose summary sits in its own paragraph under a linked title.
                 prose = 0
             prose_of.append(prose)
+            if all_commas and (tag == "p" or tag in _CLEANED):
+                all_commas_of[element] = all_commas
             if not stack:
                 break
             into = stack[-1]
             into[0] += length
             into[1] += links
             into[5] += prose
+            into[7] += all_commas
             if holds or tag in _TEXT_HOLDERS:
                 into[6] = 1
             if tag not in BLOCK_ELEMENTS:
@@ -315,7 +325,9 @@ class _Stats:
                 tail_length = len(tail.strip())
                 into[0] += tail_length
                 into[2] += tail_length
-                into[4] += tail.count(",")
+                tail_commas = tail.count(",")
+                into[4] += tail_commas
+                into[7] += tail_commas
         self.text = _Column(index, text_of)
         self.links = _Column(index, links_of)
         self.prose = _Column(index, prose_of)
@@ -326,6 +338,10 @@ class _Stats:
 
 
 def _class_weight(element: Element) -> int:
+    if not element.attrib:
+        # Most elements have no attribute at all: asking whether there are any is one call,
+        # asking for the class and the id two.
+        return 0
     names = element.get("class")
     ident = element.get("id")
     if names is None and ident is None:
@@ -356,6 +372,10 @@ def _chrome_kind(element: Element, stats: _Stats) -> int:
     if tag == "figure":
         # A figure is an illustration and its caption, unless it holds text of its own.
         return 0 if element in stats.holds_text else 1
+    if tag != "a" and not element.attrib:
+        # Most elements: no role, class or id to judge by (one call, not three). A link has
+        # its address: asking whether it has attributes would be one call more.
+        return 0
     role = element.get("role")
     if role is not None and role.strip().lower() in CHROME_ROLES:
         return 2
@@ -484,6 +504,8 @@ def _remove_chrome(body: Element, stats: _Stats) -> bool:
     next(walk)  # the body itself
     for _, element in walk:
         kind = _chrome_kind(element, stats)
+        if not kind:
+            continue  # most elements: content
         if kind == 3 and element in titled:
             kind = 1
         if (
@@ -514,6 +536,8 @@ def _score_candidates(body: Element, stats: _Stats) -> tuple[dict[Element, float
     most = stats.prose.get(body, 0) * _GUARD_PROSE
 
     def initial(element: Element) -> float:
+        if not element.attrib:
+            return _TAG_WEIGHT.get(element.tag, 0)  # most elements: no name to weigh
         names = element.get("class")
         ident = element.get("id")
         if names is None and ident is None:
@@ -737,11 +761,18 @@ def _clean(
     """Remove the chrome-like parts left inside the main block (readability's conditional
     cleaning, in spirit).
 
-    One pass from the leaves up: each element's counts are summed from the children it
-    keeps, so a part removed below is already out of its container's counts, and the work
-    stays linear in the size of the block however deep it is. The parts are removed at the
-    end, and not at all when that would leave under a quarter of the block's text.
+    One pass from the leaves up: each element's counts are those of the children it keeps,
+    so a part removed below is already out of its container's counts, and the work stays
+    linear in the size of the block however deep it is. The lengths and commas are not read
+    from the tree again: a part's are its measured ones (`stats`) less what was removed under
+    it, which the pass sums instead. The parts are removed at the end, and not at all when
+    that would leave under a quarter of the block's text.
     """
+    row_of = stats.index
+    text_of = stats.text.values
+    links_of = stats.links.values
+    commas_of = stats.all_commas
+    good_of = good.values
     for root in elements:
         if not good.get(root):
             # Without paragraph text there is nothing to tell the content from the rest by.
@@ -751,10 +782,9 @@ def _clean(
         # The tables of data in the block: a division that is the content of one of their
         # cells (a figure, a name linked to its page) is judged with its table, not alone.
         data_tables = {table for table in root.iter("table") if _data_table(table, stats)}
-        good_row = good.index
-        good_of = good.values
-        # [text length, link text length, commas, p, img, li] of each element open in the
-        # walk, handed to its parent's at its end (the parent is next on the stack).
+        # [text length, link text length, commas removed under it; p, img, li kept under it]
+        # of each element open in the walk, handed to its parent's at its end (the parent is
+        # next on the stack).
         stack: list[list[int]] = []
         gone: set[Element] = set()
         remaining = 0
@@ -762,48 +792,56 @@ def _clean(
             if event == "start":
                 stack.append([0, 0, 0, 0, 0, 0])
                 continue
-            total = stack.pop()
+            removed = stack.pop()
             tag = element.tag
-            own = element.text
-            if own:
-                total[0] += len(own.strip())
-                total[2] += own.count(",")
             if tag == "a":
-                total[1] = total[0]
+                # A link's text is all link text: what went from the one went from the other.
+                removed[1] = removed[0]
             elif tag == "p":
-                total[3] += 1
+                removed[3] += 1
             elif tag == "img":
-                total[4] += 1
+                removed[4] += 1
             elif tag == "li":
-                total[5] += 1
+                removed[5] += 1
             if not stack:
-                remaining = total[0]
+                remaining = text_of[row_of[element]] - removed[0]
                 break
             into = stack[-1]
-            if tag == "p":
-                drop = bool(total[0]) and total[1] >= 0.8 * total[0]
-            elif tag in _CLEANED and not (tag == "div" and _in_data_cell(element, data_tables)):
-                row = good_row.get(element)
-                drop = not (keep and row is not None and good_of[row] >= keep) and _should_drop(
-                    element, scores, total, data_tables
-                )
-            else:
-                drop = False
-            if drop:
-                # A paragraph that is (almost) only a link promotes another page: "Read
-                # more: …"; the other parts are judged by their counts.
-                gone.add(element)
-            else:
-                into[0] += total[0]
-                into[1] += total[1]
-                into[2] += total[2]
-                into[3] += total[3]
-                into[4] += total[4]
-                into[5] += total[5]
-            tail = element.tail
-            if tail:
-                into[0] += len(tail.strip())
-                into[2] += tail.count(",")
+            cleaned = tag in _CLEANED and not (
+                tag == "div" and data_tables and _in_data_cell(element, data_tables)
+            )
+            if tag == "p" or cleaned:
+                row = row_of[element]
+                # The part's counts without what was removed under it.
+                counts = [
+                    text_of[row] - removed[0],
+                    links_of[row] - removed[1],
+                    commas_of.get(element, 0) - removed[2],
+                    removed[3],
+                    removed[4],
+                    removed[5],
+                ]
+                if tag == "p":
+                    drop = bool(counts[0]) and counts[1] >= 0.8 * counts[0]
+                else:
+                    drop = not (keep and good_of[row] >= keep) and _should_drop(
+                        element, scores, counts, data_tables
+                    )
+                if drop:
+                    # A paragraph that is (almost) only a link promotes another page: "Read
+                    # more: …"; the other parts are judged by their counts. All its text
+                    # goes from its container's counts (its tail stays).
+                    gone.add(element)
+                    into[0] += text_of[row]
+                    into[1] += links_of[row]
+                    into[2] += commas_of.get(element, 0)
+                    continue
+            into[0] += removed[0]
+            into[1] += removed[1]
+            into[2] += removed[2]
+            into[3] += removed[3]
+            into[4] += removed[4]
+            into[5] += removed[5]
         if remaining < _GUTTED * stats.text.get(root, 0):
             # Cleaning would leave almost nothing: the block is a page of teasers or links
             # (an index, a directory), and its parts are its content.
