@@ -314,9 +314,14 @@ def test_req_fetch_004_alt_text_that_is_a_file_name_is_left_out(alt: str) -> Non
 
 
 def _cpu_seconds(html: str) -> float:
-    start = time.process_time()
-    extract(html)
-    return time.process_time() - start
+    # The fastest of three: a collection or a cache miss in one run is noise, while a
+    # quadratic step is slow in every run.
+    times = []
+    for _ in range(3):
+        start = time.process_time()
+        extract(html)
+        times.append(time.process_time() - start)
+    return min(times)
 
 
 @pytest.mark.parametrize(
