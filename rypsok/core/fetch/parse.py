@@ -31,6 +31,7 @@ import contextvars
 import functools
 import re
 from typing import Any, Final
+from xml.sax.saxutils import escape
 
 import attrs
 import tinycss2
@@ -613,23 +614,10 @@ class ParsedDocument:
 # Characters written as references in the XML the tree is built from: the markup characters,
 # and those XML reads otherwise than written (a carriage return in text becomes a line feed;
 # a line end or a tab in an attribute value, a space).
-_TEXT_SPECIAL: Final = re.compile("[&<>\r]")
-_VALUE_SPECIAL: Final = re.compile('[&<>"\r\n\t]')
-_REFERENCES: Final = {
-    "&": "&amp;",
-    "<": "&lt;",
-    ">": "&gt;",
-    '"': "&quot;",
-    "\r": "&#13;",
-    "\n": "&#10;",
-    "\t": "&#9;",
-}
+_TEXT_REFERENCES: Final = {"\r": "&#13;"}  # besides the three `escape` always writes
+_VALUE_REFERENCES: Final = {'"': "&quot;", "\r": "&#13;", "\n": "&#10;", "\t": "&#9;"}
 # The nesting libxml2's XML parser builds (with huge_tree); a deeper LIM-F11 is held at it.
 _TREE_MAX_DEPTH: Final = 2048
-
-
-def _reference(match: re.Match[str]) -> str:
-    return _REFERENCES[match.group()]
 
 
 class _TreeWriter:
@@ -662,7 +650,7 @@ class _TreeWriter:
         if attrib:
             written.append(f"<{name}")
             for key, value in attrib.items():
-                written.append(f' {key}="{_VALUE_SPECIAL.sub(_reference, value)}"')
+                written.append(f' {key}="{escape(value, _VALUE_REFERENCES)}"')
             written.append(">")
         else:
             written.append(f"<{name}>")
@@ -674,7 +662,7 @@ class _TreeWriter:
         # Most text holds none of these: four searches for one character each cost less
         # than one search of a character class.
         if "&" in text or "<" in text or ">" in text or "\r" in text:
-            text = _TEXT_SPECIAL.sub(_reference, text)
+            text = escape(text, _TEXT_REFERENCES)
         self.written.append(text)
 
     def flush(self) -> None:
