@@ -54,3 +54,30 @@ def test_req_test_019_the_hook_loads_a_mutated_package_init(tmp_path: Path) -> N
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
     )
     assert out.stdout.split() == ["True", "example.com"]
+
+
+def test_req_test_019_every_targets_unmutated_module_passes_the_import_check() -> None:
+    """A target whose own source fails the tool's check would have every mutant counted
+    invalid and a score of 100 % (the egress package's lazy attributes did). The check runs
+    in a fresh interpreter, as the tool does: here rypsok is imported already, which hid it."""
+    script = (
+        "import importlib.machinery, importlib.util, sys\n"
+        f"loader = importlib.machinery.SourceFileLoader('tool', {str(ROOT / 'tools/mutation')!r})\n"
+        "spec = importlib.util.spec_from_loader('tool', loader)\n"
+        "tool = importlib.util.module_from_spec(spec)\n"
+        "sys.modules['tool'] = tool\n"
+        "loader.exec_module(tool)\n"
+        "failed = []\n"
+        "for name, target in tool.TARGETS.items():\n"
+        "    for module in [m for m in sys.modules if m.split('.')[0] == 'rypsok']:\n"
+        "        del sys.modules[module]  # each target checked as in a run of it alone\n"
+        "    if not tool.imports_cleanly(name, (tool.ROOT / target.path).read_text()):\n"
+        "        failed.append(name)\n"
+        "assert not tool.imports_cleanly('egress_package', 'raise RuntimeError()\\n')\n"
+        "print('failed:', failed)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "failed: []"
