@@ -154,3 +154,76 @@ async def test_req_cmp_002_no_deadline_waits_for_the_turn(
     assert await limiter.admit(deadline=math.inf)
     assert await limiter.admit(deadline=math.inf)
     assert trio.current_time() - start == pytest.approx(1)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("rate_per_minute", 0), ("burst", 0), ("share", 0), ("rate_per_minute", -1)],
+)
+def test_req_cmp_002_a_limiter_below_one_call_is_refused_at_construction(
+    field: str, value: int
+) -> None:
+    """A rate, a burst or a share under one cannot be kept (and would divide by zero or
+    admit without end): refused where the limiter is built, never at a call."""
+    share = value if field == "share" else 1
+    record = (
+        WIKIPEDIA_RECORD if field == "share" else attrs.evolve(WIKIPEDIA_RECORD, **{field: value})
+    )
+    with pytest.raises(ValueError, match="at least 1"):
+        EngineLimiter(record, per_engine_in_flight=2, share=share)
+
+
+def test_req_cmp_002_a_limiter_at_one_call_is_accepted() -> None:
+    record = attrs.evolve(WIKIPEDIA_RECORD, rate_per_minute=1, burst=1)
+    stats = EngineLimiter(record, per_engine_in_flight=1, share=1).statistics()
+    assert (stats.rate_per_minute, stats.burst, stats.concurrency) == (1, 1, 1)
+
+
+async def test_req_cmp_002_a_share_larger_than_the_burst_keeps_a_burst_of_one(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """[coordination]'s fallback: a burst of 2 split among 4 processes is 1 each, never 0
+    (with a burst of 0 every turn after the first would wait two intervals)."""
+    record = attrs.evolve(BRAVE_RECORD, rate_per_minute=60, burst=2)
+    limiter = EngineLimiter(record, per_engine_in_flight=2, share=4)
+    assert limiter.statistics().burst == 1
+    start = trio.current_time()
+    assert await limiter.admit(deadline=start)  # the one turn of the burst, at once
+    assert not await limiter.admit(deadline=start + 3.9)  # next one 4 s later (60/min ÷ 4)
+    assert await limiter.admit(deadline=start + 4)
+    assert trio.current_time() - start == pytest.approx(4)
+
+
+def test_req_cmp_002_no_in_flight_place_is_never_zero_places() -> None:
+    """LIM-C2 of zero (a setting the configuration refuses) still lets one request through:
+    a limiter without a place would hang every call to the engine."""
+    assert EngineLimiter(BRAVE_RECORD, per_engine_in_flight=0).concurrency == 1
+    assert (
+        EngineLimiter(attrs.evolve(BRAVE_RECORD, concurrency=0), per_engine_in_flight=4).concurrency
+        == 1
+    )
+
+
+async def test_req_obs_003_a_cancelled_wait_is_not_counted_as_admitted(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    limiter = EngineLimiter(BRAVE_RECORD, per_engine_in_flight=2)
+    start = trio.current_time()
+    assert await limiter.admit(deadline=start + 10)
+    with trio.move_on_after(0.5):
+        await limiter.admit(deadline=start + 10)  # waits for +1 s, cancelled at +0.5 s
+    stats = limiter.statistics()
+    assert (stats.admitted, stats.refused) == (1, 0)
+
+
+async def test_req_obs_003_in_flight_counts_the_requests_holding_a_place(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    limiter = EngineLimiter(BRAVE_RECORD, per_engine_in_flight=8)  # two places
+    assert limiter.statistics().in_flight == 0
+    async with limiter.slot():
+        assert limiter.statistics().in_flight == 1
+        async with limiter.slot():
+            assert limiter.statistics().in_flight == 2
+        assert limiter.statistics().in_flight == 1
+    assert limiter.statistics().in_flight == 0

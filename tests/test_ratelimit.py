@@ -214,3 +214,31 @@ def test_req_mcp_010_the_clock_is_read_exactly_to_the_nanosecond(seconds: float)
 @settings(max_examples=500, deadline=None)
 def test_req_mcp_010_every_finite_time_is_read_exactly(seconds: float) -> None:
     assert _exact_ns(seconds) == round(Fraction(seconds) * 1_000_000_000)
+
+
+def test_req_mcp_010_retry_after_rounds_up_a_wait_just_past_a_whole_millisecond() -> None:
+    """59,000.03 ms left is named 59,001 ms (never 59,000, after which the call would still
+    be refused), and waiting exactly that long admits it."""
+    limiter = ToolRateLimiter(1)
+    assert limiter.check("ops", 0.0) is None
+    assert limiter.check("ops", 0.99997) == 59_001
+    assert limiter.check("ops", 0.99997 + 59.0) == 1
+    assert limiter.check("ops", 0.99997 + 59.001) is None
+
+
+def test_req_mcp_010_the_limiter_says_its_limit() -> None:
+    # What [coordination]'s fallback divides and engine_status shows.
+    assert ToolRateLimiter(7).per_minute == 7
+    assert ToolRateLimiter(1).per_minute == 1
+
+
+def test_req_sec_019_a_caller_that_calls_again_moves_behind_the_others() -> None:
+    """A caller's latest call puts it at the back of the order, so that a caller whose window
+    emptied earlier is forgotten even when an active caller had called before it."""
+    limiter = ToolRateLimiter(5)
+    assert limiter.check("a", 0.0) is None
+    assert limiter.check("b", 1.0) is None
+    assert limiter.check("a", 2.0) is None
+    # At 61.5 b's only call has left the window, a's last has not.
+    assert limiter.check("c", 61.5) is None
+    assert limiter.statistics().callers == 2  # a and c
