@@ -1,0 +1,284 @@
+"""Pages of the kinds a 2008-2012 page set holds, read through web_fetch itself.
+
+Each page is served by a loopback site and read through `Rypsok.fetch`: the bounded read,
+the media type (sniffed when the header names none), the charset, the extraction in its
+worker thread, the cleaning. `tools/bench-extract --through-fetch` measures the same path
+on the development sets; these pages are the classes of fault it found there, and those a
+page set of that age likely holds that the development sets may not (decisions.md, the
+section of this branch).
+"""
+
+from __future__ import annotations
+
+import codecs
+from typing import Any
+
+import pytest
+from fetch_helpers import fetch_config, fetching_rypsok
+from fetch_sites import Page, serve_site
+
+from rypsok.core.model import DetailReason, ErrorKind, FetchRequest, ToolError
+
+ROBOTS_OPEN = Page.text("User-agent: *\nAllow: /\n")
+HTML = (("Content-Type", "text/html"),)
+UTF8_HEADER = (("Content-Type", "text/html; charset=utf-8"),)
+NO_TYPE: tuple[tuple[str, str], ...] = ()
+
+ENGLISH = (
+    "The harbour authority opened the northern quay on Monday, after three years of work "
+    "that moved the old fish market and rebuilt the sea wall against the winter storms."
+)
+FRENCH = (
+    "La municipalité a inauguré le quai nord lundi, après trois années de travaux : "
+    "le marché aux poissons a déménagé et la digue a été reconstruite, à grands frais."
+)
+CHINESE = "港务局周一开放了北码头，经过三年的施工，旧鱼市场已经搬迁，防波堤也重建了。" * 3
+JAPANESE = (
+    "港湾局は月曜日に北側の岸壁を開いた。三年間の工事で魚市場が移転し、防波堤が再建された。" * 3
+)
+
+
+def article(text: str, head: str = "<title>Quay</title>") -> str:
+    return (
+        f"<html><head>{head}</head><body><div id='nav'><a href='/'>Home</a></div>"
+        f"<div class='story'><h1>The quay</h1><p>{text}</p><p>{text}</p></div></body></html>"
+    )
+
+
+async def read(pages: dict[str, Page]) -> dict[str, Any]:
+    """Each page's web_fetch answer (a FetchResponse, or the ToolError it ended with)."""
+    async with serve_site({**pages, "/robots.txt": ROBOTS_OPEN}) as site:
+        rypsok, _, _ = fetching_rypsok(
+            fetch_config("[egress]\nallow_http = true\n"), {"pages.test": site}
+        )
+        answers: dict[str, Any] = {}
+        async with rypsok:
+            for path in pages:
+                try:
+                    answers[path] = await rypsok.fetch(
+                        FetchRequest(url=f"http://pages.test{path}", max_chars=20000)
+                    )
+                except ToolError as error:
+                    answers[path] = error
+    return answers
+
+
+def content(answer: Any) -> str:
+    assert not isinstance(answer, ToolError), answer.to_json()
+    assert isinstance(answer.content, str)
+    return answer.content
+
+
+# --- REQ-PAGE-005: sniffing tells HTML from text when no type is declared -------------------
+
+
+async def test_req_page_005_an_untyped_page_behind_a_wrapper_line_is_html() -> None:
+    # CleanEval's and CleanPortalEval's pages start with `<text id="URL">`; an archive or a
+    # generator writes such a line before the document. Read as text, the markup and the
+    # scripts came back as words (F1 0.48 and 0.09 through web_fetch, 0.88 and 0.93 direct).
+    script = "<script>var tracker = 'analytics words that are not the article';</script>"
+    wrapped = f'<text id="http://example.org/quay" title="Quay">\n\n{article(ENGLISH, script)}'
+    doctype = (
+        '<text id="http://example.org/quay">\n\n<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 '
+        'Strict//EN" "http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd">\n'
+        + article(ENGLISH, script)
+    )
+    answers = await read(
+        {
+            "/wrapped": Page(headers=NO_TYPE, body=wrapped.encode()),
+            "/doctype": Page(headers=NO_TYPE, body=doctype.encode()),
+        }
+    )
+    for path, answer in answers.items():
+        text = content(answer)
+        assert ENGLISH in text, path
+        assert "<p>" not in text, path
+        assert "tracker" not in text, path
+
+
+async def test_req_page_005_an_untyped_fragment_of_markup_is_html() -> None:
+    # A page that is a fragment (no <html>, no <body>), after a line that is not HTML.
+    fragment = (
+        '<text id="http://example.org/quay">\n<table width="100%"><tr><td class="nav">'
+        "<a href='/'>Home</a> | <a href='/news'>News</a></td></tr><tr><td><h1>The quay</h1>"
+        f"<p>{ENGLISH}</p><p>{ENGLISH}</p></td></tr></table>"
+    )
+    answers = await read({"/fragment": Page(headers=NO_TYPE, body=fragment.encode())})
+    text = content(answers["/fragment"])
+    assert ENGLISH in text
+    assert "<td" not in text
+    assert "<p>" not in text
+
+
+async def test_req_page_005_an_untyped_xhtml_page_with_an_xml_declaration_is_html() -> None:
+    xhtml = (
+        '<?xml version="1.0" encoding="utf-8"?><html xmlns="http://www.w3.org/1999/xhtml">'
+        f"<head><title>Quay</title></head><body><h1>The quay</h1><p>{ENGLISH}</p></body></html>"
+    )
+    answers = await read({"/x": Page(headers=NO_TYPE, body=xhtml.encode())})
+    text = content(answers["/x"])
+    assert ENGLISH in text
+    assert "<p>" not in text
+    assert "xmlns" not in text
+
+
+async def test_req_page_005_untyped_text_that_mentions_a_tag_stays_text() -> None:
+    # The sniff must not take prose for markup: a text that names one tag is text.
+    prose = f"Notes on markup.\n\nA document starts with <html> and ends with it.\n\n{ENGLISH}\n"
+    answers = await read({"/notes": Page(headers=NO_TYPE, body=prose.encode())})
+    text = content(answers["/notes"])
+    assert "<html>" in text
+    assert ENGLISH in text
+
+
+async def test_req_page_005_req_page_007_an_untyped_utf16_page_with_a_bom_is_html() -> None:
+    body = codecs.BOM_UTF16_LE + article(FRENCH).encode("utf-16-le")
+    big_endian = codecs.BOM_UTF16_BE + article(FRENCH).encode("utf-16-be")
+    answers = await read(
+        {
+            "/le": Page(headers=NO_TYPE, body=body),
+            "/be": Page(headers=NO_TYPE, body=big_endian),
+            "/typed": Page(headers=HTML, body=body),
+        }
+    )
+    for path, answer in answers.items():
+        text = content(answer)
+        assert FRENCH in text, path
+        assert "<p>" not in text, path
+
+
+# --- REQ-PAGE-007: the declared charset, and the bytes that disprove a meta declaration ---------
+
+
+async def test_req_page_007_a_legacy_meta_over_utf8_bytes_is_read_as_utf8() -> None:
+    # A page saved again as UTF-8 that kept its old meta (Readability's qq.com page): the
+    # meta is the HTML standard's tentative declaration, and bytes that are valid UTF-8 with
+    # characters beyond ASCII disprove it.
+    chinese = article(
+        CHINESE, '<meta http-equiv="Content-Type" content="text/html; charset=gb2312">'
+    )
+    french = article(FRENCH, '<meta charset="iso-8859-1">')
+    answers = await read(
+        {
+            "/zh": Page(headers=HTML, body=chinese.encode("utf-8")),
+            "/fr": Page(headers=NO_TYPE, body=french.encode("utf-8")),
+        }
+    )
+    assert CHINESE in content(answers["/zh"])
+    assert FRENCH in content(answers["/fr"])
+
+
+async def test_req_page_007_a_utf8_meta_over_latin1_bytes_is_detected() -> None:
+    # A template changed to declare UTF-8 before its texts were: no byte beyond ASCII reads
+    # as UTF-8, so the declaration does not hold and the charset is detected.
+    page = article(FRENCH, '<meta charset="utf-8">')
+    answers = await read({"/fr": Page(headers=HTML, body=page.encode("cp1252"))})
+    text = content(answers["/fr"])
+    assert FRENCH in text
+    assert "\ufffd" not in text
+
+
+async def test_req_page_007_a_header_charset_is_followed_and_errors_replaced() -> None:
+    # The header is the certain declaration (the HTML standard; the book: "according to the
+    # declared charset ... errors replaced"): windows-1252 bytes under a UTF-8 header keep
+    # every ASCII word, and each byte that is not UTF-8 becomes U+FFFD, never an error.
+    page = article(FRENCH)
+    answers = await read({"/fr": Page(headers=UTF8_HEADER, body=page.encode("cp1252"))})
+    text = content(answers["/fr"])
+    assert "La municipalit\ufffd a inaugur\ufffd le quai nord lundi" in text
+    assert "reconstruite" in text
+
+
+@pytest.mark.parametrize(
+    ("label", "encoding", "text"),
+    [("gb2312", "gb2312", CHINESE), ("shift_jis", "shift_jis", JAPANESE)],
+)
+async def test_req_page_007_a_legacy_cjk_charset_declared_by_meta_only(
+    label: str, encoding: str, text: str
+) -> None:
+    head = f'<meta http-equiv="Content-Type" content="text/html; charset={label}"><title>t</title>'
+    body = article(text, head).encode(encoding)
+    answers = await read(
+        {"/typed": Page(headers=HTML, body=body), "/untyped": Page(headers=NO_TYPE, body=body)}
+    )
+    for path, answer in answers.items():
+        assert text in content(answer), path
+
+
+async def test_req_page_007_a_meta_charset_after_the_first_kilobyte() -> None:
+    # The HTML standard's prescan reads 1024 bytes; pages of the time put scripts, styles
+    # and comments first. A meta at byte 3,000 still declares the page.
+    filler = "<!-- " + "generated by a content management system; " * 60 + "-->"
+    head = f"{filler}<style>p {{ margin: 0 }}</style><meta charset=windows-1252><title>t</title>"
+    body = article(FRENCH, head).encode("cp1252")
+    assert body.index(b"charset") > 2500
+    answers = await read({"/late": Page(headers=HTML, body=body)})
+    assert FRENCH in content(answers["/late"])
+
+
+# --- REQ-FETCH-008: XHTML served as XHTML; a type that is not read is still refused ------------
+
+
+async def test_req_fetch_008_xhtml_served_as_application_xhtml_xml() -> None:
+    xhtml = (
+        '<?xml version="1.0" encoding="iso-8859-1"?>\n<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML '
+        '1.0 Strict//EN" "http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd">\n'
+        '<html xmlns="http://www.w3.org/1999/xhtml"><head><title>Quay</title></head><body>'
+        f"<div class='story'><h1>The quay</h1><p>{FRENCH}</p><p>{ENGLISH}</p></div></body></html>"
+    )
+    answers = await read(
+        {
+            "/x": Page(
+                headers=(("Content-Type", "application/xhtml+xml; charset=iso-8859-1"),),
+                body=xhtml.encode("latin-1"),
+            ),
+            "/image": Page(headers=(("Content-Type", "image/png"),), body=b"\x89PNG\r\n\x1a\n"),
+        }
+    )
+    text = content(answers["/x"])
+    assert FRENCH in text
+    assert ENGLISH in text
+    refused = answers["/image"]
+    assert isinstance(refused, ToolError)
+    assert refused.kind is ErrorKind.UNSUPPORTED_CONTENT
+    assert refused.detail.reason is DetailReason.MEDIA_TYPE
+
+
+# --- structure of the time: frames, noscript, markup after </html> ------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="parse.py (not this branch's) leaves out every frameset subtree, its noframes too: "
+    "the page ends with extraction_failed; a reader without frames is shown noframes",
+)
+async def test_req_page_002_a_frameset_page_answers_its_noframes_text() -> None:
+    frames = (
+        "<html><head><title>Quay</title></head><frameset cols='20%,80%'>"
+        "<frame src='menu.html' name='menu'><frame src='story.html' name='story'>"
+        f"<noframes><body><h1>The quay</h1><p>{ENGLISH}</p></body></noframes></frameset></html>"
+    )
+    answers = await read({"/frames": Page(headers=HTML, body=frames.encode())})
+    assert ENGLISH in content(answers["/frames"])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="parse.py (not this branch's) leaves out noscript contents, which a reader that runs "
+    "no script (REQ-FETCH-009) is shown: a page whose text is there ends with extraction_failed",
+)
+async def test_req_page_002_a_page_whose_text_is_in_noscript() -> None:
+    page = (
+        "<html><head><title>Quay</title><script>document.write(story)</script></head><body>"
+        f"<noscript><h1>The quay</h1><p>{ENGLISH}</p><p>{ENGLISH}</p></noscript></body></html>"
+    )
+    answers = await read({"/noscript": Page(headers=HTML, body=page.encode())})
+    assert ENGLISH in content(answers["/noscript"])
+
+
+async def test_req_page_006_markup_after_the_closing_html_tag() -> None:
+    page = (
+        article(ENGLISH) + "\n<script>var t = 1;</script><!-- served by a cache -->\n<div>x</div>"
+    )
+    answers = await read({"/after": Page(headers=HTML, body=page.encode())})
+    assert ENGLISH in content(answers["/after"])
