@@ -216,6 +216,22 @@ async def test_req_page_007_a_meta_charset_after_the_first_kilobyte() -> None:
     assert FRENCH in content(answers["/late"])
 
 
+async def test_req_page_007_a_meta_charset_after_a_long_inline_script() -> None:
+    # A browser's parser still changes to a meta's charset met after its 1024-byte prescan;
+    # here a meta after 20 KB of script was not seen, and the charset detected for a Spanish
+    # page was windows-1250 (ñ read as ń).
+    spanish = (
+        "El señor Muñoz inauguró el muelle del puerto; la población está contenta con la "
+        "obra, según dijo mañana el alcalde, y las obras terminarán en año y medio."
+    )
+    script = "<script>var config = '" + "0123456789" * 2000 + "';</script>"
+    head = f"{script}<meta http-equiv=Content-Type content='text/html; charset=iso-8859-1'>"
+    body = article(spanish, head).encode("cp1252")
+    assert body.index(b"charset") > 20000
+    answers = await read({"/late": Page(headers=HTML, body=body)})
+    assert spanish in content(answers["/late"])
+
+
 # --- REQ-FETCH-008: XHTML served as XHTML; a type that is not read is still refused ------------
 
 

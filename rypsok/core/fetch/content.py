@@ -53,9 +53,14 @@ _READABLE: Final = {
     "text/x-markdown": Kind.MARKDOWN,
 }
 
-# How far into a body the sniffer and the meta charset look (the HTML standard's prescan
-# reads 1024 bytes; a little more tolerates a long comment before the head).
+# How far into a body the sniffer looks (the HTML standard's prescan reads 1024 bytes; a
+# little more tolerates a long comment before the head).
 _PRESCAN_BYTES: Final = 4096
+# How far a meta charset is looked for. A browser's prescan reads 1024 bytes, but its parser
+# still changes to the charset of a meta it meets later; pages of the 2000s put long inline
+# scripts and styles first (a meta after 20 KB of script was detected as windows-1250: a
+# Spanish ñ came back as ń). The head of such a page, not the whole body, is read.
+_META_PRESCAN_BYTES: Final = 65536
 _HTML_START = re.compile(
     rb"^(?:\xef\xbb\xbf)?\s*(?:<\?xml[^>]{0,200}>\s*)?(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|"
     rb"head|body|title|meta|p|div|h1|script|style|table|a|br|b|iframe|font)[\s>/]",
@@ -71,7 +76,11 @@ _HTML_TAG = re.compile(
     re.I,
 )
 _HTML_TAGS_MIN: Final = 8
-_META_CHARSET = re.compile(rb"<meta[^>]*?charset\s*=\s*[\"']?\s*([A-Za-z0-9_.:+-]{1,40})", re.I)
+# A meta's attributes are read for 512 bytes at most: over 64 KiB of `<meta` without a `>`,
+# an unbounded look would read the rest of the window from each one (quadratic).
+_META_CHARSET = re.compile(
+    rb"<meta[^>]{0,512}?charset\s*=\s*[\"']?\s*([A-Za-z0-9_.:+-]{1,40})", re.I
+)
 _CHARSET_PARAM = re.compile(r";\s*charset\s*=\s*\"?([A-Za-z0-9_.:+-]{1,40})", re.I)
 
 
@@ -167,7 +176,7 @@ def _header_charset(content_type: str | None) -> str | None:
 def _meta_charset(body: bytes | bytearray, kind: Kind) -> str | None:
     if not kind.is_html:
         return None
-    match = _META_CHARSET.search(body[:_PRESCAN_BYTES])
+    match = _META_CHARSET.search(body, 0, _META_PRESCAN_BYTES)
     if match is None:
         return None
     found = _known(match.group(1).decode("ascii", "replace"))
