@@ -193,50 +193,82 @@ def declared_charset(content_type: str | None, body: bytes | bytearray, kind: Ki
     return _header_charset(content_type) or _meta_charset(body, kind)
 
 
-def _utf8_reading(body: bytes | bytearray) -> tuple[str, int, int]:
-    """The body read as UTF-8 with errors replaced, how many of its characters are beyond
-    ASCII and read well, and how many bytes did not read (U+FFFD the page itself wrote
-    counts among the first)."""
-    text = body.decode("utf-8", errors="replace")
-    beyond = len(text) - len(text.encode("ascii", errors="ignore"))
-    # Each replacement stands for at least one byte that is not UTF-8; the page's own
-    # U+FFFD are three bytes that are.
-    written = body.count("\ufffd".encode())
-    replaced = text.count("\ufffd") - written
-    return text, beyond - replaced, replaced
+# A declared legacy charset yields to UTF-8 only when the body's valid UTF-8 sequences
+# outweigh its invalid bytes this many times over (text in a legacy charset forms a valid
+# multi-byte sequence only by chance, and then rarely); a declared UTF-8 holds while they
+# are at least as many.
+_UTF8_PROOF: Final = 8
+
+
+@attrs.frozen
+class _Utf8Reading:
+    """The body read as UTF-8 with errors replaced; `evidence`, the bytes its multi-byte
+    sequences saved (about one per character beyond ASCII, more for CJK); `invalid`, the
+    runs of bytes that did not read (the page's own U+FFFD, valid UTF-8, not counted)."""
+
+    text: str
+    evidence: int
+    invalid: int
+
+    @classmethod
+    def of(cls, body: bytes | bytearray) -> _Utf8Reading:
+        text = body.decode("utf-8", errors="replace")
+        invalid = text.count("\ufffd") - body.count("\ufffd".encode()) if not text.isascii() else 0
+        return cls(text, len(body) - len(text), invalid)
+
+    def holds(self) -> bool:
+        """A declared UTF-8 holds: no byte against it, or no more against it than for it."""
+        return self.invalid <= self.evidence
+
+    def proves(self) -> bool:
+        """UTF-8 whatever a legacy charset declared: it reads, beyond ASCII, nearly whole."""
+        return self.evidence > 0 and self.evidence >= _UTF8_PROOF * self.invalid
 
 
 def decode(content_type: str | None, body: bytes | bytearray, kind: Kind) -> str:
     """The body as text (REQ-PAGE-007); errors are replaced, never fatal.
 
-    A byte order mark, then the header's charset, decide (the HTML standard's "certain"
-    declarations). A meta element's charset is a tentative one there, and here it yields
-    to bytes that disprove it: a legacy charset over a body that is valid UTF-8 with
-    characters beyond ASCII is UTF-8 (a page saved again as UTF-8 that kept its old meta),
-    and UTF-8 over a body with no valid UTF-8 beyond ASCII and bytes that are not UTF-8 is
-    no declaration (a template changed before its texts). With no declaration that holds:
-    UTF-8 when the body is valid UTF-8, else the charset detected, else UTF-8."""
+    A byte order mark decides. Otherwise the declared charset (the header's, then a meta
+    element's), unless the bytes disprove it, which only UTF-8's structure can: a legacy
+    charset over a body that reads as UTF-8 beyond ASCII is UTF-8 (an old Apache default of
+    ISO-8859-1 over UTF-8 pages; a page saved again as UTF-8 that kept its old meta), and
+    UTF-8 over a body with more bytes that are not UTF-8 than that are is no declaration
+    (a template changed before its texts were), the next one or detection deciding. With no
+    declaration that holds: UTF-8 when the body is valid UTF-8, else the charset detected,
+    else UTF-8 (decisions.md: "the bytes overrule a declaration they disprove")."""
     if body.startswith(codecs.BOM_UTF8):
         return body.decode("utf-8-sig", errors="replace")
     if body.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return body.decode("utf-16", errors="replace")
-    header = _header_charset(content_type)
-    if header is not None:
-        return body.decode(header, errors="replace")
-    meta = _meta_charset(body, kind)
-    if meta is not None and meta != "utf-8":
-        as_utf8, beyond, replaced = _utf8_reading(body)
-        if beyond and not replaced:
-            return as_utf8
-        del as_utf8
-        return body.decode(meta, errors="replace")
-    as_utf8, beyond, replaced = _utf8_reading(body)
-    if not replaced or (meta == "utf-8" and beyond):
-        return as_utf8
-    del as_utf8
-    best = charset_normalizer.from_bytes(body).best()
-    charset = (_known(best.encoding) if best is not None else None) or "utf-8"
+    reading = _Utf8Reading.of(body)
+    charset = _charset_for(reading, content_type, body, kind)
+    if charset is None:
+        return reading.text
+    # One text of the page at a time beside its bytes (REQ-PERF-003's estimate).
+    del reading
+    if charset is _DETECT:
+        best = charset_normalizer.from_bytes(body).best()
+        charset = (_known(best.encoding) if best is not None else None) or "utf-8"
     return body.decode(charset, errors="replace")
+
+
+_DETECT: Final = "detect"
+
+
+def _charset_for(
+    reading: _Utf8Reading, content_type: str | None, body: bytes | bytearray, kind: Kind
+) -> str | None:
+    """The charset to decode with: None when the UTF-8 reading stands, _DETECT when none is
+    declared that holds and the body is not valid UTF-8."""
+    for declared in (_header_charset(content_type), _meta_charset(body, kind)):
+        if declared is None:
+            continue
+        if declared == "utf-8":
+            if reading.holds():
+                return None
+            continue
+        return None if reading.proves() else declared
+    return None if not reading.invalid else _DETECT
 
 
 @attrs.frozen(kw_only=True)
