@@ -229,6 +229,7 @@ async def test_req_page_007_a_declaration_the_bytes_support_is_kept_and_errors_r
 @pytest.mark.parametrize(
     ("label", "encoding", "text"),
     [("gb2312", "gb2312", CHINESE), ("shift_jis", "shift_jis", JAPANESE)],
+    ids=["gb2312", "shift_jis"],
 )
 async def test_req_page_007_a_legacy_cjk_charset_declared_by_meta_only(
     label: str, encoding: str, text: str
@@ -237,6 +238,38 @@ async def test_req_page_007_a_legacy_cjk_charset_declared_by_meta_only(
     body = article(text, head).encode(encoding)
     answers = await read(
         {"/typed": Page(headers=HTML, body=body), "/untyped": Page(headers=NO_TYPE, body=body)}
+    )
+    for path, answer in answers.items():
+        assert text in content(answer), path
+
+
+@pytest.mark.parametrize(
+    ("label", "encoding", "text"),
+    [
+        # GBK characters beyond GB2312 (镕 of 朱镕基) in a page labelled gb2312.
+        ("gb2312", "gbk", "国务院总理朱镕基周一视察了北码头的施工现场。" * 3),
+        ("x-gbk", "gbk", "国务院总理朱镕基周一视察了北码头的施工现场。" * 3),
+        # Microsoft's extensions (①, ～) in a page labelled shift_jis or windows-31j.
+        ("shift_jis", "cp932", "①港湾局は月曜日に北側の岸壁を開いた～工事は三年間続いた。" * 3),
+        ("windows-31j", "cp932", "①港湾局は月曜日に北側の岸壁を開いた～工事は三年間続いた。" * 3),
+        # Turkish letters windows-1254 adds to ISO-8859-9 (a label read as windows-1254).
+        (
+            "iso-8859-9",
+            "cp1254",
+            "Liman idaresi kuzey rıhtımı pazartesi açtı; üç yıl sürdü “dedi”.",
+        ),
+    ],
+)
+async def test_req_page_007_a_label_is_read_as_the_encoding_standard_reads_it(
+    label: str, encoding: str, text: str
+) -> None:
+    # A browser decodes each label as the Encoding Standard's encoding, a superset of the
+    # charset the label names; decoded strictly, the characters beyond it were U+FFFD.
+    head = f'<meta http-equiv="Content-Type" content="text/html; charset={label}"><title>t</title>'
+    body = article(text, head).encode(encoding)
+    header = (("Content-Type", f"text/html; charset={label}"),)
+    answers = await read(
+        {"/meta": Page(headers=HTML, body=body), "/header": Page(headers=header, body=body)}
     )
     for path, answer in answers.items():
         assert text in content(answer), path

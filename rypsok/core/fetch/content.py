@@ -153,16 +153,49 @@ _WEB_ENCODINGS: Final = frozenset(
 )
 
 
+# Labels of the Encoding Standard that Python's codecs do not know, by the codec of the
+# encoding they name.
+_LABELS: Final = {
+    "x-gbk": "gbk",
+    "windows-31j": "cp932",
+    "x-sjis": "cp932",
+    "ms932": "cp932",
+    "windows-949": "cp949",
+    "x-x-big5": "big5",
+    "cn-big5": "big5",
+    "iso-8859-8-i": "iso8859-8",
+    "x-mac-roman": "mac-roman",
+    "x-mac-cyrillic": "mac-cyrillic",
+    "dos-874": "cp874",
+}
+# What the Encoding Standard decodes a label as, where that is a superset of the charset
+# the label names (a browser reads a page declared gb2312 as GBK, the characters beyond
+# GB2312 included: decoded as strict GB2312, "镕" of a Chinese page of the time became
+# U+FFFD; shift_jis pages use Microsoft's extensions, "①"; and so on).
+_SUPERSETS: Final = {
+    "latin-1": "cp1252",
+    "iso8859-1": "cp1252",
+    "ascii": "cp1252",
+    "gb2312": "gb18030",
+    "gbk": "gb18030",
+    "shift_jis": "cp932",
+    "euc_kr": "cp949",
+    "big5": "big5hkscs",
+    "iso8859-9": "cp1254",
+    "iso8859-11": "cp874",
+    "tis-620": "cp874",
+}
+
+
 def _known(label: str | None) -> str | None:
     if not label:
         return None
+    label = label.strip().strip("\"'")
     try:
-        name = codecs.lookup(label.strip().strip("\"'")).name
+        name = codecs.lookup(_LABELS.get(label.lower(), label)).name
     except LookupError:
         return None
-    # The HTML standard reads a declared Latin-1 as windows-1252, its superset.
-    if name in ("latin-1", "iso8859-1", "ascii"):
-        return "cp1252"
+    name = _SUPERSETS.get(name, name)
     return name if name in _WEB_ENCODINGS else None
 
 
