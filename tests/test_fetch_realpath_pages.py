@@ -168,6 +168,19 @@ async def test_req_page_007_a_legacy_meta_over_utf8_bytes_is_read_as_utf8() -> N
     assert FRENCH in content(answers["/fr"])
 
 
+async def test_req_page_007_an_undeclared_page_is_detected_among_the_webs_charsets() -> None:
+    # No header charset, no meta: detection. The detector ranked cp852 (a DOS code page no
+    # web page declares) first for an English windows-1252 page of curly quotes and a euro
+    # sign, and that ended the look: the page was read as UTF-8, every quote replaced.
+    english = "The council’s “new” plan — approved on Monday — costs €3m, the mayor said."
+    body = article(english).encode("cp1252")
+    answers = await read({"/en": Page(headers=HTML, body=body)})
+    text = content(answers["/en"])
+    assert "\ufffd" not in text
+    assert "council’s “new” plan — approved" in text
+    assert "costs €3m" in text
+
+
 async def test_req_page_007_a_utf8_meta_over_latin1_bytes_is_detected() -> None:
     # A template changed to declare UTF-8 before its texts were: no byte beyond ASCII reads
     # as UTF-8, so the declaration does not hold and the charset is detected.
