@@ -288,12 +288,94 @@ def _detected(body: bytes | bytearray) -> str:
     """The charset detection ranks first among the web's, else UTF-8 (replacing). The
     detector also weighs DOS and Mac code pages no web page declares; the first of them
     used to end the look, and an English windows-1252 page of curly quotes and a euro sign,
-    ranked cp852 first, was read as UTF-8 with every quote replaced."""
+    ranked cp852 first, was read as UTF-8 with every quote replaced. Between the Latin
+    single-byte charsets the detector often cannot tell (it ranked windows-1250 first for
+    Spanish and Portuguese pages, windows-1258 for Italian, windows-1257 for Polish), the
+    one whose letters one language's alphabet explains best is taken (`_latin_choice`)."""
     for match in charset_normalizer.from_bytes(body):
         known = _known(match.encoding)
         if known is not None:
-            return known
+            return _latin_choice(body, known) if known in _LATIN_SINGLE_BYTE else known
     return "utf-8"
+
+
+# The single-byte charsets of Latin-script languages the detector confuses, in the order a
+# tie is settled (the web's most used first).
+_LATIN_SINGLE_BYTE: Final = ("cp1252", "cp1250", "iso8859-2", "cp1257", "cp1254", "cp1258")
+# The letters beyond ASCII of the languages written in them (lower case; upper is added).
+_ALPHABETS: Final = tuple(
+    frozenset(letters + letters.upper())
+    for letters in (
+        "áéíóúüñ",  # Spanish
+        "áâãàçéêíóôõú",  # Portuguese
+        "àâæçéèêëîïôœùûüÿ",  # French
+        "äöüß",  # German
+        "àèéìíîòóù",  # Italian
+        "éëïóöü",  # Dutch
+        "åäöé",  # Swedish, Finnish
+        "æøåéóô",  # Danish, Norwegian
+        "áéíóúýþðæö",  # Icelandic
+        "àçèéíïòóúü",  # Catalan
+        "ąćęłńóśźż",  # Polish
+        "áčďéěíňóřšťúůýž",  # Czech
+        "áäčďéíĺľňóôŕšťúýž",  # Slovak
+        "áéíóöőúüű",  # Hungarian
+        "ăâîşţșț",  # Romanian
+        "čćđšž",  # Croatian, Serbian, Bosnian, Slovene
+        "çëâ",  # Albanian
+        "âçğıîöşû",  # Turkish
+        "ąčęėįšųūž",  # Lithuanian
+        "āčēģīķļņšūž",  # Latvian
+        "äõöüšž",  # Estonian
+    )
+)
+_ASCII_BYTES: Final = bytes(range(128))
+# The part of a body whose bytes beyond ASCII are counted: enough to know its letters.
+_LATIN_SAMPLE_BYTES: Final = 1 << 20
+
+
+# Each charset's reading of the bytes 0x80-0xFF, and the bytes some of them read as a letter.
+_LATIN_TABLES: Final = {
+    charset: bytes(range(128, 256)).decode(charset, errors="replace")
+    for charset in _LATIN_SINGLE_BYTE
+}
+_LETTER_BYTES: Final = frozenset(
+    byte
+    for table in _LATIN_TABLES.values()
+    for byte, char in enumerate(table, 128)
+    if char.isalpha()
+)
+
+
+def _latin_choice(body: bytes | bytearray, detected: str) -> str:
+    """Among the Latin single-byte charsets, the one in which the body's bytes beyond ASCII
+    read as the letters of one language, as far as one explains them; ties keep the
+    detector's, then the order above."""
+    high = bytes(body[:_LATIN_SAMPLE_BYTES]).translate(None, _ASCII_BYTES)
+    counts = {byte: high.count(byte) for byte in set(high) if byte in _LETTER_BYTES}
+    best, best_fit = detected, _latin_fit(counts, detected)
+    for charset in _LATIN_SINGLE_BYTE:
+        fit = _latin_fit(counts, charset)
+        if fit > best_fit:
+            best, best_fit = charset, fit
+    return best
+
+
+def _latin_fit(counts: dict[int, int], charset: str) -> float:
+    """The share of the body's bytes that some of these charsets read as a letter which,
+    read in `charset`, are letters of one alphabet (a byte read as a symbol, a combining
+    mark or nothing counts against it: windows-1257 reads Polish ł as ³, windows-1258
+    Italian ì as a combining accent)."""
+    total = sum(counts.values())
+    if not total:
+        return 0.0
+    table = _LATIN_TABLES[charset]
+    letters: dict[str, int] = {}
+    for byte, count in counts.items():
+        char = table[byte - 128]
+        letters[char] = letters.get(char, 0) + count
+    held = max(sum(n for c, n in letters.items() if c in alphabet) for alphabet in _ALPHABETS)
+    return held / total
 
 
 _DETECT: Final = "detect"
