@@ -217,6 +217,11 @@ UNDECLARED = {
         "Správa přístavu v pondělí otevřela severní nábřeží po třech letech prací; rybí trh "
         "se přestěhoval a vlnolam byl znovu postaven před zimními bouřemi.",
     ),
+    "en-signs-cp1252": (
+        "cp1252",
+        "Windows® and Office® run on the quay’s new terminals, © 2008 The Harbour Company®; "
+        "the water was 20° and the café’s façade was painted.",
+    ),
     "lt-cp1257": (
         "cp1257",
         "Uosto valdžia pirmadienį atidarė šiaurinę prieplauką po trejų metų darbų; žuvų "

@@ -295,13 +295,18 @@ def _detected(body: bytes | bytearray) -> str:
     for match in charset_normalizer.from_bytes(body):
         known = _known(match.encoding)
         if known is not None:
-            return _latin_choice(body, known) if known in _LATIN_SINGLE_BYTE else known
+            return _latin_choice(body, known) if known in _LATIN_FAMILY else known
     return "utf-8"
 
 
 # The single-byte charsets of Latin-script languages the detector confuses, in the order a
 # tie is settled (the web's most used first).
 _LATIN_SINGLE_BYTE: Final = ("cp1252", "cp1250", "iso8859-2", "cp1257", "cp1254", "cp1258")
+# The charsets whose choice by the detector is weighed against those (the ISO-8859 Latin
+# parts, which read the bytes 0x80-0x9F, windows' quotes and dashes, as control codes).
+_LATIN_FAMILY: Final = frozenset(
+    {*_LATIN_SINGLE_BYTE, "mac-roman", *(f"iso8859-{n}" for n in (3, 4, 10, 13, 14, 15, 16))}
+)
 # The letters beyond ASCII of the languages written in them (lower case; upper is added).
 _ALPHABETS: Final = tuple(
     frozenset(letters + letters.upper())
@@ -330,46 +335,61 @@ _ALPHABETS: Final = tuple(
     )
 )
 _ASCII_BYTES: Final = bytes(range(128))
+# A byte beyond ASCII beside an ASCII letter stands where a letter stands ("se?or",
+# "W?adze"); one between spaces may be a sign ("? 2008" is a copyright sign in windows-1252
+# and Š in ISO-8859-2) and tells nothing.
+_LETTER_POSITION: Final = re.compile(rb"(?<=[A-Za-z])[\x80-\xff]|[\x80-\xff](?=[A-Za-z])")
 # The part of a body whose bytes beyond ASCII are counted: enough to know its letters.
 _LATIN_SAMPLE_BYTES: Final = 1 << 20
 
 
 # Each charset's reading of the bytes 0x80-0xFF, and the bytes some of them read as a letter.
 _LATIN_TABLES: Final = {
-    charset: bytes(range(128, 256)).decode(charset, errors="replace")
-    for charset in _LATIN_SINGLE_BYTE
+    charset: bytes(range(128, 256)).decode(charset, errors="replace") for charset in _LATIN_FAMILY
 }
+# Left out: the bytes windows-1252 reads as a sign that stands after a word ("Windows®",
+# "Company©", "nº", "20°"), which ISO-8859-2 and windows-1250 read as letters (Ž, Š, ş):
+# a Western page of trademarks was otherwise read as Central European.
+_AFTER_WORD_SIGNS: Final = "©®™°ªº"
 _LETTER_BYTES: Final = frozenset(
     byte
     for table in _LATIN_TABLES.values()
     for byte, char in enumerate(table, 128)
-    if char.isalpha()
+    if char.isalpha() and _LATIN_TABLES["cp1252"][byte - 128] not in _AFTER_WORD_SIGNS
 )
 
 
 def _latin_choice(body: bytes | bytearray, detected: str) -> str:
     """Among the Latin single-byte charsets, the one in which the body's bytes beyond ASCII
-    read as the letters of one language, as far as one explains them; ties keep the
-    detector's, then the order above."""
-    high = bytes(body[:_LATIN_SAMPLE_BYTES]).translate(None, _ASCII_BYTES)
-    counts = {byte: high.count(byte) for byte in set(high) if byte in _LETTER_BYTES}
-    best, best_fit = detected, _latin_fit(counts, detected)
-    for charset in _LATIN_SINGLE_BYTE:
-        fit = _latin_fit(counts, charset)
+    that stand beside a letter read as the letters of one language, as far as one explains
+    them; ties keep the detector's, then the order above. A charset that reads a byte of
+    the body as a control code is out (the HTML standard reads ISO-8859-1 as windows-1252
+    for the same reason: such bytes are windows' quotes and dashes)."""
+    sample = bytes(body[:_LATIN_SAMPLE_BYTES])
+    present = set(sample.translate(None, _ASCII_BYTES))
+    counts: dict[int, int] = {}
+    for found in _LETTER_POSITION.findall(sample):
+        if found[0] in _LETTER_BYTES:
+            counts[found[0]] = counts.get(found[0], 0) + 1
+    best, best_fit = detected, -1.0
+    for charset in (detected, *_LATIN_SINGLE_BYTE):
+        table = _LATIN_TABLES[charset]
+        if any("\x80" <= table[byte - 128] <= "\x9f" for byte in present):
+            continue
+        fit = _latin_fit(counts, table)
         if fit > best_fit:
             best, best_fit = charset, fit
     return best
 
 
-def _latin_fit(counts: dict[int, int], charset: str) -> float:
+def _latin_fit(counts: dict[int, int], table: str) -> float:
     """The share of the body's bytes that some of these charsets read as a letter which,
-    read in `charset`, are letters of one alphabet (a byte read as a symbol, a combining
+    read through `table`, are letters of one alphabet (a byte read as a symbol, a combining
     mark or nothing counts against it: windows-1257 reads Polish ł as ³, windows-1258
     Italian ì as a combining accent)."""
     total = sum(counts.values())
     if not total:
         return 0.0
-    table = _LATIN_TABLES[charset]
     letters: dict[str, int] = {}
     for byte, count in counts.items():
         char = table[byte - 128]
