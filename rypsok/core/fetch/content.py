@@ -339,8 +339,9 @@ _ASCII_BYTES: Final = bytes(range(128))
 # "W?adze"); one between spaces may be a sign ("? 2008" is a copyright sign in windows-1252
 # and Š in ISO-8859-2) and tells nothing.
 _LETTER_POSITION: Final = re.compile(rb"(?<=[A-Za-z])[\x80-\xff]|[\x80-\xff](?=[A-Za-z])")
-# The part of a body whose bytes beyond ASCII are counted: enough to know its letters.
-_LATIN_SAMPLE_BYTES: Final = 1 << 20
+# The part of a body whose bytes beyond ASCII are counted: enough to know its letters, and
+# a bound on the work (a body of bytes beyond ASCII between letters finds 128 Ki of them).
+_LATIN_SAMPLE_BYTES: Final = 256 * 1024
 
 
 # Each charset's reading of the bytes 0x80-0xFF, and the bytes some of them read as a letter.
