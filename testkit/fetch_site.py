@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
+from rypsok.core.egress.testing import MapResolver, RecordingBackend
+from rypsok.core.services import FetchNetwork
 from testkit.authority import Authority
 
-__all__ = ["HOST", "FixtureSite"]
+if TYPE_CHECKING:
+    from rypsok.core.egress.ranges import Address
+
+__all__ = ["HOST", "FixtureSite", "LoopbackPort", "loopback_network"]
 
 HOST = "example.org"
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -85,3 +91,27 @@ class FixtureSite:
 
 def temporary_folder() -> tempfile.TemporaryDirectory[str]:
     return tempfile.TemporaryDirectory(prefix="rypsok-conformance-")
+
+
+class LoopbackPort:
+    """A network backend that carries every connection, whatever port the policy judged
+    (80 or 443), to `port` of the loopback address the name resolved to; an address off
+    loopback is refused (the recording backend's guard), so nothing leaves the machine."""
+
+    def __init__(self, port: int) -> None:
+        self._port = port
+        self.recording = RecordingBackend()
+
+    async def connect(self, address: Address, port: int) -> trio.abc.Stream:
+        return await self.recording.connect(address, self._port)
+
+
+def loopback_network(host: str, port: int) -> FetchNetwork:
+    """The fetch network of a rypsok that reads `host` from a server on 127.0.0.1:`port`:
+    the production policy with one allow rule added in code (REQ-TEST-005), a resolver that
+    knows that name only, and the backend above."""
+    return FetchNetwork(
+        extra_allow=(host,),
+        resolver=MapResolver({host: ["127.0.0.1"]}),
+        network_backend=LoopbackPort(port),
+    )
