@@ -351,11 +351,9 @@ async def test_req_page_007_declared_meta_and_detected_charsets() -> None:
         # Not declared: detected (a legacy Japanese and a legacy Cyrillic encoding).
         "/none": Page(headers=(("Content-Type", "text/plain"),), body=JAPANESE.encode("shift_jis")),
         "/none-ru": Page(headers=(("Content-Type", "text/plain"),), body=RUSSIAN.encode("cp1251")),
-        # Declared UTF-8 with a byte that is not (the bytes overrule only a declaration they
-        # disprove, decisions.md): the byte replaced, never fatal.
+        # Declared wrongly (UTF-8 said, Latin-1 sent): bytes replaced, never fatal.
         "/wrong": Page(
-            headers=(("Content-Type", "text/plain; charset=utf-8"),),
-            body=text.encode() + b" \xff",
+            headers=(("Content-Type", "text/plain; charset=utf-8"),), body=text.encode("latin-1")
         ),
         # A label that names no charset: detected as if none was declared.
         "/unknown": Page(

@@ -261,14 +261,14 @@ class _Utf8Reading:
 def decode(content_type: str | None, body: bytes | bytearray, kind: Kind) -> str:
     """The body as text (REQ-PAGE-007); errors are replaced, never fatal.
 
-    A byte order mark decides. Otherwise the declared charset (the header's, then a meta
-    element's), unless the bytes disprove it, which only UTF-8's structure can: a legacy
-    charset over a body that reads as UTF-8 beyond ASCII is UTF-8 (an old Apache default of
-    ISO-8859-1 over UTF-8 pages; a page saved again as UTF-8 that kept its old meta), and
-    UTF-8 over a body with more bytes that are not UTF-8 than that are is no declaration
-    (a template changed before its texts were), the next one or detection deciding. With no
-    declaration that holds: UTF-8 when the body is valid UTF-8, else the charset detected,
-    else UTF-8 (decisions.md: "the bytes overrule a declaration they disprove")."""
+    A byte order mark decides, then the header's charset (the HTML standard's "certain"
+    declaration; bytes that do not fit it are replaced). A meta element's charset is a
+    tentative one, and it yields to bytes that disprove it, which only UTF-8's structure
+    can: a legacy charset over a body that reads as UTF-8 beyond ASCII is UTF-8 (a page
+    saved again as UTF-8 that kept its old meta), and UTF-8 over a body with more bytes that
+    are not UTF-8 than that are is no declaration (a template changed before its texts
+    were). With no declaration that holds: UTF-8 when the body is valid UTF-8, else the
+    charset detected, else UTF-8 (decisions.md: "a meta charset the bytes disprove")."""
     if body.startswith(codecs.BOM_UTF8):
         return body.decode("utf-8-sig", errors="replace")
     if body.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
@@ -407,14 +407,17 @@ def _charset_for(
 ) -> str | None:
     """The charset to decode with: None when the UTF-8 reading stands, _DETECT when none is
     declared that holds and the body is not valid UTF-8."""
-    for declared in (_header_charset(content_type), _meta_charset(body, kind)):
-        if declared is None:
-            continue
-        if declared == "utf-8":
-            if reading.holds():
-                return None
-            continue
-        return None if reading.proves() else declared
+    header = _header_charset(content_type)
+    if header is not None:
+        # Certain (the HTML standard; REQ-PAGE-007 decodes "according to the declared
+        # charset"): bytes that do not fit it are replaced, never read as another charset.
+        return None if header == "utf-8" else header
+    meta = _meta_charset(body, kind)
+    if meta == "utf-8":
+        if reading.holds():
+            return None
+    elif meta is not None:
+        return None if reading.proves() else meta
     return None if not reading.invalid else _DETECT
 
 
