@@ -179,7 +179,9 @@ async def test_coord_a_store_slow_to_open_but_quick_to_answer_comes_back_after_a
     assert restored_after == (1 if failure == "a slow answer" else 0)
 
 
-@pytest.mark.parametrize(("mode", "reason", "period"), [("refused", "unreachable", 0.0), ("hangs", "timeout", 2.0)])
+@pytest.mark.parametrize(
+    ("mode", "reason", "period"), [("refused", "unreachable", 0.0), ("hangs", "timeout", 2.0)]
+)
 async def test_coord_a_failed_opening_rests_and_tries_again(
     autojump_clock: trio.testing.MockClock, mode: str, reason: str, period: float
 ) -> None:

@@ -177,7 +177,7 @@ class Store:
         if not connection.usable:
             # Closed since (the store restarted, a peer on the way dropped it): opened
             # again in the background at once; this call decides alone meanwhile.
-            self._give_up_connection()
+            self._give_up(connection)
             raise StoreUnavailable("opening")
         scope = trio.move_on_after(self._timeout_s)
         try:
@@ -193,13 +193,13 @@ class Store:
             # round trip has a fresh one, opened in the background once the rest is over.
             # Round trips still waiting on them fail now and decide alone, as they would
             # have at their own timeout had the socket been dead.
-            self._give_up_connection()
+            self._give_up(connection)
             self._failed(exc.reason, exc)
             raise
         except Exception as exc:
             reason = "timeout" if scope.cancel_called else _reason(exc)
             if scope.cancel_called or not connection.usable:
-                self._give_up_connection()
+                self._give_up(connection)
             self._failed(reason, exc)
             raise StoreUnavailable(reason) from None
         if self._was_down:
@@ -228,12 +228,15 @@ class Store:
         """Close the pool's connections (coredis's `ConnectionPool.disconnect`)."""
         self._client.connection_pool.disconnect()
 
-    def _give_up_connection(self) -> None:
-        """Close the pool's connections; `_keep` opens a fresh one when its time comes."""
+    def _give_up(self, connection: Any) -> None:
+        """Close the pool's connections; `_keep` opens a fresh one when its time comes.
+        Nothing when `connection` was given up already and another opened since (a round
+        trip on the old one ending late): the fresh one stays."""
+        if connection is not self._connection:
+            return
         self._disconnect_pool()
-        if self._connection is not None:
-            self._connection = None
-            self._lost.set()
+        self._connection = None
+        self._lost.set()
 
     async def _keep(self) -> None:
         """The Store's own task: opens a connection whenever there is none, never sooner
