@@ -69,12 +69,14 @@ class _SlowToOpen:
         self.cancelled_openings = 0
         self.stall_next = 0.0  # the next round trip takes this long
         self.scripts = 0  # scripts the store ran
+        self.entered = False
 
     async def __aenter__(self) -> _SlowToOpen:
+        self.entered = True
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        return None
+        self.entered = False
 
     async def _lease(self) -> _Line:
         if self.line is not None and self.line.open:
@@ -231,6 +233,24 @@ async def test_coord_leaving_the_store_ends_an_opening_in_flight(
     # Leaving is not a failure: the only warnings are the start's and the slow answer's
     # (the second within the minute, so not written).
     assert len(logs.named("coordination_unavailable")) == 1
+
+
+async def test_coord_a_start_cancelled_while_the_first_connection_opens_leaves_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A signal during start-up's wait for the first connection: the opening ends, the
+    client is left, and nothing of the Store outlives the cancelled start."""
+    fake = _SlowToOpen(open_s=0.2, failing=["hangs"])
+    config = _coordination("redis://127.0.0.1:1", timeout_ms=1000)
+    with capture_logs(), trio.move_on_after(0.1) as start:
+        async with Store(config, None, client=fake):
+            pytest.fail("start-up was cancelled before the body")
+    assert start.cancelled_caught
+    assert trio.current_time() == pytest.approx(0.1)
+    assert fake.cancelled_openings == 1
+    assert not fake.entered
+    await trio.sleep(10)  # no task of the Store's opens anything later
+    assert len(fake.openings) == 1
 
 
 # --- a real redis-server behind a proxy slow to open connections ------------------------------

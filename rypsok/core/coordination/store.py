@@ -137,8 +137,14 @@ class Store:
         # Start-up waits for the first connection as long as one round trip may take,
         # never longer: a store that opens as fast as it answers is in use from the first
         # call; one that does not decides alone until it is open, as after a failure.
-        with trio.move_on_after(self._timeout_s):
-            await self._first_open.wait()
+        try:
+            with trio.move_on_after(self._timeout_s):
+                await self._first_open.wait()
+        except BaseException as exc:
+            # Start-up cancelled meanwhile (a signal): `async with` will not leave what was
+            # entered, so leave it here, the nursery first.
+            await self.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
         if self._connection is None and not self._was_down:
             self._warn("timeout", StoreUnavailable("timeout"))
         return self
@@ -154,14 +160,16 @@ class Store:
         self._entered = False
         self._closing = True
         manager, self._nursery_manager = self._nursery_manager, None
-        if manager is not None and self._nursery is not None:
-            # An opening in flight ends now, not at its bound: shutdown never waits for it.
-            self._nursery.cancel_scope.cancel()
-            await manager.__aexit__(None, None, None)
         try:
-            await self._client.__aexit__(exc_type, exc, tb)
-        except Exception as close_exc:
-            telemetry.log_exception("coordination_close_failed", close_exc, level="warn")
+            if manager is not None and self._nursery is not None:
+                # An opening in flight ends now, not at its bound: shutdown never waits.
+                self._nursery.cancel_scope.cancel()
+                await manager.__aexit__(None, None, None)
+        finally:
+            try:
+                await self._client.__aexit__(exc_type, exc, tb)
+            except Exception as close_exc:
+                telemetry.log_exception("coordination_close_failed", close_exc, level="warn")
 
     def key(self, *parts: str) -> str:
         return self.prefix + ":".join(parts)
