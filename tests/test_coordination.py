@@ -615,14 +615,24 @@ class _OddConnection:
     def invalidate(self) -> None:
         self.invalidated = True
 
+    @property
+    def usable(self) -> bool:
+        """coredis's word on whether the connection is up: this one never drops."""
+        return True
+
 
 class _OddClient:
     """coredis's public surface as the store uses it: `evalsha`, `eval`, and the pool's
-    `disconnect`, all over one recorded connection."""
+    `acquire` (which opens the connection) and `disconnect`, all over one recorded
+    connection."""
 
     def __init__(self, answer: object, connection: _OddConnection | None = None) -> None:
         self.connection_pool = self
         self.connection = connection if connection is not None else _OddConnection(answer)
+
+    @asynccontextmanager
+    async def acquire(self) -> AsyncIterator[_OddConnection]:
+        yield self.connection
 
     async def __aenter__(self) -> _OddClient:
         return self

@@ -9,11 +9,22 @@ an answer of the wrong shape — makes the caller decide alone with its in-proce
 (see `limits`), logs `coordination_unavailable` at most once a minute and counts the
 decision. After a failure the store is left alone for a second, then asked again; the first
 answer it gives brings every limiter back to it.
+
+A call never opens a connection. Opening one (TCP, then coredis's handshake: HELLO with the
+password, SELECT) is not a decision's round trip, and on a loaded host it can take longer
+than a small `timeout_ms` every time: a call that had to open one inside its own bound would
+fail, rest, and fail again, and the process would never come back to a store that answers
+its round trips in time. So the connection is opened by the Store's own task (`_keep`), in
+the Store's lifetime, under a bound of its own (`open_s`: the longer of one second and
+timeout_ms, for the TCP connection and as much again for the handshake); calls that come
+meanwhile decide alone, as during the rest. The task opens one when the Store is entered,
+when the rest after a failure is over, and when a call finds the connection closed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -28,10 +39,13 @@ if TYPE_CHECKING:
     from rypsok.config.schema import CoordinationConfig
     from rypsok.core.telemetry import Secret
 
-__all__ = ["RETRY_AFTER_S", "WARN_EVERY_S", "Store", "StoreUnavailable"]
+__all__ = ["OPEN_FLOOR_S", "RETRY_AFTER_S", "WARN_EVERY_S", "Store", "StoreUnavailable"]
 
 RETRY_AFTER_S: Final = 1.0  # how long a failed store is left alone
 WARN_EVERY_S: Final = 60.0
+# The least time a connection may take to open (the TCP connection; the handshake has as
+# much again): a loopback store opens one in about a millisecond, a loaded host in tens.
+OPEN_FLOOR_S: Final = 1.0
 
 
 class StoreUnavailable(Exception):
@@ -57,23 +71,39 @@ class Store:
         self.replicas: Final = config.replicas
         self.description: Final = describe_url(url)
         self._timeout_s = config.timeout_ms / 1000
+        # How long opening a connection may take: the TCP connection, then as long again
+        # for the handshake's replies (`_open`).
+        self.open_s: Final = max(OPEN_FLOOR_S, self._timeout_s)
         self._down_until: float | None = None
         self._was_down = False
         self._last_warned: float | None = None
         self._entered = False
+        self._closing = False
+        # The connection `_open` made (None: none open): read for `usable` only, coredis's
+        # own word on whether it is still up; calls lease it from the pool as before.
+        self._connection: Any | None = None
+        self._lost = trio.Event()  # set when `_connection` is given up: `_keep` opens another
+        self._opened_at = -math.inf  # when the last opening began
+        self._first_open = trio.Event()
+        self._nursery_manager: Any | None = None
+        self._nursery: trio.Nursery | None = None
         if client is None:
             import coredis  # only a process with [coordination] pays for the import
+            from coredis.retry import NoRetryPolicy
 
             options: dict[str, Any] = {
                 "db": url.db,
                 "username": url.username,
                 "password": password.reveal() if password is not None else None,
-                # Our own scope bounds each round trip (and ends it as a timeout); these,
-                # a little later, only end what would outlive it.
-                "connect_timeout": self._timeout_s + 0.05,
-                "stream_timeout": self._timeout_s + 0.05,
+                # The TCP connection and each reply of the handshake (`_open`). A call's
+                # round trip is ended earlier, by our own scope of timeout_ms.
+                "connect_timeout": self.open_s,
+                "stream_timeout": self.open_s,
                 "decode_responses": False,
                 "verify_version": False,
+                # coredis would retry a command whose connection failed on a new one,
+                # opened inside the call: a call never opens a connection (above).
+                "retry_policy": NoRetryPolicy(),
             }
             if url.scheme == "unix":
                 options["unix_socket_path"] = url.path
@@ -96,6 +126,27 @@ class Store:
             # A store that is down at start does not stop serve: the limiters decide alone
             # until it answers.
             self._failed("unreachable", exc)
+            return self
+        # The opening task lives in a nursery of the Store's own, entered here after the
+        # client and left in __aexit__ before it: the task cannot outlive the pool it
+        # leases from, and leaving the Store cancels it (no system task to track).
+        manager = trio.open_nursery()
+        self._nursery = await manager.__aenter__()
+        self._nursery_manager = manager
+        self._nursery.start_soon(self._keep)
+        # Start-up waits for the first connection as long as one round trip may take,
+        # never longer: a store that opens as fast as it answers is in use from the first
+        # call; one that does not decides alone until it is open, as after a failure.
+        try:
+            with trio.move_on_after(self._timeout_s):
+                await self._first_open.wait()
+        except BaseException as exc:
+            # Start-up cancelled meanwhile (a signal): `async with` will not leave what was
+            # entered, so leave it here, the nursery first.
+            await self.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
+        if self._connection is None and not self._was_down:
+            self._warn("timeout", StoreUnavailable("timeout"))
         return self
 
     async def __aexit__(
@@ -107,10 +158,18 @@ class Store:
         if not self._entered:
             return
         self._entered = False
+        self._closing = True
+        manager, self._nursery_manager = self._nursery_manager, None
         try:
-            await self._client.__aexit__(exc_type, exc, tb)
-        except Exception as close_exc:
-            telemetry.log_exception("coordination_close_failed", close_exc, level="warn")
+            if manager is not None and self._nursery is not None:
+                # An opening in flight ends now, not at its bound: shutdown never waits.
+                self._nursery.cancel_scope.cancel()
+                await manager.__aexit__(None, None, None)
+        finally:
+            try:
+                await self._client.__aexit__(exc_type, exc, tb)
+            except Exception as close_exc:
+                telemetry.log_exception("coordination_close_failed", close_exc, level="warn")
 
     def key(self, *parts: str) -> str:
         return self.prefix + ":".join(parts)
@@ -120,6 +179,14 @@ class Store:
         now = trio.current_time()
         if not self._entered or (self._down_until is not None and now < self._down_until):
             raise StoreUnavailable("resting")
+        connection = self._connection
+        if connection is None:
+            raise StoreUnavailable("opening")  # `_keep` is opening one: decide alone
+        if not connection.usable:
+            # Closed since (the store restarted, a peer on the way dropped it): opened
+            # again in the background at once; this call decides alone meanwhile.
+            self._give_up(connection)
+            raise StoreUnavailable("opening")
         scope = trio.move_on_after(self._timeout_s)
         try:
             with scope:
@@ -131,16 +198,16 @@ class Store:
             # failover), and a dead one would only time out again after each rest. A late
             # reply would not be mistaken for another's (a cancelled request keeps its place
             # in coredis's queue), but the pool's connections are closed, so that the next
-            # round trip opens a fresh one. Round trips still waiting on them fail now and
-            # decide alone, as they would have at their own timeout had the socket been dead.
-            self._disconnect_pool()
+            # round trip has a fresh one, opened in the background once the rest is over.
+            # Round trips still waiting on them fail now and decide alone, as they would
+            # have at their own timeout had the socket been dead.
+            self._give_up(connection)
             self._failed(exc.reason, exc)
             raise
         except Exception as exc:
-            # coredis turns a connection attempt cut by our scope into its ConnectionError.
             reason = "timeout" if scope.cancel_called else _reason(exc)
-            if scope.cancel_called:
-                self._disconnect_pool()
+            if scope.cancel_called or not connection.usable:
+                self._give_up(connection)
             self._failed(reason, exc)
             raise StoreUnavailable(reason) from None
         if self._was_down:
@@ -166,9 +233,66 @@ class Store:
             return await self._client.eval(script, keys=list(keys), args=list(args))
 
     def _disconnect_pool(self) -> None:
-        """Close the pool's connections (coredis's `ConnectionPool.disconnect`): the next
-        round trip opens a fresh one."""
+        """Close the pool's connections (coredis's `ConnectionPool.disconnect`)."""
         self._client.connection_pool.disconnect()
+
+    def _give_up(self, connection: Any) -> None:
+        """Close the pool's connections; `_keep` opens a fresh one when its time comes.
+        Nothing when `connection` was given up already and another opened since (a round
+        trip on the old one ending late): the fresh one stays."""
+        if connection is not self._connection:
+            return
+        self._disconnect_pool()
+        self._connection = None
+        self._lost.set()
+
+    async def _keep(self) -> None:
+        """The Store's own task: opens a connection whenever there is none, never sooner
+        than the rest after a failure allows, nor more than once a second."""
+        while True:
+            if self._connection is not None:
+                self._lost = trio.Event()
+                await self._lost.wait()
+                continue
+            not_before = self._opened_at + RETRY_AFTER_S
+            if self._down_until is not None:
+                not_before = max(not_before, self._down_until)
+            await trio.sleep_until(not_before)
+            await self._open()
+
+    async def _open(self) -> None:
+        """One opening: the pool's own lease (`acquire`) makes a connection and runs the
+        handshake, whose reply is the store's first answer; it is then given back to the
+        pool, where the calls' round trips lease it. A failure rests as a call's does."""
+        self._opened_at = trio.current_time()
+        pool = self._client.connection_pool
+        pool.disconnect()  # what is left of the last one: the lease makes a fresh one
+        # coredis ends the TCP connection itself at open_s (its `connect_timeout`), which
+        # also hands the pool's place back; a cut of ours there would keep that place from
+        # the pool for good. Ours ends the handshake, which coredis hands back either way.
+        scope = trio.move_on_after(2 * self.open_s)
+        try:
+            try:
+                with scope:
+                    async with pool.acquire() as connection:
+                        usable = bool(connection.usable)
+                if scope.cancelled_caught:
+                    raise StoreUnavailable("timeout")
+                if not usable:
+                    raise StoreUnavailable("unreachable")
+            except Exception as exc:
+                if self._closing:
+                    return  # cancelled by __aexit__: nothing failed
+                pool.disconnect()
+                if isinstance(exc, StoreUnavailable):
+                    reason = exc.reason
+                else:
+                    reason = "timeout" if scope.cancel_called else _reason(exc)
+                self._failed(reason, exc)
+                return
+        finally:
+            self._first_open.set()
+        self._connection = connection
 
     def bad_answer(self) -> StoreUnavailable:
         """An answer of the wrong shape: the store is not the one rypsok expects."""
@@ -177,8 +301,11 @@ class Store:
         return exc
 
     def _failed(self, reason: str, exc: BaseException) -> None:
+        self._down_until = trio.current_time() + RETRY_AFTER_S
+        self._warn(reason, exc)
+
+    def _warn(self, reason: str, exc: BaseException) -> None:
         now = trio.current_time()
-        self._down_until = now + RETRY_AFTER_S
         self._was_down = True
         if self._last_warned is not None and 0 <= now - self._last_warned < WARN_EVERY_S:
             return
