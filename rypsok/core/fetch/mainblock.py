@@ -129,7 +129,7 @@ _UNSCORED: Final = frozenset(
 )
 # The blocks whose own run can score: the scoring asks lxml for these alone (an inline
 # element, most of a page's, never scores), in document order.
-_SCORED_TAGS: Final = tuple(sorted(BLOCK_ELEMENTS - _UNSCORED))
+_SCORED_SET: Final = BLOCK_ELEMENTS - _UNSCORED
 # Blocks whose text straight inside counts as a paragraph of their own: every block of the
 # writer (markdown.BLOCK_ELEMENTS) but the document's frame, the table's inner parts, and the
 # legacy and summary blocks whose text is a label rather than prose.
@@ -275,6 +275,7 @@ class _Stats:
             if end[up] < end[row]:
                 end[up] = end[row]
         self.end = end
+        self.parent = parent
 
         texts = [element.text for element in elements]
         own = [len(text.strip()) if text else 0 for text in texts]
@@ -391,17 +392,11 @@ class _Stats:
                 for row, (value, stop) in enumerate(zip(prose_of, end))
             ]
 
-        self.inline: dict[Element, int] = {
-            elements[row]: length for row, length in enumerate(inline) if length >= _MIN_BLOCK
-        }
-        self.commas: dict[Element, int] = {
-            element: commas[index[element]] for element in self.inline
-        }
-        self.all_commas: dict[Element, int] = {
-            elements[row]: value
-            for row, value in enumerate(all_commas)
-            if value and (tags[row] == "p" or tags[row] in _CLEANED)
-        }
+        # The runs by row, and the rows whose run is long enough to score, in document order.
+        self.inline = inline
+        self.commas = commas
+        self.runs = [row for row, length in enumerate(inline) if length >= _MIN_BLOCK]
+        self.all_commas = all_commas
         # The rows holding a paragraph, code, a quote or a table, as running totals (a
         # figure that holds one is content, not an illustration).
         self._holders = list(
@@ -613,60 +608,102 @@ def _block_text(element: Element) -> str:
     return str(element.xpath("string()"))
 
 
-def _score_candidates(body: Element, stats: _Stats) -> tuple[dict[Element, float], _Column]:
-    """Each container's score, and the length of the paragraph text under each element."""
-    scores: dict[Element, float] = {}
+class _Scores:
+    """The containers' scores, read like a dict keyed by element (`get`, `[]`), held by row
+    of the measure (`_Stats`): at the node bound a dict of 100,000 elements cost more to
+    build than the scoring itself. The rows are in the order they were first scored, which
+    breaks ties between equal scores as a dict's order did."""
 
-    most = stats.prose.get(body, 0) * _GUARD_PROSE
+    __slots__ = ("by_row", "elements", "index")
 
-    def initial(element: Element) -> float:
+    def __init__(self, by_row: dict[int, float], stats: _Stats) -> None:
+        self.by_row = by_row
+        self.index = stats.index
+        self.elements = stats.elements
+
+    def __len__(self) -> int:
+        return len(self.by_row)
+
+    def __getitem__(self, element: Element) -> float:
+        return self.by_row[self.index[element]]
+
+    def get(self, element: Element, default: float | None = None) -> float | None:
+        row = self.index.get(element)
+        if row is None:
+            return default
+        return self.by_row.get(row, default)
+
+    def best(self) -> Element:
+        """The best-scored element (the first scored of equals)."""
+        by_row = self.by_row
+        return self.elements[max(by_row, key=by_row.__getitem__)]
+
+    def largest(self, count: int) -> list[Element]:
+        """The `count` best-scored elements, best first (equals in the order scored)."""
+        by_row = self.by_row
+        return [self.elements[row] for row in heapq.nlargest(count, by_row, key=by_row.__getitem__)]
+
+
+def _score_candidates(body: Element, stats: _Stats) -> tuple[_Scores, _Column]:
+    """Each container's score, and the length of the paragraph text under each element.
+
+    Scored by rows of the measure (`body` is its root): the same additions, in the same
+    order (document order of the scoring blocks, each to its ancestors nearest first), so
+    the same floating-point sums, without an element proxy or a dict keyed by element per
+    step."""
+    scores: dict[int, float] = {}
+    elements = stats.elements
+    tags = stats.tags
+    parent = stats.parent
+    prose_of = stats.prose.values
+
+    most = prose_of[0] * _GUARD_PROSE
+
+    def initial(row: int) -> float:
+        element = elements[row]
         if not element.attrib:
-            return _TAG_WEIGHT.get(element.tag, 0)  # most elements: no name to weigh
+            return _TAG_WEIGHT.get(tags[row], 0)  # most elements: no name to weigh
         names = element.get("class")
         ident = element.get("id")
         if names is None and ident is None:
-            return _TAG_WEIGHT.get(element.tag, 0)  # most elements: no name to weigh
+            return _TAG_WEIGHT.get(tags[row], 0)  # most elements: no name to weigh
         weight = _words_weight(names) + _words_weight(ident)
-        if weight < 0 and most and stats.prose.get(element, 0) >= most:
+        if weight < 0 and most and prose_of[row] >= most:
             # A name does not count against the block holding most of the running text.
             weight = 0
-        return _TAG_WEIGHT.get(str(element.tag), 0) + weight
+        return _TAG_WEIGHT.get(str(tags[row]), 0) + weight
 
-    row_of = stats.index
     inline_of = stats.inline
     commas_of = stats.commas
     # In document order (the order breaks ties between equal scores), the blocks that can
-    # score asked of lxml by their tags; `inline` holds only the runs long enough to score,
-    # so the others cost a lookup.
-    for element in body.iter(*_SCORED_TAGS):
-        length = inline_of.get(element, 0)
-        if length < _MIN_BLOCK:
+    # score: those whose run is long enough.
+    for row in stats.runs:
+        tag = tags[row]
+        if tag not in _SCORED_SET:
             continue
-        tag = element.tag
-        score = 1.0 + commas_of[element] + min(length // 100, 3)
+        length = inline_of[row]
+        score = 1.0 + commas_of[row] + min(length // 100, 3)
         if tag in _BLOCK_TAGS and tag != "p":
             # Text straight inside a container is a paragraph of that container.
-            scores[element] = (scores[element] if element in scores else initial(element)) + score
-        # The measured tree's parents: the body's own is outside it.
-        ancestor = None if element is body else element.getparent()
+            scores[row] = (scores[row] if row in scores else initial(row)) + score
+        # The measured tree's parents: the root's own is outside it (-1).
+        ancestor = parent[row]
         level = 0
-        while ancestor is not None and level < 5:
+        while ancestor >= 0 and level < 5:
             if ancestor not in scores:
                 scores[ancestor] = initial(ancestor)
             divider = 1 if level == 0 else 2 if level == 1 else level * 3
             scores[ancestor] += score / divider
-            ancestor = None if ancestor is body else ancestor.getparent()
+            ancestor = parent[ancestor]
             level += 1
-    # Every scored element is one of the measured tree's (the tree is not changed between).
     text_of = stats.text.values
     links_of = stats.links.values
     weighed = {
-        element: score * (1 - links_of[row] / length) if length else score
-        for element, score in scores.items()
-        for row in (row_of[element],)
+        row: score * (1 - links_of[row] / length) if length else score
+        for row, score in scores.items()
         for length in (text_of[row],)
     }
-    return weighed, stats.prose
+    return _Scores(weighed, stats), stats.prose
 
 
 def _narrow(top: Element, good: _Column) -> Element:
@@ -697,7 +734,7 @@ def _ancestors(element: Element) -> list[Element]:
     return chain
 
 
-def _merge_parts(top: Element, best: float, scores: dict[Element, float], good: _Column) -> Element:
+def _merge_parts(top: Element, best: float, scores: _Scores, good: _Column) -> Element:
     """A container of `top` and the other parts of a story split across containers.
 
     A page may cut its story into chunks (around advertisements, a lead and a body, the
@@ -707,7 +744,7 @@ def _merge_parts(top: Element, best: float, scores: dict[Element, float], good: 
     """
     # (`nlargest` is `sorted(…, reverse=True)[:12]`, ties in the same order, without
     # sorting every scored element of a page.)
-    ranked = heapq.nlargest(12, scores, key=scores.__getitem__)
+    ranked = scores.largest(12)
     # Only a substantial part joins: a teaser or a boilerplate paragraph does not.
     least = max(0.4 * good.get(top, 0), 400)
     parts = [e for e in ranked if scores[e] >= 0.5 * best and good.get(e, 0) >= least]
@@ -731,7 +768,7 @@ def _merge_parts(top: Element, best: float, scores: dict[Element, float], good: 
 
 
 def _climb(
-    top: Element, best: float, scores: dict[Element, float], good: _Column, stats: _Stats
+    top: Element, best: float, scores: _Scores, good: _Column, stats: _Stats
 ) -> Element:
     """An ancestor of `top` that scores well in its own right and of whose paragraph text
     `top` holds less than 60 %: the page's content is larger than its best part (a
@@ -803,7 +840,7 @@ def _container_of(top: Element, good: _Column) -> Element:
     return top
 
 
-def _with_siblings(top: Element, scores: dict[Element, float], stats: _Stats) -> list[Element]:
+def _with_siblings(top: Element, scores: _Scores, stats: _Stats) -> list[Element]:
     parent = top.getparent()
     if parent is None:
         return [top]
@@ -834,11 +871,14 @@ def _with_siblings(top: Element, scores: dict[Element, float], stats: _Stats) ->
 _GUTTED: Final = 0.25
 _CLEANED: Final = frozenset({"div", "section", "ul", "ol", "table", "dl", "figure", "aside"})
 _CELLS: Final = frozenset({"td", "th"})
+# What the cleaning walks through: the parts it judges, and the links (inside which all
+# removed text is removed link text).
+_JUDGED: Final = _CLEANED | {"p", "a"}
 
 
 def _clean(
     elements: Iterable[Element],
-    scores: dict[Element, float],
+    scores: _Scores,
     good: _Column,
     stats: _Stats,
 ) -> None:
@@ -856,6 +896,9 @@ def _clean(
     text_of = stats.text.values
     links_of = stats.links.values
     commas_of = stats.all_commas
+    tags = stats.tags
+    end = stats.end
+    measured = stats.elements
     good_of = good.values
     for root in elements:
         if not good.get(root):
@@ -866,76 +909,110 @@ def _clean(
         # The tables of data in the block: a division that is the content of one of their
         # cells (a figure, a name linked to its page) is judged with its table, not alone.
         data_tables = {table for table in root.iter("table") if _data_table(table, stats)}
-        # [text length, link text length, commas removed under it; p, img, li kept under it]
-        # of each element open in the walk, handed to its parent's at its end (the parent is
-        # next on the stack).
-        stack: list[list[int]] = []
-        gone: set[Element] = set()
-        remaining = 0
-        for event, element in etree.iterwalk(root, events=("start", "end")):
-            if event == "start":
-                stack.append([0, 0, 0, 0, 0, 0])
-                continue
-            removed = stack.pop()
-            tag = element.tag
+        first = row_of[root]
+        stop = end[first]
+        # The paragraphs, images and items in the block's rows, as running totals from its
+        # first row (those under a part: the difference at its two ends).
+        block_tags = tags[first:stop]
+        paragraphs = list(accumulate(map("p".__eq__, block_tags), initial=0))
+        images = list(accumulate(map("img".__eq__, block_tags), initial=0))
+        items = list(accumulate(map("li".__eq__, block_tags), initial=0))
+        # The parts judged (paragraphs and _CLEANED parts) and the links (whose removed text
+        # is all link text), children before their containers: backwards in document order.
+        judged = [row for row, tag in enumerate(block_tags, first) if tag in _JUDGED]
+        del block_tags
+        # `starts` and `removed` hold, for what was seen and is inside no other seen part,
+        # where it starts and what was removed in it: [text, link text, commas, p, img,
+        # li]; a part's own are the measured ones less those of what it holds.
+        starts: list[int] = []
+        removed: list[list[int]] = []
+        gone: list[int] = []
+        for row in reversed(judged):
+            if row == first:
+                break  # the block itself is not judged
+            last = end[row]
+            inside: list[int] | None = None
+            if starts and starts[-1] < last:
+                inside = [0, 0, 0, 0, 0, 0]
+                while starts and starts[-1] < last:
+                    starts.pop()
+                    held = removed.pop()
+                    for column in range(6):
+                        inside[column] += held[column]
+            tag = tags[row]
             if tag == "a":
-                # A link's text is all link text: what went from the one went from the other.
-                removed[1] = removed[0]
-            elif tag == "p":
-                removed[3] += 1
-            elif tag == "img":
-                removed[4] += 1
-            elif tag == "li":
-                removed[5] += 1
-            if not stack:
-                remaining = text_of[row_of[element]] - removed[0]
-                break
-            into = stack[-1]
-            cleaned = tag in _CLEANED and not (
-                tag == "div" and data_tables and _in_data_cell(element, data_tables)
-            )
-            if tag == "p" or cleaned:
-                row = row_of[element]
+                if inside is not None:
+                    # A link's text is all link text: what went from the one went from the
+                    # other.
+                    inside[1] = inside[0]
+                    starts.append(row)
+                    removed.append(inside)
+                continue
+            if tag == "p":
+                length = text_of[row]
+                links = links_of[row]
+                if inside is not None:
+                    length -= inside[0]
+                    links -= inside[1]
+                drop = bool(length) and links >= 0.8 * length
+            elif (tag == "div" and data_tables and _in_data_cell(measured[row], data_tables)) or (
+                keep and good_of[row] >= keep
+            ):
+                # A part of a table of data's cell, or one holding much of the block's
+                # paragraph text: not judged.
+                drop = False
+            else:
+                at = row - first
                 # The part's counts without what was removed under it.
                 counts = [
-                    text_of[row] - removed[0],
-                    links_of[row] - removed[1],
-                    commas_of.get(element, 0) - removed[2],
-                    removed[3],
-                    removed[4],
-                    removed[5],
+                    text_of[row],
+                    links_of[row],
+                    commas_of[row],
+                    paragraphs[last - first] - paragraphs[at],
+                    images[last - first] - images[at],
+                    items[last - first] - items[at],
                 ]
-                if tag == "p":
-                    drop = bool(counts[0]) and counts[1] >= 0.8 * counts[0]
-                else:
-                    drop = not (keep and good_of[row] >= keep) and _should_drop(
-                        element, scores, counts, data_tables
-                    )
-                if drop:
-                    # A paragraph that is (almost) only a link promotes another page: "Read
-                    # more: …"; the other parts are judged by their counts. All its text
-                    # goes from its container's counts (its tail stays).
-                    gone.add(element)
-                    into[0] += text_of[row]
-                    into[1] += links_of[row]
-                    into[2] += commas_of.get(element, 0)
-                    continue
-            into[0] += removed[0]
-            into[1] += removed[1]
-            into[2] += removed[2]
-            into[3] += removed[3]
-            into[4] += removed[4]
-            into[5] += removed[5]
+                if inside is not None:
+                    counts = [value - taken for value, taken in zip(counts, inside)]
+                drop = _should_drop(measured[row], scores, counts, data_tables)
+            if drop:
+                # A paragraph that is (almost) only a link promotes another page: "Read
+                # more: …"; the other parts are judged by their counts. All it holds goes
+                # from its container's counts (its tail stays).
+                at = row - first
+                gone.append(row)
+                starts.append(row)
+                removed.append(
+                    [
+                        text_of[row],
+                        links_of[row],
+                        commas_of[row],
+                        paragraphs[last - first] - paragraphs[at],
+                        images[last - first] - images[at],
+                        items[last - first] - items[at],
+                    ]
+                )
+            elif inside is not None:
+                starts.append(row)
+                removed.append(inside)
+        remaining = text_of[first] - sum(held[0] for held in removed)
         if remaining < _GUTTED * stats.text.get(root, 0):
             # Cleaning would leave almost nothing: the block is a page of teasers or links
             # (an index, a directory), and its parts are its content.
             continue
         if gone:
-            _drop_all(_outermost(root, gone))
+            # The outermost of the parts to go, in document order.
+            doomed: list[Element] = []
+            after = -1
+            for row in reversed(gone):
+                if row >= after:
+                    doomed.append(measured[row])
+                    after = end[row]
+            _drop_all(doomed)
 
 
 def _should_drop(
-    element: Element, scores: dict[Element, float], counts: list[int], data_tables: set[Element]
+    element: Element, scores: _Scores, counts: list[int], data_tables: set[Element]
 ) -> bool:
     """Whether a part of the block looks like chrome by its counts and its name (one call
     per part of a block that may be the whole page: what it asks is asked inline)."""
@@ -1055,7 +1132,7 @@ def select_main_block(root: Element) -> MainBlock:
     if not scores:
         # Nothing long enough to score: the page is short, and all of it is content.
         return MainBlock(elements=(body,), heading=heading)
-    top = max(scores, key=scores.__getitem__)
+    top = scores.best()
     best = scores[top]
     if best <= 0 or top is root:
         # No paragraph text anywhere (a page of links, an index): the page is its content.
