@@ -44,8 +44,8 @@ import functools
 import heapq
 import re
 from array import array
-from itertools import accumulate
-from operator import add
+from itertools import accumulate, compress, repeat
+from operator import add, attrgetter, le, mul, not_, sub
 from typing import TYPE_CHECKING, Final, TypeAlias
 
 import attrs
@@ -188,6 +188,10 @@ _TEXT_HOLDERS: Final = frozenset({"p", "pre", "blockquote", "table"})
 # The elements whose inline run is measured: every block, and links (a link's run is its
 # text as a link, which then joins the run around it).
 _RUN_OWNERS: Final = BLOCK_ELEMENTS | {"a"}
+_TAG: Final = attrgetter("tag")
+_TEXT: Final = attrgetter("text")
+_TAIL: Final = attrgetter("tail")
+_PARENT: Final = etree._Element.getparent
 # The blocks whose run is running text when long enough and not mostly links.
 _PROSE_TAGS: Final = BLOCK_ELEMENTS - _NOT_PROSE
 # An element holding this share of the body's text, or this share of its running text, is
@@ -256,17 +260,18 @@ class _Stats:
 
     def __init__(self, root: Element) -> None:
         # Elements only, as the walks read them (comments and processing instructions, and
-        # their tails, are no text of the page here).
+        # their tails, are no text of the page here). Each column below is made by `map` over
+        # the one before where it can be (the loop in C, not in Python).
         elements: list[Element] = list(root.iter(etree.Element))
         self.elements = elements
         count = len(elements)
-        self.index: dict[Element, int] = {element: row for row, element in enumerate(elements)}
+        self.index: dict[Element, int] = dict(zip(elements, range(count)))
         index = self.index
-        tags: list[str] = [element.tag for element in elements]
+        tags: list[str] = list(map(_TAG, elements))
         self.tags = tags
         # Each row's parent row (the root's: -1, its parent being outside the measure).
         parent: list[int] = [-1]
-        parent += [index[element.getparent()] for element in elements[1:]]
+        parent += map(index.__getitem__, map(_PARENT, elements[1:]))
         # The end of each subtree: one past its last row (its last child's end, reached
         # first going backwards).
         end = list(range(1, count + 1))
@@ -277,27 +282,27 @@ class _Stats:
         self.end = end
         self.parent = parent
 
-        texts = [element.text for element in elements]
-        own = [len(text.strip()) if text else 0 for text in texts]
-        own_commas = [text.count(",") if text else 0 for text in texts]
+        texts = [text or "" for text in map(_TEXT, elements)]
+        own = list(map(len, map(str.strip, texts)))
+        own_commas = list(map(str.count, texts, repeat(",")))
         del texts
-        tails = [element.tail for element in elements]
-        tails[0] = None  # the root's tail is outside it
-        tail = [len(text.strip()) if text else 0 for text in tails]
-        tail_commas = [text.count(",") if text else 0 for text in tails]
+        tails = [text or "" for text in map(_TAIL, elements)]
+        tails[0] = ""  # the root's tail is outside it
+        tail = list(map(len, map(str.strip, tails)))
+        tail_commas = list(map(str.count, tails, repeat(",")))
         del tails
 
         # All the text under each element: its rows' texts and tails, less its own tail.
         running = [0, *accumulate(map(add, own, tail))]
-        text_of = [running[stop] - running[row] - tail[row] for row, stop in enumerate(end)]
+        text_of = list(map(sub, map(sub, map(running.__getitem__, end), running), tail))
         running = [0, *accumulate(map(add, own_commas, tail_commas))]
-        all_commas = [
-            running[stop] - running[row] - tail_commas[row] for row, stop in enumerate(end)
-        ]
+        all_commas = list(
+            map(sub, map(sub, map(running.__getitem__, end), running), tail_commas)
+        )
 
         # Link text: a link's whole text, and under any other element its links' (the
         # outermost ones: a link inside a link is its text already).
-        link_rows = [row for row, tag in enumerate(tags) if tag == "a"]
+        link_rows = list(compress(range(count), map("a".__eq__, tags)))
         nested = False
         open_until = -1
         for row in link_rows:
@@ -310,7 +315,7 @@ class _Stats:
             for row in link_rows:
                 running[row + 1] = text_of[row]
             running = list(accumulate(running))
-            links_of = [running[stop] - running[row] for row, stop in enumerate(end)]
+            links_of = list(map(sub, map(running.__getitem__, end), running))
         else:
             links_of = [0] * count
             below = [0] * count
@@ -323,30 +328,30 @@ class _Stats:
         # The runs. Each text belongs to the run of its nearest block or link (itself, or
         # the nearest above it: an inline element's run is its container's), a tail to its
         # parent's; a link's run then joins the run around it. (The root has a run of its
-        # own, whatever it is.)
+        # own, whatever it is.) Most elements of a page at the node bound own their run: only
+        # the others, and the tails, are walked.
+        owns = list(map(_RUN_OWNERS.__contains__, tags))
+        owns[0] = True
         owner = list(range(count))
-        for row in range(1, count):
-            if tags[row] not in _RUN_OWNERS:
-                owner[row] = owner[parent[row]]
-        inline = [0] * count
-        commas = [0] * count
-        for row in range(count):
+        inner = list(compress(range(count), map(not_, owns)))
+        for row in inner:
+            owner[row] = owner[parent[row]]
+        inline = list(map(mul, own, owns))
+        commas = list(map(mul, own_commas, owns))
+        for row in inner:
             if own[row]:
                 inline[owner[row]] += own[row]
-            if own_commas[row]:
                 commas[owner[row]] += own_commas[row]
-        outer = [owner[up] for up in parent[1:]]
-        outer.insert(0, -1)
-        for row in range(1, count):
-            if tail[row]:
-                inline[outer[row]] += tail[row]
-            if tail_commas[row]:
-                commas[outer[row]] += tail_commas[row]
+        # (A tail with a comma is not empty once stripped.)
+        for row in compress(range(count), tail):
+            into = owner[parent[row]]
+            inline[into] += tail[row]
+            commas[into] += tail_commas[row]
         inline_links = [0] * count
         for row in reversed(link_rows):
             if row:
                 # Backwards: a link inside a link has joined its run before it joins its own.
-                into = outer[row]
+                into = owner[parent[row]]
                 inline[into] += inline[row]
                 commas[into] += commas[row]
                 inline_links[into] += inline[row]
@@ -354,23 +359,22 @@ class _Stats:
         # The running text: the runs of the blocks that are long enough and not mostly
         # links, summed over each subtree; an item that is a quarter links (a teaser of
         # another page, a title and its summary) counts none of the runs under it.
+        runs = list(compress(range(count), map(le, repeat(_MIN_BLOCK), inline)))
         counted = [0] * count
-        resets: list[int] = []
-        for row in range(count):
-            length = inline[row]
+        for row in runs:
             tag = tags[row]
-            if length < _MIN_BLOCK:
-                if tag == "li" and links_of[row] >= _TEASER_LINKS * text_of[row]:
-                    resets.append(row)
-                continue
+            length = inline[row]
             if tag in _PROSE_TAGS and inline_links[row] < (
                 _TEASER_LINKS if tag == "li" else 0.5
             ) * length:
                 counted[row] = length
-            elif tag == "li" and links_of[row] >= _TEASER_LINKS * text_of[row]:
-                resets.append(row)
+        resets = [
+            row
+            for row in compress(range(count), map("li".__eq__, tags))
+            if not counted[row] and links_of[row] >= _TEASER_LINKS * text_of[row]
+        ]
         running = list(accumulate(counted, initial=0))
-        prose_of = [running[stop] - running[row] for row, stop in enumerate(end)]
+        prose_of = list(map(sub, map(running.__getitem__, end), running))
         if resets:
             # What a reset item holds, less what the reset items inside it hold (taken
             # off already by them): summed over a subtree, this takes off exactly what its
@@ -382,26 +386,23 @@ class _Stats:
                 held = running[stop] - running[row]
                 inside = 0
                 while outermost and outermost[-1] < stop:
-                    inner = outermost.pop()
-                    inside += running[end[inner]] - running[inner]
+                    inner_row = outermost.pop()
+                    inside += running[end[inner_row]] - running[inner_row]
                 taken[row] = held - inside
                 outermost.append(row)
             running = list(accumulate(taken, initial=0))
-            prose_of = [
-                value - (running[stop] - running[row])
-                for row, (value, stop) in enumerate(zip(prose_of, end))
-            ]
+            prose_of = list(
+                map(sub, prose_of, map(sub, map(running.__getitem__, end), running))
+            )
 
         # The runs by row, and the rows whose run is long enough to score, in document order.
         self.inline = inline
         self.commas = commas
-        self.runs = [row for row, length in enumerate(inline) if length >= _MIN_BLOCK]
+        self.runs = runs
         self.all_commas = all_commas
         # The rows holding a paragraph, code, a quote or a table, as running totals (a
         # figure that holds one is content, not an illustration).
-        self._holders = list(
-            accumulate((1 if tag in _TEXT_HOLDERS else 0 for tag in tags), initial=0)
-        )
+        self._holders = list(accumulate(map(_TEXT_HOLDERS.__contains__, tags), initial=0))
         self.text = _Column(index, array("i", text_of))
         self.links = _Column(index, array("i", links_of))
         self.prose = _Column(index, array("i", prose_of))
