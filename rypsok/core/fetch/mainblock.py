@@ -45,7 +45,7 @@ import heapq
 import re
 from array import array
 from itertools import accumulate, compress, repeat
-from operator import add, attrgetter, le, mul, not_, sub
+from operator import add, attrgetter, le, mul, not_, or_, sub
 from typing import TYPE_CHECKING, Final, TypeAlias
 
 import attrs
@@ -565,6 +565,12 @@ def _part_of_declared_body(element: Element, stats: _Stats) -> bool:
     return False
 
 
+# The elements `_chrome_kind` can find chrome by their name alone (the others need an
+# attribute to be).
+_CHROME_TAGS: Final = CHROME_ELEMENTS | {"form", "figure"}
+_ATTRIB: Final = attrgetter("attrib")
+
+
 def _remove_chrome(body: Element, stats: _Stats) -> bool:
     """Remove the chrome under `body` (measured by `stats`); whether anything went."""
     guard = stats.text.get(body, 0) * _GUARD_SHARE
@@ -577,30 +583,49 @@ def _remove_chrome(body: Element, stats: _Stats) -> bool:
     while heading is not None and heading is not body:
         titled.add(heading)
         heading = heading.getparent()
-    # Walked in document order, a removed element's subtree skipped: what it holds goes with
-    # it, and the list is of the outermost ones only.
+    # The elements that can be chrome (`_chrome_kind` finds every other one content): those
+    # of a chrome element's name, a form or a figure, and those with attributes (most
+    # elements of a page have none), found by `map` over the measured rows.
+    elements = stats.elements
+    tags = stats.tags
+    end = stats.end
+    text_of = stats.text.values
+    links_of = stats.links.values
+    prose_of = stats.prose.values
+    candidates = compress(
+        range(1, len(tags)),
+        map(
+            or_,
+            map(_CHROME_TAGS.__contains__, tags[1:]),
+            map(bool, map(len, map(_ATTRIB, elements[1:]))),
+        ),
+    )
+    # In document order, a removed element's subtree skipped: what it holds goes with it,
+    # and the list is of the outermost ones only.
     doomed: list[Element] = []
-    walk = etree.iterwalk(body, events=("start",))
-    next(walk)  # the body itself
-    for _, element in walk:
+    after = 0
+    for row in candidates:
+        if row < after:
+            continue  # inside an element removed already
+        element = elements[row]
         kind = _chrome_kind(element, stats)
         if not kind:
             continue  # most elements: content
         if kind == 3 and element in titled:
             kind = 1
-        if (
-            kind == 2
-            or (
-                kind == 1
-                and (
-                    (stats.text[element] <= guard and not _much_prose(element, stats, prose))
-                    or _part_of_declared_body(element, stats)
-                )
+        if kind == 1:
+            length = text_of[row]
+            share = prose_of[row]
+            density = links_of[row] / length if length else 0.0
+            much_prose = share >= prose * _GUARD_PROSE or (
+                share >= prose * _GUARD_PLAIN and density < _GUARD_DENSITY
             )
-            or (kind == 3 and (not prose or stats.prose[element] < thread_guard))
-        ):
+            gone = (length <= guard and not much_prose) or _part_of_declared_body(element, stats)
+        else:
+            gone = kind == 2 or (kind == 3 and (not prose or prose_of[row] < thread_guard))
+        if gone:
             doomed.append(element)
-            walk.skip_subtree()
+            after = end[row]
     _drop_all(doomed)
     return bool(doomed)
 
