@@ -269,6 +269,9 @@ class _Stats:
         index = self.index
         tags: list[str] = list(map(_TAG, elements))
         self.tags = tags
+        # Whether each element has attributes (most have none: no name, role or address to
+        # judge it by, which the steps below need not ask it for).
+        self.attributed: list[int] = list(map(len, map(_ATTRIB, elements)))
         # Each row's parent row (the root's: -1, its parent being outside the measure).
         parent: list[int] = [-1]
         parent += map(index.__getitem__, map(_PARENT, elements[1:]))
@@ -597,7 +600,7 @@ def _remove_chrome(body: Element, stats: _Stats) -> bool:
         map(
             or_,
             map(_CHROME_TAGS.__contains__, tags[1:]),
-            map(bool, map(len, map(_ATTRIB, elements[1:]))),
+            stats.attributed[1:],
         ),
     )
     # In document order, a removed element's subtree skipped: what it holds goes with it,
@@ -685,10 +688,12 @@ def _score_candidates(body: Element, stats: _Stats) -> tuple[_Scores, _Column]:
 
     most = prose_of[0] * _GUARD_PROSE
 
+    attributed = stats.attributed
+
     def initial(row: int) -> float:
-        element = elements[row]
-        if not element.attrib:
+        if not attributed[row]:
             return _TAG_WEIGHT.get(tags[row], 0)  # most elements: no name to weigh
+        element = elements[row]
         names = element.get("class")
         ident = element.get("id")
         if names is None and ident is None:
@@ -711,7 +716,12 @@ def _score_candidates(body: Element, stats: _Stats) -> tuple[_Scores, _Column]:
         score = 1.0 + commas_of[row] + min(length // 100, 3)
         if tag in _BLOCK_TAGS and tag != "p":
             # Text straight inside a container is a paragraph of that container.
-            scores[row] = (scores[row] if row in scores else initial(row)) + score
+            if row in scores:
+                scores[row] += score
+            elif attributed[row]:
+                scores[row] = initial(row) + score
+            else:
+                scores[row] = _TAG_WEIGHT.get(tag, 0) + score
         # The measured tree's parents: the root's own is outside it (-1).
         ancestor = parent[row]
         level = 0
@@ -925,6 +935,7 @@ def _clean(
     tags = stats.tags
     end = stats.end
     measured = stats.elements
+    attributed = stats.attributed
     good_of = good.values
     for root in elements:
         if not good.get(root):
@@ -1000,7 +1011,14 @@ def _clean(
                 ]
                 if inside is not None:
                     counts = [value - taken for value, taken in zip(counts, inside)]
-                drop = _should_drop(measured[row], scores, counts, data_tables)
+                element = measured[row]
+                drop = _should_drop(
+                    element,
+                    _class_weight(element) if attributed[row] else 0,
+                    scores,
+                    counts,
+                    data_tables,
+                )
             if drop:
                 # A paragraph that is (almost) only a link promotes another page: "Read
                 # more: …"; the other parts are judged by their counts. All it holds goes
@@ -1038,12 +1056,16 @@ def _clean(
 
 
 def _should_drop(
-    element: Element, scores: _Scores, counts: list[int], data_tables: set[Element]
+    element: Element,
+    weight: int,
+    scores: _Scores,
+    counts: list[int],
+    data_tables: set[Element],
 ) -> bool:
-    """Whether a part of the block looks like chrome by its counts and its name (one call
-    per part of a block that may be the whole page: what it asks is asked inline)."""
+    """Whether a part of the block looks like chrome by its counts and its name (`weight`,
+    its `_class_weight`; one call per part of a block that may be the whole page: what it
+    asks is asked inline)."""
     length, links, commas, paragraphs, images, items = counts
-    weight = _class_weight(element)
     if weight < 0 and weight + scores.get(element, 0.0) < 0:
         # Its name marks it and its text does not redeem it (a list's own tag weight is no
         # mark: a definition list of short terms is content).
