@@ -237,6 +237,15 @@ def _finish_inline(parts: list[str]) -> str:
     return escape_line_start(" ".join(text.split()))
 
 
+def _text_block(own: str) -> str:
+    """What `_finish_inline` makes of a single text (a paragraph or a link whose content is
+    its text alone, most of a page's): the same, without the list of pieces."""
+    if _BREAK in own:
+        own = own.replace(_BREAK, "")
+    # (Escaping adds backslashes only: no break mark to look for afterwards.)
+    return escape_line_start(" ".join(escape_text(own).split()))
+
+
 class _Writer:
     def __init__(
         self,
@@ -314,7 +323,8 @@ class _Writer:
         if tag in _PLAIN_BLOCKS and not self.inline_only:
             # Most blocks (paragraphs, divisions, items' containers): their content stands
             # apart from what surrounds it, as the last case below writes it.
-            self.flush()
+            if self.inline:
+                self.flush()
             if len(element):
                 self.children(element)
                 self.flush()
@@ -323,7 +333,7 @@ class _Writer:
             # inline list and the calls that fill and empty it.
             own = element.text
             if own:
-                text = _finish_inline([escape_text(own.replace(_BREAK, ""))])
+                text = _text_block(own)
                 if text:
                     self.blocks.append(text)
             return
@@ -404,7 +414,7 @@ class _Writer:
             else:
                 # Text alone (most links): read once, for the text and its ends.
                 own = element.text or ""
-                text = _finish_inline([escape_text(own.replace(_BREAK, ""))]) if own else ""
+                text = _text_block(own) if own else ""
                 lead, trail = own[:1].isspace(), own[-1:].isspace()
             if not text:
                 return
@@ -419,10 +429,18 @@ class _Writer:
             # around it (`the <a>U.S. Embassy </a>in Tunis`): it stays, outside the link.
             if lead:
                 self.inline.append(" ")
+            inline = self.inline
             if url is None:
-                self.inline.append(text)
+                inline.append(text)
             else:
-                last = self._last_visible()
+                piece = inline[-1] if inline else ""
+                if piece and " " <= piece[-1] <= "~":
+                    # Printable ASCII last (most text before a link): the character seen.
+                    last: tuple[int, int] | None = (
+                        (len(inline) - 1, len(piece) - 1) if piece[-1] == "!" else None
+                    )
+                else:
+                    last = self._last_visible()
                 if last is not None and self.inline[last[0]][last[1]] == "!":
                     # "!" before a link would make it an image of the link's target.
                     piece = self.inline[last[0]]
@@ -675,7 +693,7 @@ def _escape_match(match: re.Match[str]) -> str:
 
 def escape_text(text: str) -> str:
     """A page's text with what could start inline Markdown escaped (see above)."""
-    return _ESCAPE_ANYWHERE.sub(_escape_match, _nfc(text))
+    return _ESCAPE_ANYWHERE.sub(_escape_match, text if text.isascii() else _nfc(text))
 
 
 def _nth_visible(line: str, start: int, n: int) -> int:
