@@ -748,12 +748,21 @@ class _BoundedTarget:
                     self.skip_depth = 1
                     self.skip_root = ""
                     return
-                kept = {k: v for k, v in attrib.items() if k in KEPT_ATTRIBUTES}
-                self.kept_attributes += len(kept)
+                # _TreeWriter.start with the kept attributes, written here (no dict of them,
+                # no call): the same markup.
+                name = _element_name(name)
+                markup = "<" + name
+                kept = 0
+                for key, value in attrib.items():
+                    if key in KEPT_ATTRIBUTES:
+                        kept += 1
+                        if _VALUE_SPECIAL.search(value) is not None:
+                            value = escape(value, _VALUE_REFERENCES)
+                        markup += f' {key}="{value}"'
+                self.kept_attributes += kept
                 if self.kept_attributes > MAX_KEPT_ATTRIBUTES:
                     self._stop()
-                name = _element_name(name)
-                self.builder.start(name, kept)
+                self.written.append(markup + ">")
             else:
                 name = _element_name(name)
                 self.written.append(f"<{name}>")  # _TreeWriter.start without attributes
