@@ -504,12 +504,12 @@ def _drop_all(doomed: list[Element]) -> None:
         parent = element.getparent()
         if parent is None:
             continue
-        previous = element.getprevious()
         tail = element.tail
         if tail:
+            previous = element.getprevious()
             target = (parent, True) if previous is None else (previous, False)
             pieces.setdefault(target, []).append(tail)
-            element.tail = None
+        # (lxml's remove takes the tail along, out of the tree: it is not set to None.)
         parent.remove(element)
     for (element, as_text), texts in pieces.items():
         if as_text:
@@ -607,11 +607,22 @@ def _remove_chrome(body: Element, stats: _Stats) -> bool:
     # and the list is of the outermost ones only.
     doomed: list[Element] = []
     after = 0
+    # The kind of an element that is not a link, a chrome element, a form or a figure
+    # depends on its name and attributes alone: pages repeat them (100,000 siblings named
+    # "share" are judged once).
+    kinds: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
     for row in candidates:
         if row < after:
             continue  # inside an element removed already
         element = elements[row]
-        kind = _chrome_kind(element, stats)
+        tag = tags[row]
+        if tag == "a" or tag in _CHROME_TAGS:
+            kind = _chrome_kind(element, stats)
+        else:
+            key = (tag, tuple(element.items()))
+            kind = kinds.get(key, -1)
+            if kind < 0:
+                kind = kinds[key] = _chrome_kind(element, stats)
         if not kind:
             continue  # most elements: content
         if kind == 3 and element in titled:
