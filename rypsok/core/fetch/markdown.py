@@ -287,11 +287,21 @@ class _Writer:
         if own:
             self.text(own)
         node = self.node
+        link = self.link
         for child in element:
-            node(child)
+            if child.tag == "a":
+                link(child)  # (what `node` would do, a call fewer: most children of a
+                # paragraph of links)
+            else:
+                node(child)
             tail = child.tail
             if tail:
-                self.text(tail)
+                if tail.isascii() and tail.isspace():
+                    # (`text`'s first case: most tails between elements. The pending list
+                    # is read each time: a block child's flush replaces it.)
+                    self.inline.append(tail)
+                else:
+                    self.text(tail)
 
     def text(self, text: str) -> None:
         if text.isascii() and text.isspace():
@@ -397,6 +407,49 @@ class _Writer:
         writer.flush()
         return " ".join(writer.blocks)
 
+    def link(self, element: etree._Element) -> None:
+        """A link: its text, and its target when it has one to write (`link_target`)."""
+        if len(element):
+            text = self.inline_text(element)
+            lead, trail = _spaced_ends(element)
+        else:
+            # Text alone (most links): read once, for the text and its ends.
+            own = element.text or ""
+            text = _text_block(own) if own else ""
+            lead, trail = own[:1].isspace(), own[-1:].isspace()
+        if not text:
+            return
+        href = element.get("href")
+        # A link within the page (an anchor, a table of contents) is only its text.
+        url = (
+            self.links.target(href)
+            if href is not None and not href.strip().startswith("#")
+            else None
+        )
+        # White space at the ends of the link's text separates it from the words
+        # around it (`the <a>U.S. Embassy </a>in Tunis`): it stays, outside the link.
+        if lead:
+            self.inline.append(" ")
+        inline = self.inline
+        if url is None:
+            inline.append(text)
+        else:
+            piece = inline[-1] if inline else ""
+            if piece and " " <= piece[-1] <= "~":
+                # Printable ASCII last (most text before a link): the character seen.
+                last: tuple[int, int] | None = (
+                    (len(inline) - 1, len(piece) - 1) if piece[-1] == "!" else None
+                )
+            else:
+                last = self._last_visible()
+            if last is not None and self.inline[last[0]][last[1]] == "!":
+                # "!" before a link would make it an image of the link's target.
+                piece = self.inline[last[0]]
+                self.inline[last[0]] = piece[: last[1]] + "\\" + piece[last[1] :]
+            self.inline.append(f"[{text.replace(chr(10), ' ')}]({url})")
+        if trail:
+            self.inline.append(" ")
+
     def inline_node(self, element: etree._Element, tag: str) -> None:
         if tag == "br":
             self.inline.append(_BREAK)
@@ -408,46 +461,7 @@ class _Writer:
                 self.inline.append(" " + escape_text(alt) + " ")
             return
         if tag == "a":
-            if len(element):
-                text = self.inline_text(element)
-                lead, trail = _spaced_ends(element)
-            else:
-                # Text alone (most links): read once, for the text and its ends.
-                own = element.text or ""
-                text = _text_block(own) if own else ""
-                lead, trail = own[:1].isspace(), own[-1:].isspace()
-            if not text:
-                return
-            href = element.get("href")
-            # A link within the page (an anchor, a table of contents) is only its text.
-            url = (
-                self.links.target(href)
-                if href is not None and not href.strip().startswith("#")
-                else None
-            )
-            # White space at the ends of the link's text separates it from the words
-            # around it (`the <a>U.S. Embassy </a>in Tunis`): it stays, outside the link.
-            if lead:
-                self.inline.append(" ")
-            inline = self.inline
-            if url is None:
-                inline.append(text)
-            else:
-                piece = inline[-1] if inline else ""
-                if piece and " " <= piece[-1] <= "~":
-                    # Printable ASCII last (most text before a link): the character seen.
-                    last: tuple[int, int] | None = (
-                        (len(inline) - 1, len(piece) - 1) if piece[-1] == "!" else None
-                    )
-                else:
-                    last = self._last_visible()
-                if last is not None and self.inline[last[0]][last[1]] == "!":
-                    # "!" before a link would make it an image of the link's target.
-                    piece = self.inline[last[0]]
-                    self.inline[last[0]] = piece[: last[1]] + "\\" + piece[last[1] :]
-                self.inline.append(f"[{text.replace(chr(10), ' ')}]({url})")
-            if trail:
-                self.inline.append(" ")
+            self.link(element)
             return
         if tag == "code" and not _has_block_child(element):
             whole = str(element.xpath("string()"))
