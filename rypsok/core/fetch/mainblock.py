@@ -44,7 +44,7 @@ import functools
 import heapq
 import re
 from array import array
-from itertools import accumulate, compress, repeat
+from itertools import accumulate, chain, compress, repeat
 from operator import add, attrgetter, le, mul, not_, or_, sub
 from typing import TYPE_CHECKING, Final, TypeAlias
 
@@ -299,25 +299,20 @@ class _Stats:
         running = [0, *accumulate(map(add, own, tail))]
         text_of = list(map(sub, map(sub, map(running.__getitem__, end), running), tail))
         running = [0, *accumulate(map(add, own_commas, tail_commas))]
-        all_commas = list(
-            map(sub, map(sub, map(running.__getitem__, end), running), tail_commas)
-        )
+        all_commas = list(map(sub, map(sub, map(running.__getitem__, end), running), tail_commas))
 
         # Link text: a link's whole text, and under any other element its links' (the
         # outermost ones: a link inside a link is its text already).
-        link_rows = list(compress(range(count), map("a".__eq__, tags)))
-        nested = False
-        open_until = -1
-        for row in link_rows:
-            if row < open_until:
-                nested = True
-                break
-            open_until = end[row]
+        is_link = list(map("a".__eq__, tags))
+        link_rows = list(compress(range(count), is_link))
+        # Whether a link holds another: the links under each link, summed, are the links
+        # themselves when none does.
+        running = list(accumulate(is_link, initial=0))
+        nested = sum(map(running.__getitem__, map(end.__getitem__, link_rows))) - sum(
+            map(running.__getitem__, link_rows)
+        ) > len(link_rows)
         if not nested:
-            running = [0] * (count + 1)
-            for row in link_rows:
-                running[row + 1] = text_of[row]
-            running = list(accumulate(running))
+            running = list(accumulate(map(mul, text_of, is_link), initial=0))
             links_of = list(map(sub, map(running.__getitem__, end), running))
         else:
             links_of = [0] * count
@@ -367,9 +362,10 @@ class _Stats:
         for row in runs:
             tag = tags[row]
             length = inline[row]
-            if tag in _PROSE_TAGS and inline_links[row] < (
-                _TEASER_LINKS if tag == "li" else 0.5
-            ) * length:
+            if (
+                tag in _PROSE_TAGS
+                and inline_links[row] < (_TEASER_LINKS if tag == "li" else 0.5) * length
+            ):
                 counted[row] = length
         resets = [
             row
@@ -394,9 +390,7 @@ class _Stats:
                 taken[row] = held - inside
                 outermost.append(row)
             running = list(accumulate(taken, initial=0))
-            prose_of = list(
-                map(sub, prose_of, map(sub, map(running.__getitem__, end), running))
-            )
+            prose_of = list(map(sub, prose_of, map(sub, map(running.__getitem__, end), running)))
 
         # The runs by row, and the rows whose run is long enough to score, in document order.
         self.inline = inline
@@ -572,6 +566,7 @@ def _part_of_declared_body(element: Element, stats: _Stats) -> bool:
 # attribute to be).
 _CHROME_TAGS: Final = CHROME_ELEMENTS | {"form", "figure"}
 _ATTRIB: Final = attrgetter("attrib")
+_ROLED_LINKS: Final = etree.XPath("descendant::a[@role]")
 
 
 def _remove_chrome(body: Element, stats: _Stats) -> bool:
@@ -595,13 +590,20 @@ def _remove_chrome(body: Element, stats: _Stats) -> bool:
     text_of = stats.text.values
     links_of = stats.links.values
     prose_of = stats.prose.values
-    candidates = compress(
-        range(1, len(tags)),
-        map(
-            or_,
-            map(_CHROME_TAGS.__contains__, tags[1:]),
-            stats.attributed[1:],
-        ),
+    # (A link is judged by its role alone: those with one are found by XPath, in C; most
+    # links have attributes, an address, and nothing else to be judged by.)
+    named = stats.attributed[1:]
+    roled: Iterable[int] = ()
+    if "a" in tags:
+        named = list(map(mul, named, map("a".__ne__, tags[1:])))
+        roled = map(stats.index.__getitem__, _ROLED_LINKS(body))
+    candidates = sorted(
+        chain(
+            compress(
+                range(1, len(tags)), map(or_, map(_CHROME_TAGS.__contains__, tags[1:]), named)
+            ),
+            roled,
+        )
     )
     # In document order, a removed element's subtree skipped: what it holds goes with it,
     # and the list is of the outermost ones only.
@@ -814,9 +816,7 @@ def _merge_parts(top: Element, best: float, scores: _Scores, good: _Column) -> E
     return top
 
 
-def _climb(
-    top: Element, best: float, scores: _Scores, good: _Column, stats: _Stats
-) -> Element:
+def _climb(top: Element, best: float, scores: _Scores, good: _Column, stats: _Stats) -> Element:
     """An ancestor of `top` that scores well in its own right and of whose paragraph text
     `top` holds less than 60 %: the page's content is larger than its best part (a
     reference page's description, its sections and its lists of items). Teasers beside
