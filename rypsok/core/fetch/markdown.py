@@ -186,8 +186,10 @@ def _target(base_url: str, href: str) -> tuple[str, int] | None:
 # escape). Its target is the target of its site's root ("/") with the path in place of the
 # "/", so the work of resolving is done once per site, not once per link (a page of 100,000
 # links spent two seconds on it).
+# (No "//" and no "/." in the path: every "/" of it is followed by neither.)
 _PLAIN_LINK: Final = re.compile(
-    r"((?:https?://[A-Za-z0-9.:-]+)?)(/[A-Za-z0-9_~!$'*+,=:@%&./-]*)", re.ASCII
+    r"((?:https?://[A-Za-z0-9.:-]+)?)(/(?![/.])(?:[A-Za-z0-9_~!$'*+,=:@%&.-]|/(?![/.]))*)",
+    re.ASCII,
 )
 # Distinct sites remembered for one page; links to others are resolved one by one.
 _SITES_REMEMBERED: Final = 256
@@ -207,7 +209,7 @@ class _LinkTargets:
 
     def target(self, href: str) -> str | None:
         match = _PLAIN_LINK.fullmatch(href)
-        if match is None or "//" in match.group(2) or "/." in match.group(2):
+        if match is None:
             return link_target(self.base_url, href)
         origin, path = match.groups()
         if origin in self.sites:
