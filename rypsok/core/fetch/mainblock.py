@@ -747,31 +747,47 @@ def _score_candidates(body: Element, stats: _Stats) -> tuple[_Scores, _Column]:
             level += 1
     text_of = stats.text.values
     links_of = stats.links.values
-    weighed = {
-        row: score * (1 - links_of[row] / length) if length else score
-        for row, score in scores.items()
-        for length in (text_of[row],)
-    }
+    rows = list(scores)
+    weighed = dict(
+        zip(
+            rows,
+            [
+                score * (1 - links / length) if length else score
+                for score, links, length in zip(
+                    scores.values(),
+                    map(links_of.__getitem__, rows),
+                    map(text_of.__getitem__, rows),
+                )
+            ],
+        )
+    )
     return _Scores(weighed, stats), stats.prose
 
 
-def _narrow(top: Element, good: _Column) -> Element:
+def _narrow(top: Element, good: _Column, stats: _Stats) -> Element:
     """The descendant of `top` that holds nearly all its paragraph text."""
-    # The column read directly: `top` may have 100,000 children (LIM-F10).
-    row_of = good.index
+    # By rows of the measure (`good` is its column): `top` may have 100,000 children
+    # (LIM-F10), and a child's row is the one after its parent's, the next child's the one
+    # after its subtree's (`end`), with no element proxy made for them.
+    row = good.index.get(top)
+    if row is None:
+        return top
     good_of = good.values
+    end = stats.end
     while True:
-        row = row_of.get(top)
-        total = 0 if row is None else good_of[row]
+        total = good_of[row]
         if not total:
-            return top
-        for child in top:
-            row = row_of.get(child)
-            if row is not None and good_of[row] >= 0.9 * total:
-                top = child
+            break
+        child = row + 1
+        stop = end[row]
+        while child < stop:
+            if good_of[child] >= 0.9 * total:
+                row = child
                 break
+            child = end[child]
         else:
-            return top
+            break
+    return stats.elements[row]
 
 
 def _ancestors(element: Element) -> list[Element]:
@@ -1196,7 +1212,7 @@ def select_main_block(root: Element) -> MainBlock:
     if best <= 0 or top is root:
         # No paragraph text anywhere (a page of links, an index): the page is its content.
         return MainBlock(elements=(body,), heading=heading)
-    top = _narrow(top, good)
+    top = _narrow(top, good, stats)
     top = _merge_parts(top, best, scores, good)
     top = _climb(top, best, scores, good, stats)
     top = _container_of(top, good)
