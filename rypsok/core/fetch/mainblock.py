@@ -1027,25 +1027,34 @@ def _clean(
                 drop = False
             else:
                 at = row - first
-                # The part's counts without what was removed under it.
-                counts = [
-                    text_of[row],
-                    links_of[row],
-                    commas_of[row],
-                    paragraphs[last - first] - paragraphs[at],
-                    images[last - first] - images[at],
-                    items[last - first] - items[at],
-                ]
-                if inside is not None:
-                    counts = [value - taken for value, taken in zip(counts, inside)]
                 element = measured[row]
-                drop = _should_drop(
-                    element,
-                    _class_weight(element) if attributed[row] else 0,
-                    scores,
-                    counts,
-                    data_tables,
-                )
+                # The part's counts without what was removed under it.
+                if inside is None:
+                    drop = _should_drop(
+                        element,
+                        _class_weight(element) if attributed[row] else 0,
+                        scores,
+                        data_tables,
+                        text_of[row],
+                        links_of[row],
+                        commas_of[row],
+                        paragraphs[last - first] - paragraphs[at],
+                        images[last - first] - images[at],
+                        items[last - first] - items[at],
+                    )
+                else:
+                    drop = _should_drop(
+                        element,
+                        _class_weight(element) if attributed[row] else 0,
+                        scores,
+                        data_tables,
+                        text_of[row] - inside[0],
+                        links_of[row] - inside[1],
+                        commas_of[row] - inside[2],
+                        paragraphs[last - first] - paragraphs[at] - inside[3],
+                        images[last - first] - images[at] - inside[4],
+                        items[last - first] - items[at] - inside[5],
+                    )
             if drop:
                 # A paragraph that is (almost) only a link promotes another page: "Read
                 # more: …"; the other parts are judged by their counts. All it holds goes
@@ -1086,13 +1095,18 @@ def _should_drop(
     element: Element,
     weight: int,
     scores: _Scores,
-    counts: list[int],
     data_tables: set[Element],
+    length: int,
+    links: int,
+    commas: int,
+    paragraphs: int,
+    images: int,
+    items: int,
 ) -> bool:
-    """Whether a part of the block looks like chrome by its counts and its name (`weight`,
-    its `_class_weight`; one call per part of a block that may be the whole page: what it
-    asks is asked inline)."""
-    length, links, commas, paragraphs, images, items = counts
+    """Whether a part of the block looks like chrome by its counts (those of what it keeps:
+    text, link text, commas, paragraphs, images, items) and its name (`weight`, its
+    `_class_weight`; one call per part of a block that may be the whole page: what it asks
+    is asked inline)."""
     if weight < 0 and weight + scores.get(element, 0.0) < 0:
         # Its name marks it and its text does not redeem it (a list's own tag weight is no
         # mark: a definition list of short terms is content).
