@@ -46,7 +46,7 @@ import re
 from array import array
 from itertools import accumulate, chain, compress, repeat
 from operator import add, attrgetter, le, mul, not_, or_, sub
-from typing import TYPE_CHECKING, Final, TypeAlias
+from typing import TYPE_CHECKING, Final, TypeAlias, overload
 
 import attrs
 from lxml import etree
@@ -265,7 +265,7 @@ class _Stats:
         elements: list[Element] = list(root.iter(etree.Element))
         self.elements = elements
         count = len(elements)
-        self.index: dict[Element, int] = dict(zip(elements, range(count)))
+        self.index: dict[Element, int] = dict(zip(elements, range(count), strict=True))
         index = self.index
         tags: list[str] = list(map(_TAG, elements))
         self.tags = tags
@@ -669,6 +669,12 @@ class _Scores:
     def __getitem__(self, element: Element) -> float:
         return self.by_row[self.index[element]]
 
+    @overload
+    def get(self, element: Element) -> float | None: ...
+
+    @overload
+    def get(self, element: Element, default: float) -> float: ...
+
     def get(self, element: Element, default: float | None = None) -> float | None:
         row = self.index.get(element)
         if row is None:
@@ -757,8 +763,10 @@ def _score_candidates(body: Element, stats: _Stats) -> tuple[_Scores, _Column]:
                     scores.values(),
                     map(links_of.__getitem__, rows),
                     map(text_of.__getitem__, rows),
+                    strict=True,
                 )
             ],
+            strict=True,
         )
     )
     return _Scores(weighed, stats), stats.prose

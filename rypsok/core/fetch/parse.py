@@ -752,14 +752,14 @@ class _BoundedTarget:
                 # no call): the same markup.
                 name = _element_name(name)
                 markup = "<" + name
-                kept = 0
+                kept_count = 0
                 for key, value in attrib.items():
                     if key in KEPT_ATTRIBUTES:
-                        kept += 1
+                        kept_count += 1
                         if _VALUE_SPECIAL.search(value) is not None:
                             value = escape(value, _VALUE_REFERENCES)
                         markup += f' {key}="{value}"'
-                self.kept_attributes += kept
+                self.kept_attributes += kept_count
                 if self.kept_attributes > MAX_KEPT_ATTRIBUTES:
                     self._stop()
                 self.written.append(markup + ">")
