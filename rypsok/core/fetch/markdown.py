@@ -245,7 +245,19 @@ def _text_block(own: str) -> str:
     if _BREAK in own:
         own = own.replace(_BREAK, "")
     # (Escaping adds backslashes only: no break mark to look for afterwards.)
-    return escape_line_start(" ".join(escape_text(own).split()))
+    text = escape_text(own)
+    if not (
+        text.isascii()
+        and text.isprintable()
+        and "  " not in text
+        and text[:1] != " "
+        and text[-1:] != " "
+    ):
+        # White space to collapse. (Printable ASCII holds no white space but the space,
+        # and spaces alone, none at the ends, are what collapsing them leaves: most texts,
+        # whose splitting into words cost more than the rest of their writing.)
+        text = " ".join(text.split())
+    return escape_line_start(text)
 
 
 class _Writer:
@@ -290,10 +302,23 @@ class _Writer:
             self.text(own)
         node = self.node
         link = self.link
+        blocks = self.blocks
+        plain = not self.inline_only
         for child in element:
-            if child.tag == "a":
+            tag = child.tag
+            if tag == "a":
                 link(child)  # (what `node` would do, a call fewer: most children of a
                 # paragraph of links)
+            elif plain and tag in _PLAIN_BLOCKS and not len(child):
+                # What `node` does with a plain block of text alone (most children of a
+                # page's body or of its article), a call fewer.
+                if self.inline:
+                    self.flush()
+                own = child.text
+                if own:
+                    text = _text_block(own)
+                    if text:
+                        blocks.append(text)
             else:
                 node(child)
             tail = child.tail
