@@ -427,7 +427,7 @@ class _Writer:
             # Text alone (most links, cells and headings): what a writer would make of it,
             # without making one.
             own = element.text
-            return _finish_inline([escape_text(own.replace(_BREAK, ""))]) if own else ""
+            return _text_block(own) if own else ""
         writer = _Writer(self.base_url, self.seen_alts, inline_only=True, links=self.links)
         writer.children(element)
         # Block content inside an inline context (a div in a heading) is joined by spaces.
@@ -441,9 +441,11 @@ class _Writer:
             lead, trail = _spaced_ends(element)
         else:
             # Text alone (most links): read once, for the text and its ends.
-            own = element.text or ""
-            text = _text_block(own) if own else ""
-            lead, trail = own[:1].isspace(), own[-1:].isspace()
+            own = element.text
+            if not own:
+                return
+            text = _text_block(own)
+            lead, trail = own[0].isspace(), own[-1].isspace()
         if not text:
             return
         href = element.get("href")
@@ -453,29 +455,30 @@ class _Writer:
             if href is not None and not href.strip().startswith("#")
             else None
         )
+        inline = self.inline
         # White space at the ends of the link's text separates it from the words
         # around it (`the <a>U.S. Embassy </a>in Tunis`): it stays, outside the link.
         if lead:
-            self.inline.append(" ")
-        inline = self.inline
+            inline.append(" ")
         if url is None:
             inline.append(text)
         else:
             piece = inline[-1] if inline else ""
-            if piece and " " <= piece[-1] <= "~":
+            end = piece[-1:]
+            if end and " " <= end <= "~":
                 # Printable ASCII last (most text before a link): the character seen.
                 last: tuple[int, int] | None = (
-                    (len(inline) - 1, len(piece) - 1) if piece[-1] == "!" else None
+                    (len(inline) - 1, len(piece) - 1) if end == "!" else None
                 )
             else:
                 last = self._last_visible()
-            if last is not None and self.inline[last[0]][last[1]] == "!":
+            if last is not None and inline[last[0]][last[1]] == "!":
                 # "!" before a link would make it an image of the link's target.
-                piece = self.inline[last[0]]
-                self.inline[last[0]] = piece[: last[1]] + "\\" + piece[last[1] :]
-            self.inline.append(f"[{text.replace(chr(10), ' ')}]({url})")
+                piece = inline[last[0]]
+                inline[last[0]] = piece[: last[1]] + "\\" + piece[last[1] :]
+            inline.append(f"[{text.replace(chr(10), ' ')}]({url})")
         if trail:
-            self.inline.append(" ")
+            inline.append(" ")
 
     def inline_node(self, element: etree._Element, tag: str) -> None:
         if tag == "br":
