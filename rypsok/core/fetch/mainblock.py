@@ -650,6 +650,10 @@ def _block_text(element: Element) -> str:
     return str(element.xpath("string()"))
 
 
+# What a run's score is divided by for its parent, grandparent and the three above them.
+_DIVIDERS: Final = (1, 2, 6, 9, 12)
+
+
 class _Scores:
     """The containers' scores, read like a dict keyed by element (`get`, `[]`), held by row
     of the measure (`_Stats`): at the node bound a dict of 100,000 elements cost more to
@@ -743,14 +747,13 @@ def _score_candidates(body: Element, stats: _Stats) -> tuple[_Scores, _Column]:
                 scores[row] = _TAG_WEIGHT.get(tag, 0) + score
         # The measured tree's parents: the root's own is outside it (-1).
         ancestor = parent[row]
-        level = 0
-        while ancestor >= 0 and level < 5:
+        for divider in _DIVIDERS:
+            if ancestor < 0:
+                break
             if ancestor not in scores:
                 scores[ancestor] = initial(ancestor)
-            divider = 1 if level == 0 else 2 if level == 1 else level * 3
             scores[ancestor] += score / divider
             ancestor = parent[ancestor]
-            level += 1
     text_of = stats.text.values
     links_of = stats.links.values
     rows = list(scores)
