@@ -265,7 +265,14 @@ class _Stats:
         elements: list[Element] = list(root.iter(etree.Element))
         self.elements = elements
         count = len(elements)
-        self.index: dict[Element, int] = dict(zip(elements, range(count), strict=True))
+        # (Filled backwards: a dict lets go of its keys in the order they came, and lxml
+        # frees a removed subtree's nodes as their last proxies go. Let go of from the leaves
+        # up, each finds a proxy above it at once; from the top down, each searched the
+        # subtree past those gone before it, which cost the square of a removed part's
+        # size.)
+        self.index: dict[Element, int] = dict(
+            zip(reversed(elements), range(count - 1, -1, -1), strict=True)
+        )
         index = self.index
         tags: list[str] = list(map(_TAG, elements))
         self.tags = tags
