@@ -573,7 +573,6 @@ def _part_of_declared_body(element: Element, stats: _Stats) -> bool:
 # attribute to be).
 _CHROME_TAGS: Final = CHROME_ELEMENTS | {"form", "figure"}
 _ATTRIB: Final = attrgetter("attrib")
-_ROLED_LINKS: Final = etree.XPath("descendant::a[@role]")
 
 
 def _remove_chrome(body: Element, stats: _Stats) -> bool:
@@ -597,13 +596,18 @@ def _remove_chrome(body: Element, stats: _Stats) -> bool:
     text_of = stats.text.values
     links_of = stats.links.values
     prose_of = stats.prose.values
-    # (A link is judged by its role alone: those with one are found by XPath, in C; most
-    # links have attributes, an address, and nothing else to be judged by.)
-    named = stats.attributed[1:]
-    roled: Iterable[int] = ()
+    # (A link is judged by its role alone: most links have attributes, an address, and
+    # nothing else to be judged by.)
+    attributed = stats.attributed
+    named = attributed[1:]
+    roled: list[int] = []
     if "a" in tags:
         named = list(map(mul, named, map("a".__ne__, tags[1:])))
-        roled = map(stats.index.__getitem__, _ROLED_LINKS(body))
+        roled = [
+            row
+            for row in compress(range(1, len(tags)), map("a".__eq__, tags[1:]))
+            if attributed[row] and elements[row].get("role") is not None
+        ]
     candidates = sorted(
         chain(
             compress(
@@ -618,14 +622,16 @@ def _remove_chrome(body: Element, stats: _Stats) -> bool:
     after = 0
     # The kind of an element that is not a link, a chrome element, a form or a figure
     # depends on its name and attributes alone: pages repeat them (100,000 siblings named
-    # "share" are judged once).
+    # "share" are judged once), most often a single class.
     kinds: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
     for row in candidates:
         if row < after:
             continue  # inside an element removed already
         element = elements[row]
         tag = tags[row]
-        if tag == "a" or tag in _CHROME_TAGS:
+        if tag == "a" or tag in _CHROME_TAGS or attributed[row] != 1:
+            # (Links, chrome names, and elements with several attributes, whose sets rarely
+            # repeat: an address, a source, an id.)
             kind = _chrome_kind(element, stats)
         else:
             key = (tag, tuple(element.items()))
