@@ -972,12 +972,15 @@ def _clean(
     """Remove the chrome-like parts left inside the main block (readability's conditional
     cleaning, in spirit).
 
-    One pass from the leaves up: each element's counts are those of the children it keeps,
-    so a part removed below is already out of its container's counts, and the work stays
-    linear in the size of the block however deep it is. The lengths and commas are not read
-    from the tree again: a part's are its measured ones (`stats`) less what was removed under
-    it, which the pass sums instead. The parts are removed at the end, and not at all when
-    that would leave under a quarter of the block's text.
+    One pass over the block's rows backwards in document order (a part's descendants before
+    it), visiting only the parts judged and the links: each part's counts are those of what
+    it keeps, so a part removed below is already out of its container's counts, and the work
+    stays linear in the size of the block however deep it is. The lengths and commas are not
+    read from the tree again: a part's are its measured ones (`stats`; its paragraphs, images
+    and items from running totals over the rows) less what was removed under it, which the
+    pass keeps for the outermost parts seen so far (a stack, since the rows under a part are
+    the ones up to its `end`). The parts are removed at the end, and not at all when that
+    would leave under a quarter of the block's text.
     """
     row_of = stats.index
     text_of = stats.text.values
