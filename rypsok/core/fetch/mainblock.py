@@ -44,7 +44,9 @@ import functools
 import heapq
 import re
 from array import array
-from typing import TYPE_CHECKING, Final, TypeAlias
+from itertools import accumulate, chain, compress, repeat
+from operator import add, attrgetter, le, mul, not_, or_, sub
+from typing import TYPE_CHECKING, Final, TypeAlias, overload
 
 import attrs
 from lxml import etree
@@ -127,7 +129,7 @@ _UNSCORED: Final = frozenset(
 )
 # The blocks whose own run can score: the scoring asks lxml for these alone (an inline
 # element, most of a page's, never scores), in document order.
-_SCORED_TAGS: Final = tuple(sorted(BLOCK_ELEMENTS - _UNSCORED))
+_SCORED_SET: Final = BLOCK_ELEMENTS - _UNSCORED
 # Blocks whose text straight inside counts as a paragraph of their own: every block of the
 # writer (markdown.BLOCK_ELEMENTS) but the document's frame, the table's inner parts, and the
 # legacy and summary blocks whose text is a label rather than prose.
@@ -183,6 +185,15 @@ _NOT_PROSE: Final = frozenset(
     {"h1", "h2", "h3", "h4", "h5", "h6", "th", "caption", "figcaption", "body", "html"}
 )
 _TEXT_HOLDERS: Final = frozenset({"p", "pre", "blockquote", "table"})
+# The elements whose inline run is measured: every block, and links (a link's run is its
+# text as a link, which then joins the run around it).
+_RUN_OWNERS: Final = BLOCK_ELEMENTS | {"a"}
+_TAG: Final = attrgetter("tag")
+_TEXT: Final = attrgetter("text")
+_TAIL: Final = attrgetter("tail")
+_PARENT: Final = etree._Element.getparent
+# The blocks whose run is running text when long enough and not mostly links.
+_PROSE_TAGS: Final = BLOCK_ELEMENTS - _NOT_PROSE
 # An element holding this share of the body's text, or this share of its running text, is
 # never removed as chrome by a guess: a name alone does not remove the article.
 _GUARD_SHARE: Final = 0.4
@@ -222,7 +233,7 @@ class _Column:
 
 
 class _Stats:
-    """Lengths of every element, measured in one pass from the leaves up.
+    """Lengths of every element of the tree under `root` (the root included).
 
     `text` is the length of all the text under an element and `links` the part of it inside
     links; `inline` and `commas` count only the element's own run of inline content (its
@@ -233,104 +244,177 @@ class _Stats:
     here, the text is not read again from the tree; like `inline`, it is a small dict, kept
     only where there are commas.
 
-    The measures every element has (`text`, `links`, `prose`) are columns
-    under one index, not a dict each, and no map of parents is kept: the tree's own link is
-    read instead, its elements' proxies being alive in the index (issue 23.2). `inline` and
-    `commas` are stored only where the run is long enough to score, so they stay small
-    dicts (read with a default of 0).
+    Measured by columns, not by a walk: each element's row is its place in document order,
+    so the rows under an element are the ones from its own to `end[row]`, and a sum over a
+    subtree is the difference of two running totals. Each per-element quantity is one list
+    comprehension or a short loop over plain lists (the text and tail of each element read
+    once), instead of a walk doing all of it per element in Python (issue 17: at the node
+    bound, about 60 ms against 200). Every sum is of integers, so the order in which it is
+    taken does not change it: the measures are those of the leaves-up walk this replaced.
+
+    The measures every element has (`text`, `links`, `prose`) are columns of machine
+    integers under one index, not a dict each (issue 23.2). `inline` and `commas` are
+    stored only where the run is long enough to score, so they stay small dicts (read with
+    a default of 0).
     """
 
     def __init__(self, root: Element) -> None:
-        # Each element's row, given at its end (children first); the columns below, of 32-bit
-        # integers: a length is at most the page's characters, under 10 MiB (LIM-F3).
-        self.index: dict[Element, int] = {}
+        # Elements only, as the walks read them (comments and processing instructions, and
+        # their tails, are no text of the page here). Each column below is made by `map` over
+        # the one before where it can be (the loop in C, not in Python).
+        elements: list[Element] = list(root.iter(etree.Element))
+        self.elements = elements
+        count = len(elements)
+        # (Filled backwards: a dict lets go of its keys in the order they came, and lxml
+        # frees a removed subtree's nodes as their last proxies go. Let go of from the leaves
+        # up, each finds a proxy above it at once; from the top down, each searched the
+        # subtree past those gone before it, which cost the square of a removed part's
+        # size.)
+        self.index: dict[Element, int] = dict(
+            zip(reversed(elements), range(count - 1, -1, -1), strict=True)
+        )
         index = self.index
-        text_of: array[int] = array("i")
-        links_of: array[int] = array("i")
-        # The running text under each element: the inline runs of its blocks (paragraphs,
-        # items, cells, code) that are long enough and not mostly links.
-        prose_of: array[int] = array("i")
-        self.all_commas: dict[Element, int] = {}
-        all_commas_of = self.all_commas
-        self.inline: dict[Element, int] = {}
-        self.commas: dict[Element, int] = {}
-        inline_of = self.inline
-        commas_of = self.commas
-        # The elements holding a paragraph, code, a quote or a table (a figure that does is
-        # content, not an illustration).
-        self.holds_text: set[Element] = set()
-        holds_text = self.holds_text
-        # A walk with start and end events: each element's sums are open on a stack while
-        # its subtree is walked, and handed to its parent (the next on the stack) at its end.
-        # One step per element, no lookup of a parent or of pending sums.
-        stack: list[list[int]] = []
-        for event, element in etree.iterwalk(root, events=("start", "end")):
-            if event == "start":
-                stack.append([0, 0, 0, 0, 0, 0, 0, 0])
-                continue
-            length, links, inline, inline_links, commas, prose, holds, all_commas = stack.pop()
-            tag = element.tag
-            own = element.text
-            if own:
-                own_length = len(own.strip())
-                length += own_length
-                inline += own_length
-                own_commas = own.count(",")
-                commas += own_commas
-                all_commas += own_commas
-            if tag == "a":
-                links = length
-                inline_links = inline
-            index[element] = len(text_of)
-            text_of.append(length)
-            links_of.append(links)
-            if inline >= _MIN_BLOCK:
-                inline_of[element] = inline
-                commas_of[element] = commas
-            if holds:
-                holds_text.add(element)
+        tags: list[str] = list(map(_TAG, elements))
+        self.tags = tags
+        # Whether each element has attributes (most have none: no name, role or address to
+        # judge it by, which the steps below need not ask it for).
+        self.attributed: list[int] = list(map(len, map(_ATTRIB, elements)))
+        # Each row's parent row (the root's: -1, its parent being outside the measure).
+        parent: list[int] = [-1]
+        parent += map(index.__getitem__, map(_PARENT, elements[1:]))
+        # The end of each subtree: one past its last row (its last child's end, reached
+        # first going backwards).
+        end = list(range(1, count + 1))
+        for row in range(count - 1, 0, -1):
+            up = parent[row]
+            if end[up] < end[row]:
+                end[up] = end[row]
+        self.end = end
+        self.parent = parent
+
+        texts = [text or "" for text in map(_TEXT, elements)]
+        own = list(map(len, map(str.strip, texts)))
+        own_commas = list(map(str.count, texts, repeat(",")))
+        del texts
+        tails = [text or "" for text in map(_TAIL, elements)]
+        tails[0] = ""  # the root's tail is outside it
+        tail = list(map(len, map(str.strip, tails)))
+        tail_commas = list(map(str.count, tails, repeat(",")))
+        del tails
+
+        # All the text under each element: its rows' texts and tails, less its own tail.
+        running = [0, *accumulate(map(add, own, tail))]
+        text_of = list(map(sub, map(sub, map(running.__getitem__, end), running), tail))
+        running = [0, *accumulate(map(add, own_commas, tail_commas))]
+        all_commas = list(map(sub, map(sub, map(running.__getitem__, end), running), tail_commas))
+
+        # Link text: a link's whole text, and under any other element its links' (the
+        # outermost ones: a link inside a link is its text already).
+        is_link = list(map("a".__eq__, tags))
+        link_rows = list(compress(range(count), is_link))
+        # Whether a link holds another: the links under each link, summed, are the links
+        # themselves when none does.
+        running = list(accumulate(is_link, initial=0))
+        nested = sum(map(running.__getitem__, map(end.__getitem__, link_rows))) - sum(
+            map(running.__getitem__, link_rows)
+        ) > len(link_rows)
+        if not nested:
+            running = list(accumulate(map(mul, text_of, is_link), initial=0))
+            links_of = list(map(sub, map(running.__getitem__, end), running))
+        else:
+            links_of = [0] * count
+            below = [0] * count
+            for row in range(count - 1, -1, -1):
+                value = text_of[row] if tags[row] == "a" else below[row]
+                links_of[row] = value
+                if row:
+                    below[parent[row]] += value
+
+        # The runs. Each text belongs to the run of its nearest block or link (itself, or
+        # the nearest above it: an inline element's run is its container's), a tail to its
+        # parent's; a link's run then joins the run around it. (The root has a run of its
+        # own, whatever it is.) Most elements of a page at the node bound own their run: only
+        # the others, and the tails, are walked.
+        owns = list(map(_RUN_OWNERS.__contains__, tags))
+        owns[0] = True
+        owner = list(range(count))
+        inner = list(compress(range(count), map(not_, owns)))
+        for row in inner:
+            owner[row] = owner[parent[row]]
+        inline = list(map(mul, own, owns))
+        commas = list(map(mul, own_commas, owns))
+        for row in inner:
+            if own[row]:
+                inline[owner[row]] += own[row]
+                commas[owner[row]] += own_commas[row]
+        # (A tail with a comma is not empty once stripped.)
+        for row in compress(range(count), tail):
+            into = owner[parent[row]]
+            inline[into] += tail[row]
+            commas[into] += tail_commas[row]
+        inline_links = [0] * count
+        for row in reversed(link_rows):
+            if row:
+                # Backwards: a link inside a link has joined its run before it joins its own.
+                into = owner[parent[row]]
+                inline[into] += inline[row]
+                commas[into] += commas[row]
+                inline_links[into] += inline[row]
+
+        # The running text: the runs of the blocks that are long enough and not mostly
+        # links, summed over each subtree; an item that is a quarter links (a teaser of
+        # another page, a title and its summary) counts none of the runs under it.
+        runs = list(compress(range(count), map(le, repeat(_MIN_BLOCK), inline)))
+        counted = [0] * count
+        for row in runs:
+            tag = tags[row]
+            length = inline[row]
             if (
-                inline >= _MIN_BLOCK
-                and tag in BLOCK_ELEMENTS
-                and tag not in _NOT_PROSE
-                and inline_links < (_TEASER_LINKS if tag == "li" else 0.5) * inline
+                tag in _PROSE_TAGS
+                and inline_links[row] < (_TEASER_LINKS if tag == "li" else 0.5) * length
             ):
-                # An item that is a quarter links is a teaser of another page (a title and
-                # its summary), not a step of this page's text.
-                prose += inline
-            elif tag == "li" and links >= _TEASER_LINKS * length:
-                # So is an item whose summary sits in its own paragraph under a linked title.
-                prose = 0
-            prose_of.append(prose)
-            if all_commas and (tag == "p" or tag in _CLEANED):
-                all_commas_of[element] = all_commas
-            if not stack:
-                break
-            into = stack[-1]
-            into[0] += length
-            into[1] += links
-            into[5] += prose
-            into[7] += all_commas
-            if holds or tag in _TEXT_HOLDERS:
-                into[6] = 1
-            if tag not in BLOCK_ELEMENTS:
-                # An inline child adds its run, not its whole text: the blocks inside it (a
-                # custom element, `<font>`, a `<span>` wrapping paragraphs) have runs of their
-                # own, and counted here too the article's text counted twice.
-                into[2] += inline
-                into[3] += inline_links
-                into[4] += commas
-            tail = element.tail
-            if tail:
-                tail_length = len(tail.strip())
-                into[0] += tail_length
-                into[2] += tail_length
-                tail_commas = tail.count(",")
-                into[4] += tail_commas
-                into[7] += tail_commas
-        self.text = _Column(index, text_of)
-        self.links = _Column(index, links_of)
-        self.prose = _Column(index, prose_of)
+                counted[row] = length
+        resets = [
+            row
+            for row in compress(range(count), map("li".__eq__, tags))
+            if not counted[row] and links_of[row] >= _TEASER_LINKS * text_of[row]
+        ]
+        running = list(accumulate(counted, initial=0))
+        prose_of = list(map(sub, map(running.__getitem__, end), running))
+        if resets:
+            # What a reset item holds, less what the reset items inside it hold (taken
+            # off already by them): summed over a subtree, this takes off exactly what its
+            # outermost reset items hold.
+            taken = [0] * count
+            outermost: list[int] = []  # the reset rows seen, none inside another
+            for row in reversed(resets):
+                stop = end[row]
+                held = running[stop] - running[row]
+                inside = 0
+                while outermost and outermost[-1] < stop:
+                    inner_row = outermost.pop()
+                    inside += running[end[inner_row]] - running[inner_row]
+                taken[row] = held - inside
+                outermost.append(row)
+            running = list(accumulate(taken, initial=0))
+            prose_of = list(map(sub, prose_of, map(sub, map(running.__getitem__, end), running)))
+
+        # The runs by row, and the rows whose run is long enough to score, in document order.
+        self.inline = inline
+        self.commas = commas
+        self.runs = runs
+        self.all_commas = all_commas
+        # The rows holding a paragraph, code, a quote or a table, as running totals (a
+        # figure that holds one is content, not an illustration).
+        self._holders = list(accumulate(map(_TEXT_HOLDERS.__contains__, tags), initial=0))
+        self.text = _Column(index, array("i", text_of))
+        self.links = _Column(index, array("i", links_of))
+        self.prose = _Column(index, array("i", prose_of))
+
+    def holds_text(self, element: Element) -> bool:
+        """Whether a paragraph, code, a quote or a table is under `element`."""
+        row = self.index[element]
+        return self._holders[self.end[row]] > self._holders[row + 1]
 
     def density(self, element: Element) -> float:
         length = self.text.get(element, 0)
@@ -371,7 +455,7 @@ def _chrome_kind(element: Element, stats: _Stats) -> int:
         return 1
     if tag == "figure":
         # A figure is an illustration and its caption, unless it holds text of its own.
-        return 0 if element in stats.holds_text else 1
+        return 0 if stats.holds_text(element) else 1
     if tag != "a" and not element.attrib:
         # Most elements: no role, class or id to judge by (one call, not three). A link has
         # its address: asking whether it has attributes would be one call more.
@@ -421,12 +505,12 @@ def _drop_all(doomed: list[Element]) -> None:
         parent = element.getparent()
         if parent is None:
             continue
-        previous = element.getprevious()
         tail = element.tail
         if tail:
+            previous = element.getprevious()
             target = (parent, True) if previous is None else (previous, False)
             pieces.setdefault(target, []).append(tail)
-            element.tail = None
+        # (lxml's remove takes the tail along, out of the tree: it is not set to None.)
         parent.remove(element)
     for (element, as_text), texts in pieces.items():
         if as_text:
@@ -485,6 +569,12 @@ def _part_of_declared_body(element: Element, stats: _Stats) -> bool:
     return False
 
 
+# The elements `_chrome_kind` can find chrome by their name alone (the others need an
+# attribute to be).
+_CHROME_TAGS: Final = CHROME_ELEMENTS | {"form", "figure"}
+_ATTRIB: Final = attrgetter("attrib")
+
+
 def _remove_chrome(body: Element, stats: _Stats) -> bool:
     """Remove the chrome under `body` (measured by `stats`); whether anything went."""
     guard = stats.text.get(body, 0) * _GUARD_SHARE
@@ -497,30 +587,74 @@ def _remove_chrome(body: Element, stats: _Stats) -> bool:
     while heading is not None and heading is not body:
         titled.add(heading)
         heading = heading.getparent()
-    # Walked in document order, a removed element's subtree skipped: what it holds goes with
-    # it, and the list is of the outermost ones only.
+    # The elements that can be chrome (`_chrome_kind` finds every other one content): those
+    # of a chrome element's name, a form or a figure, and those with attributes (most
+    # elements of a page have none), found by `map` over the measured rows.
+    elements = stats.elements
+    tags = stats.tags
+    end = stats.end
+    text_of = stats.text.values
+    links_of = stats.links.values
+    prose_of = stats.prose.values
+    # (A link is judged by its role alone: most links have attributes, an address, and
+    # nothing else to be judged by.)
+    attributed = stats.attributed
+    named = attributed[1:]
+    roled: list[int] = []
+    if "a" in tags:
+        named = list(map(mul, named, map("a".__ne__, tags[1:])))
+        roled = [
+            row
+            for row in compress(range(1, len(tags)), map("a".__eq__, tags[1:]))
+            if attributed[row] and elements[row].get("role") is not None
+        ]
+    candidates = sorted(
+        chain(
+            compress(
+                range(1, len(tags)), map(or_, map(_CHROME_TAGS.__contains__, tags[1:]), named)
+            ),
+            roled,
+        )
+    )
+    # In document order, a removed element's subtree skipped: what it holds goes with it,
+    # and the list is of the outermost ones only.
     doomed: list[Element] = []
-    walk = etree.iterwalk(body, events=("start",))
-    next(walk)  # the body itself
-    for _, element in walk:
-        kind = _chrome_kind(element, stats)
+    after = 0
+    # The kind of an element that is not a link, a chrome element, a form or a figure
+    # depends on its name and attributes alone: pages repeat them (100,000 siblings named
+    # "share" are judged once), most often a single class.
+    kinds: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+    for row in candidates:
+        if row < after:
+            continue  # inside an element removed already
+        element = elements[row]
+        tag = tags[row]
+        if tag == "a" or tag in _CHROME_TAGS or attributed[row] != 1:
+            # (Links, chrome names, and elements with several attributes, whose sets rarely
+            # repeat: an address, a source, an id.)
+            kind = _chrome_kind(element, stats)
+        else:
+            key = (tag, tuple(element.items()))
+            kind = kinds.get(key, -1)
+            if kind < 0:
+                kind = kinds[key] = _chrome_kind(element, stats)
         if not kind:
             continue  # most elements: content
         if kind == 3 and element in titled:
             kind = 1
-        if (
-            kind == 2
-            or (
-                kind == 1
-                and (
-                    (stats.text[element] <= guard and not _much_prose(element, stats, prose))
-                    or _part_of_declared_body(element, stats)
-                )
+        if kind == 1:
+            length = text_of[row]
+            share = prose_of[row]
+            density = links_of[row] / length if length else 0.0
+            much_prose = share >= prose * _GUARD_PROSE or (
+                share >= prose * _GUARD_PLAIN and density < _GUARD_DENSITY
             )
-            or (kind == 3 and (not prose or stats.prose[element] < thread_guard))
-        ):
+            gone = (length <= guard and not much_prose) or _part_of_declared_body(element, stats)
+        else:
+            gone = kind == 2 or (kind == 3 and (not prose or prose_of[row] < thread_guard))
+        if gone:
             doomed.append(element)
-            walk.skip_subtree()
+            after = end[row]
     _drop_all(doomed)
     return bool(doomed)
 
@@ -529,79 +663,155 @@ def _block_text(element: Element) -> str:
     return str(element.xpath("string()"))
 
 
-def _score_candidates(body: Element, stats: _Stats) -> tuple[dict[Element, float], _Column]:
-    """Each container's score, and the length of the paragraph text under each element."""
-    scores: dict[Element, float] = {}
+# What a run's score is divided by for its parent, grandparent and the three above them.
+_DIVIDERS: Final = (1, 2, 6, 9, 12)
 
-    most = stats.prose.get(body, 0) * _GUARD_PROSE
 
-    def initial(element: Element) -> float:
-        if not element.attrib:
-            return _TAG_WEIGHT.get(element.tag, 0)  # most elements: no name to weigh
+class _Scores:
+    """The containers' scores, read like a dict keyed by element (`get`, `[]`), held by row
+    of the measure (`_Stats`): at the node bound a dict of 100,000 elements cost more to
+    build than the scoring itself. The rows are in the order they were first scored, which
+    breaks ties between equal scores as a dict's order did."""
+
+    __slots__ = ("by_row", "elements", "index")
+
+    def __init__(self, by_row: dict[int, float], stats: _Stats) -> None:
+        self.by_row = by_row
+        self.index = stats.index
+        self.elements = stats.elements
+
+    def __len__(self) -> int:
+        return len(self.by_row)
+
+    def __getitem__(self, element: Element) -> float:
+        return self.by_row[self.index[element]]
+
+    @overload
+    def get(self, element: Element) -> float | None: ...
+
+    @overload
+    def get(self, element: Element, default: float) -> float: ...
+
+    def get(self, element: Element, default: float | None = None) -> float | None:
+        row = self.index.get(element)
+        if row is None:
+            return default
+        return self.by_row.get(row, default)
+
+    def best(self) -> Element:
+        """The best-scored element (the first scored of equals)."""
+        by_row = self.by_row
+        return self.elements[max(by_row, key=by_row.__getitem__)]
+
+    def largest(self, count: int) -> list[Element]:
+        """The `count` best-scored elements, best first (equals in the order scored)."""
+        by_row = self.by_row
+        return [self.elements[row] for row in heapq.nlargest(count, by_row, key=by_row.__getitem__)]
+
+
+def _score_candidates(body: Element, stats: _Stats) -> tuple[_Scores, _Column]:
+    """Each container's score, and the length of the paragraph text under each element.
+
+    Scored by rows of the measure (`body` is its root): the same additions, in the same
+    order (document order of the scoring blocks, each to its ancestors nearest first), so
+    the same floating-point sums, without an element proxy or a dict keyed by element per
+    step."""
+    scores: dict[int, float] = {}
+    elements = stats.elements
+    tags = stats.tags
+    parent = stats.parent
+    prose_of = stats.prose.values
+
+    most = prose_of[0] * _GUARD_PROSE
+
+    attributed = stats.attributed
+
+    def initial(row: int) -> float:
+        if not attributed[row]:
+            return _TAG_WEIGHT.get(tags[row], 0)  # most elements: no name to weigh
+        element = elements[row]
         names = element.get("class")
         ident = element.get("id")
         if names is None and ident is None:
-            return _TAG_WEIGHT.get(element.tag, 0)  # most elements: no name to weigh
+            return _TAG_WEIGHT.get(tags[row], 0)  # most elements: no name to weigh
         weight = _words_weight(names) + _words_weight(ident)
-        if weight < 0 and most and stats.prose.get(element, 0) >= most:
+        if weight < 0 and most and prose_of[row] >= most:
             # A name does not count against the block holding most of the running text.
             weight = 0
-        return _TAG_WEIGHT.get(str(element.tag), 0) + weight
+        return _TAG_WEIGHT.get(str(tags[row]), 0) + weight
 
-    row_of = stats.index
     inline_of = stats.inline
     commas_of = stats.commas
     # In document order (the order breaks ties between equal scores), the blocks that can
-    # score asked of lxml by their tags; `inline` holds only the runs long enough to score,
-    # so the others cost a lookup.
-    for element in body.iter(*_SCORED_TAGS):
-        length = inline_of.get(element, 0)
-        if length < _MIN_BLOCK:
+    # score: those whose run is long enough.
+    for row in stats.runs:
+        tag = tags[row]
+        if tag not in _SCORED_SET:
             continue
-        tag = element.tag
-        score = 1.0 + commas_of[element] + min(length // 100, 3)
+        length = inline_of[row]
+        score = 1.0 + commas_of[row] + min(length // 100, 3)
         if tag in _BLOCK_TAGS and tag != "p":
             # Text straight inside a container is a paragraph of that container.
-            scores[element] = (scores[element] if element in scores else initial(element)) + score
-        # The measured tree's parents: the body's own is outside it.
-        ancestor = None if element is body else element.getparent()
-        level = 0
-        while ancestor is not None and level < 5:
+            if row in scores:
+                scores[row] += score
+            elif attributed[row]:
+                scores[row] = initial(row) + score
+            else:
+                scores[row] = _TAG_WEIGHT.get(tag, 0) + score
+        # The measured tree's parents: the root's own is outside it (-1).
+        ancestor = parent[row]
+        for divider in _DIVIDERS:
+            if ancestor < 0:
+                break
             if ancestor not in scores:
                 scores[ancestor] = initial(ancestor)
-            divider = 1 if level == 0 else 2 if level == 1 else level * 3
             scores[ancestor] += score / divider
-            ancestor = None if ancestor is body else ancestor.getparent()
-            level += 1
-    # Every scored element is one of the measured tree's (the tree is not changed between).
+            ancestor = parent[ancestor]
     text_of = stats.text.values
     links_of = stats.links.values
-    weighed = {
-        element: score * (1 - links_of[row] / length) if length else score
-        for element, score in scores.items()
-        for row in (row_of[element],)
-        for length in (text_of[row],)
-    }
-    return weighed, stats.prose
+    rows = list(scores)
+    weighed = dict(
+        zip(
+            rows,
+            [
+                score * (1 - links / length) if length else score
+                for score, links, length in zip(
+                    scores.values(),
+                    map(links_of.__getitem__, rows),
+                    map(text_of.__getitem__, rows),
+                    strict=True,
+                )
+            ],
+            strict=True,
+        )
+    )
+    return _Scores(weighed, stats), stats.prose
 
 
-def _narrow(top: Element, good: _Column) -> Element:
+def _narrow(top: Element, good: _Column, stats: _Stats) -> Element:
     """The descendant of `top` that holds nearly all its paragraph text."""
-    # The column read directly: `top` may have 100,000 children (LIM-F10).
-    row_of = good.index
+    # By rows of the measure (`good` is its column): `top` may have 100,000 children
+    # (LIM-F10), and a child's row is the one after its parent's, the next child's the one
+    # after its subtree's (`end`), with no element proxy made for them.
+    row = good.index.get(top)
+    if row is None:
+        return top
     good_of = good.values
+    end = stats.end
     while True:
-        row = row_of.get(top)
-        total = 0 if row is None else good_of[row]
+        total = good_of[row]
         if not total:
-            return top
-        for child in top:
-            row = row_of.get(child)
-            if row is not None and good_of[row] >= 0.9 * total:
-                top = child
+            break
+        child = row + 1
+        stop = end[row]
+        while child < stop:
+            if good_of[child] >= 0.9 * total:
+                row = child
                 break
+            child = end[child]
         else:
-            return top
+            break
+    return stats.elements[row]
 
 
 def _ancestors(element: Element) -> list[Element]:
@@ -613,7 +823,7 @@ def _ancestors(element: Element) -> list[Element]:
     return chain
 
 
-def _merge_parts(top: Element, best: float, scores: dict[Element, float], good: _Column) -> Element:
+def _merge_parts(top: Element, best: float, scores: _Scores, good: _Column) -> Element:
     """A container of `top` and the other parts of a story split across containers.
 
     A page may cut its story into chunks (around advertisements, a lead and a body, the
@@ -623,7 +833,7 @@ def _merge_parts(top: Element, best: float, scores: dict[Element, float], good: 
     """
     # (`nlargest` is `sorted(…, reverse=True)[:12]`, ties in the same order, without
     # sorting every scored element of a page.)
-    ranked = heapq.nlargest(12, scores, key=scores.__getitem__)
+    ranked = scores.largest(12)
     # Only a substantial part joins: a teaser or a boilerplate paragraph does not.
     least = max(0.4 * good.get(top, 0), 400)
     parts = [e for e in ranked if scores[e] >= 0.5 * best and good.get(e, 0) >= least]
@@ -646,9 +856,7 @@ def _merge_parts(top: Element, best: float, scores: dict[Element, float], good: 
     return top
 
 
-def _climb(
-    top: Element, best: float, scores: dict[Element, float], good: _Column, stats: _Stats
-) -> Element:
+def _climb(top: Element, best: float, scores: _Scores, good: _Column, stats: _Stats) -> Element:
     """An ancestor of `top` that scores well in its own right and of whose paragraph text
     `top` holds less than 60 %: the page's content is larger than its best part (a
     reference page's description, its sections and its lists of items). Teasers beside
@@ -719,7 +927,7 @@ def _container_of(top: Element, good: _Column) -> Element:
     return top
 
 
-def _with_siblings(top: Element, scores: dict[Element, float], stats: _Stats) -> list[Element]:
+def _with_siblings(top: Element, scores: _Scores, stats: _Stats) -> list[Element]:
     parent = top.getparent()
     if parent is None:
         return [top]
@@ -750,28 +958,38 @@ def _with_siblings(top: Element, scores: dict[Element, float], stats: _Stats) ->
 _GUTTED: Final = 0.25
 _CLEANED: Final = frozenset({"div", "section", "ul", "ol", "table", "dl", "figure", "aside"})
 _CELLS: Final = frozenset({"td", "th"})
+# What the cleaning walks through: the parts it judges, and the links (inside which all
+# removed text is removed link text).
+_JUDGED: Final = _CLEANED | {"p", "a"}
 
 
 def _clean(
     elements: Iterable[Element],
-    scores: dict[Element, float],
+    scores: _Scores,
     good: _Column,
     stats: _Stats,
 ) -> None:
     """Remove the chrome-like parts left inside the main block (readability's conditional
     cleaning, in spirit).
 
-    One pass from the leaves up: each element's counts are those of the children it keeps,
-    so a part removed below is already out of its container's counts, and the work stays
-    linear in the size of the block however deep it is. The lengths and commas are not read
-    from the tree again: a part's are its measured ones (`stats`) less what was removed under
-    it, which the pass sums instead. The parts are removed at the end, and not at all when
-    that would leave under a quarter of the block's text.
+    One pass over the block's rows backwards in document order (a part's descendants before
+    it), visiting only the parts judged and the links: each part's counts are those of what
+    it keeps, so a part removed below is already out of its container's counts, and the work
+    stays linear in the size of the block however deep it is. The lengths and commas are not
+    read from the tree again: a part's are its measured ones (`stats`; its paragraphs, images
+    and items from running totals over the rows) less what was removed under it, which the
+    pass keeps for the outermost parts seen so far (a stack, since the rows under a part are
+    the ones up to its `end`). The parts are removed at the end, and not at all when that
+    would leave under a quarter of the block's text.
     """
     row_of = stats.index
     text_of = stats.text.values
     links_of = stats.links.values
     commas_of = stats.all_commas
+    tags = stats.tags
+    end = stats.end
+    measured = stats.elements
+    attributed = stats.attributed
     good_of = good.values
     for root in elements:
         if not good.get(root):
@@ -782,81 +1000,140 @@ def _clean(
         # The tables of data in the block: a division that is the content of one of their
         # cells (a figure, a name linked to its page) is judged with its table, not alone.
         data_tables = {table for table in root.iter("table") if _data_table(table, stats)}
-        # [text length, link text length, commas removed under it; p, img, li kept under it]
-        # of each element open in the walk, handed to its parent's at its end (the parent is
-        # next on the stack).
-        stack: list[list[int]] = []
-        gone: set[Element] = set()
-        remaining = 0
-        for event, element in etree.iterwalk(root, events=("start", "end")):
-            if event == "start":
-                stack.append([0, 0, 0, 0, 0, 0])
-                continue
-            removed = stack.pop()
-            tag = element.tag
+        first = row_of[root]
+        stop = end[first]
+        # The paragraphs, images and items in the block's rows, as running totals from its
+        # first row (those under a part: the difference at its two ends).
+        block_tags = tags[first:stop]
+        paragraphs = list(accumulate(map("p".__eq__, block_tags), initial=0))
+        images = list(accumulate(map("img".__eq__, block_tags), initial=0))
+        items = list(accumulate(map("li".__eq__, block_tags), initial=0))
+        # The parts judged (paragraphs and _CLEANED parts) and the links (whose removed text
+        # is all link text), children before their containers: backwards in document order.
+        judged = [row for row, tag in enumerate(block_tags, first) if tag in _JUDGED]
+        del block_tags
+        # `starts` and `removed` hold, for what was seen and is inside no other seen part,
+        # where it starts and what was removed in it: [text, link text, commas, p, img,
+        # li]; a part's own are the measured ones less those of what it holds.
+        starts: list[int] = []
+        removed: list[list[int]] = []
+        gone: list[int] = []
+        for row in reversed(judged):
+            if row == first:
+                break  # the block itself is not judged
+            last = end[row]
+            inside: list[int] | None = None
+            if starts and starts[-1] < last:
+                inside = [0, 0, 0, 0, 0, 0]
+                while starts and starts[-1] < last:
+                    starts.pop()
+                    held = removed.pop()
+                    for column in range(6):
+                        inside[column] += held[column]
+            tag = tags[row]
             if tag == "a":
-                # A link's text is all link text: what went from the one went from the other.
-                removed[1] = removed[0]
-            elif tag == "p":
-                removed[3] += 1
-            elif tag == "img":
-                removed[4] += 1
-            elif tag == "li":
-                removed[5] += 1
-            if not stack:
-                remaining = text_of[row_of[element]] - removed[0]
-                break
-            into = stack[-1]
-            cleaned = tag in _CLEANED and not (
-                tag == "div" and data_tables and _in_data_cell(element, data_tables)
-            )
-            if tag == "p" or cleaned:
-                row = row_of[element]
+                if inside is not None:
+                    # A link's text is all link text: what went from the one went from the
+                    # other.
+                    inside[1] = inside[0]
+                    starts.append(row)
+                    removed.append(inside)
+                continue
+            if tag == "p":
+                length = text_of[row]
+                links = links_of[row]
+                if inside is not None:
+                    length -= inside[0]
+                    links -= inside[1]
+                drop = bool(length) and links >= 0.8 * length
+            elif (tag == "div" and data_tables and _in_data_cell(measured[row], data_tables)) or (
+                keep and good_of[row] >= keep
+            ):
+                # A part of a table of data's cell, or one holding much of the block's
+                # paragraph text: not judged.
+                drop = False
+            else:
+                at = row - first
+                element = measured[row]
                 # The part's counts without what was removed under it.
-                counts = [
-                    text_of[row] - removed[0],
-                    links_of[row] - removed[1],
-                    commas_of.get(element, 0) - removed[2],
-                    removed[3],
-                    removed[4],
-                    removed[5],
-                ]
-                if tag == "p":
-                    drop = bool(counts[0]) and counts[1] >= 0.8 * counts[0]
-                else:
-                    drop = not (keep and good_of[row] >= keep) and _should_drop(
-                        element, scores, counts, data_tables
+                if inside is None:
+                    drop = _should_drop(
+                        element,
+                        _class_weight(element) if attributed[row] else 0,
+                        scores,
+                        data_tables,
+                        text_of[row],
+                        links_of[row],
+                        commas_of[row],
+                        paragraphs[last - first] - paragraphs[at],
+                        images[last - first] - images[at],
+                        items[last - first] - items[at],
                     )
-                if drop:
-                    # A paragraph that is (almost) only a link promotes another page: "Read
-                    # more: …"; the other parts are judged by their counts. All its text
-                    # goes from its container's counts (its tail stays).
-                    gone.add(element)
-                    into[0] += text_of[row]
-                    into[1] += links_of[row]
-                    into[2] += commas_of.get(element, 0)
-                    continue
-            into[0] += removed[0]
-            into[1] += removed[1]
-            into[2] += removed[2]
-            into[3] += removed[3]
-            into[4] += removed[4]
-            into[5] += removed[5]
+                else:
+                    drop = _should_drop(
+                        element,
+                        _class_weight(element) if attributed[row] else 0,
+                        scores,
+                        data_tables,
+                        text_of[row] - inside[0],
+                        links_of[row] - inside[1],
+                        commas_of[row] - inside[2],
+                        paragraphs[last - first] - paragraphs[at] - inside[3],
+                        images[last - first] - images[at] - inside[4],
+                        items[last - first] - items[at] - inside[5],
+                    )
+            if drop:
+                # A paragraph that is (almost) only a link promotes another page: "Read
+                # more: …"; the other parts are judged by their counts. All it holds goes
+                # from its container's counts (its tail stays).
+                at = row - first
+                gone.append(row)
+                starts.append(row)
+                removed.append(
+                    [
+                        text_of[row],
+                        links_of[row],
+                        commas_of[row],
+                        paragraphs[last - first] - paragraphs[at],
+                        images[last - first] - images[at],
+                        items[last - first] - items[at],
+                    ]
+                )
+            elif inside is not None:
+                starts.append(row)
+                removed.append(inside)
+        remaining = text_of[first] - sum(held[0] for held in removed)
         if remaining < _GUTTED * stats.text.get(root, 0):
             # Cleaning would leave almost nothing: the block is a page of teasers or links
             # (an index, a directory), and its parts are its content.
             continue
         if gone:
-            _drop_all(_outermost(root, gone))
+            # The outermost of the parts to go, in document order.
+            doomed: list[Element] = []
+            after = -1
+            for row in reversed(gone):
+                if row >= after:
+                    doomed.append(measured[row])
+                    after = end[row]
+            _drop_all(doomed)
 
 
 def _should_drop(
-    element: Element, scores: dict[Element, float], counts: list[int], data_tables: set[Element]
+    element: Element,
+    weight: int,
+    scores: _Scores,
+    data_tables: set[Element],
+    length: int,
+    links: int,
+    commas: int,
+    paragraphs: int,
+    images: int,
+    items: int,
 ) -> bool:
-    """Whether a part of the block looks like chrome by its counts and its name (one call
-    per part of a block that may be the whole page: what it asks is asked inline)."""
-    length, links, commas, paragraphs, images, items = counts
-    weight = _class_weight(element)
+    """Whether a part of the block looks like chrome by its counts (those of what it keeps:
+    text, link text, commas, paragraphs, images, items) and its name (`weight`, its
+    `_class_weight`; one call per part of a block that may be the whole page: what it asks
+    is asked inline)."""
     if weight < 0 and weight + scores.get(element, 0.0) < 0:
         # Its name marks it and its text does not redeem it (a list's own tag weight is no
         # mark: a definition list of short terms is content).
@@ -971,12 +1248,12 @@ def select_main_block(root: Element) -> MainBlock:
     if not scores:
         # Nothing long enough to score: the page is short, and all of it is content.
         return MainBlock(elements=(body,), heading=heading)
-    top = max(scores, key=scores.__getitem__)
+    top = scores.best()
     best = scores[top]
     if best <= 0 or top is root:
         # No paragraph text anywhere (a page of links, an index): the page is its content.
         return MainBlock(elements=(body,), heading=heading)
-    top = _narrow(top, good)
+    top = _narrow(top, good, stats)
     top = _merge_parts(top, best, scores, good)
     top = _climb(top, best, scores, good, stats)
     top = _container_of(top, good)

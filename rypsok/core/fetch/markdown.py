@@ -186,8 +186,10 @@ def _target(base_url: str, href: str) -> tuple[str, int] | None:
 # escape). Its target is the target of its site's root ("/") with the path in place of the
 # "/", so the work of resolving is done once per site, not once per link (a page of 100,000
 # links spent two seconds on it).
+# (No "//" and no "/." in the path: every "/" of it is followed by neither.)
 _PLAIN_LINK: Final = re.compile(
-    r"((?:https?://[A-Za-z0-9.:-]+)?)(/[A-Za-z0-9_~!$'*+,=:@%&./-]*)", re.ASCII
+    r"((?:https?://[A-Za-z0-9.:-]+)?)(/(?![/.])(?:[A-Za-z0-9_~!$'*+,=:@%&.-]|/(?![/.]))*)",
+    re.ASCII,
 )
 # Distinct sites remembered for one page; links to others are resolved one by one.
 _SITES_REMEMBERED: Final = 256
@@ -207,7 +209,7 @@ class _LinkTargets:
 
     def target(self, href: str) -> str | None:
         match = _PLAIN_LINK.fullmatch(href)
-        if match is None or "//" in match.group(2) or "/." in match.group(2):
+        if match is None:
             return link_target(self.base_url, href)
         origin, path = match.groups()
         if origin in self.sites:
@@ -235,6 +237,27 @@ def _finish_inline(parts: list[str]) -> str:
         # Line breaks in a row are at most one blank line.
         return _BLANK_LINES.sub("\n\n", text).strip()
     return escape_line_start(" ".join(text.split()))
+
+
+def _text_block(own: str) -> str:
+    """What `_finish_inline` makes of a single text (a paragraph or a link whose content is
+    its text alone, most of a page's): the same, without the list of pieces."""
+    if _BREAK in own:
+        own = own.replace(_BREAK, "")
+    # (Escaping adds backslashes only: no break mark to look for afterwards.)
+    text = escape_text(own)
+    if not (
+        text.isascii()
+        and text.isprintable()
+        and "  " not in text
+        and text[:1] != " "
+        and text[-1:] != " "
+    ):
+        # White space to collapse. (Printable ASCII holds no white space but the space,
+        # and spaces alone, none at the ends, are what collapsing them leaves: most texts,
+        # whose splitting into words cost more than the rest of their writing.)
+        text = " ".join(text.split())
+    return escape_line_start(text)
 
 
 class _Writer:
@@ -278,11 +301,34 @@ class _Writer:
         if own:
             self.text(own)
         node = self.node
+        link = self.link
+        blocks = self.blocks
+        plain = not self.inline_only
         for child in element:
-            node(child)
+            tag = child.tag
+            if tag == "a":
+                link(child)  # (what `node` would do, a call fewer: most children of a
+                # paragraph of links)
+            elif plain and tag in _PLAIN_BLOCKS and not len(child):
+                # What `node` does with a plain block of text alone (most children of a
+                # page's body or of its article), a call fewer.
+                if self.inline:
+                    self.flush()
+                own = child.text
+                if own:
+                    text = _text_block(own)
+                    if text:
+                        blocks.append(text)
+            else:
+                node(child)
             tail = child.tail
             if tail:
-                self.text(tail)
+                if tail.isascii() and tail.isspace():
+                    # (`text`'s first case: most tails between elements. The pending list
+                    # is read each time: a block child's flush replaces it.)
+                    self.inline.append(tail)
+                else:
+                    self.text(tail)
 
     def text(self, text: str) -> None:
         if text.isascii() and text.isspace():
@@ -314,7 +360,8 @@ class _Writer:
         if tag in _PLAIN_BLOCKS and not self.inline_only:
             # Most blocks (paragraphs, divisions, items' containers): their content stands
             # apart from what surrounds it, as the last case below writes it.
-            self.flush()
+            if self.inline:
+                self.flush()
             if len(element):
                 self.children(element)
                 self.flush()
@@ -323,7 +370,7 @@ class _Writer:
             # inline list and the calls that fill and empty it.
             own = element.text
             if own:
-                text = _finish_inline([escape_text(own.replace(_BREAK, ""))])
+                text = _text_block(own)
                 if text:
                     self.blocks.append(text)
             return
@@ -380,12 +427,58 @@ class _Writer:
             # Text alone (most links, cells and headings): what a writer would make of it,
             # without making one.
             own = element.text
-            return _finish_inline([escape_text(own.replace(_BREAK, ""))]) if own else ""
+            return _text_block(own) if own else ""
         writer = _Writer(self.base_url, self.seen_alts, inline_only=True, links=self.links)
         writer.children(element)
         # Block content inside an inline context (a div in a heading) is joined by spaces.
         writer.flush()
         return " ".join(writer.blocks)
+
+    def link(self, element: etree._Element) -> None:
+        """A link: its text, and its target when it has one to write (`link_target`)."""
+        if len(element):
+            text = self.inline_text(element)
+            lead, trail = _spaced_ends(element)
+        else:
+            # Text alone (most links): read once, for the text and its ends.
+            own = element.text
+            if not own:
+                return
+            text = _text_block(own)
+            lead, trail = own[0].isspace(), own[-1].isspace()
+        if not text:
+            return
+        href = element.get("href")
+        # A link within the page (an anchor, a table of contents) is only its text.
+        url = (
+            self.links.target(href)
+            if href is not None and not href.strip().startswith("#")
+            else None
+        )
+        inline = self.inline
+        # White space at the ends of the link's text separates it from the words
+        # around it (`the <a>U.S. Embassy </a>in Tunis`): it stays, outside the link.
+        if lead:
+            inline.append(" ")
+        if url is None:
+            inline.append(text)
+        else:
+            piece = inline[-1] if inline else ""
+            end = piece[-1:]
+            if end and " " <= end <= "~":
+                # Printable ASCII last (most text before a link): the character seen.
+                last: tuple[int, int] | None = (
+                    (len(inline) - 1, len(piece) - 1) if end == "!" else None
+                )
+            else:
+                last = self._last_visible()
+            if last is not None and inline[last[0]][last[1]] == "!":
+                # "!" before a link would make it an image of the link's target.
+                piece = inline[last[0]]
+                inline[last[0]] = piece[: last[1]] + "\\" + piece[last[1] :]
+            inline.append(f"[{text.replace(chr(10), ' ')}]({url})")
+        if trail:
+            inline.append(" ")
 
     def inline_node(self, element: etree._Element, tag: str) -> None:
         if tag == "br":
@@ -398,38 +491,7 @@ class _Writer:
                 self.inline.append(" " + escape_text(alt) + " ")
             return
         if tag == "a":
-            if len(element):
-                text = self.inline_text(element)
-                lead, trail = _spaced_ends(element)
-            else:
-                # Text alone (most links): read once, for the text and its ends.
-                own = element.text or ""
-                text = _finish_inline([escape_text(own.replace(_BREAK, ""))]) if own else ""
-                lead, trail = own[:1].isspace(), own[-1:].isspace()
-            if not text:
-                return
-            href = element.get("href")
-            # A link within the page (an anchor, a table of contents) is only its text.
-            url = (
-                self.links.target(href)
-                if href is not None and not href.strip().startswith("#")
-                else None
-            )
-            # White space at the ends of the link's text separates it from the words
-            # around it (`the <a>U.S. Embassy </a>in Tunis`): it stays, outside the link.
-            if lead:
-                self.inline.append(" ")
-            if url is None:
-                self.inline.append(text)
-            else:
-                last = self._last_visible()
-                if last is not None and self.inline[last[0]][last[1]] == "!":
-                    # "!" before a link would make it an image of the link's target.
-                    piece = self.inline[last[0]]
-                    self.inline[last[0]] = piece[: last[1]] + "\\" + piece[last[1] :]
-                self.inline.append(f"[{text.replace(chr(10), ' ')}]({url})")
-            if trail:
-                self.inline.append(" ")
+            self.link(element)
             return
         if tag == "code" and not _has_block_child(element):
             whole = str(element.xpath("string()"))
@@ -675,7 +737,7 @@ def _escape_match(match: re.Match[str]) -> str:
 
 def escape_text(text: str) -> str:
     """A page's text with what could start inline Markdown escaped (see above)."""
-    return _ESCAPE_ANYWHERE.sub(_escape_match, _nfc(text))
+    return _ESCAPE_ANYWHERE.sub(_escape_match, text if text.isascii() else _nfc(text))
 
 
 def _nth_visible(line: str, start: int, n: int) -> int:

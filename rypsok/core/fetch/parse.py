@@ -616,12 +616,16 @@ class ParsedDocument:
 # a line end or a tab in an attribute value, a space).
 _TEXT_REFERENCES: Final = {"\r": "&#13;"}  # besides the three `escape` always writes
 _VALUE_REFERENCES: Final = {'"': "&quot;", "\r": "&#13;", "\n": "&#10;", "\t": "&#9;"}
+# The characters of an attribute value `escape` with these references changes.
+_VALUE_SPECIAL: Final = re.compile('[&<>"\r\n\t]')
 # The nesting libxml2's XML parser builds (with huge_tree); a deeper LIM-F11 is held at it.
 _TREE_MAX_DEPTH: Final = 2048
 
 
 class _TreeWriter:
     """Builds the tree the target keeps; called as lxml's TreeBuilder is (start, end, data).
+    (On its quick path the target appends the same markup to `written` itself: a call fewer
+    per event at the node bound.)
 
     TreeBuilder, called from Python, makes each element through a proxy object and takes
     each text and attribute value after the target has checked it for characters XML cannot
@@ -650,7 +654,11 @@ class _TreeWriter:
         if attrib:
             written.append(f"<{name}")
             for key, value in attrib.items():
-                written.append(f' {key}="{escape(value, _VALUE_REFERENCES)}"')
+                if _VALUE_SPECIAL.search(value) is not None:
+                    # (Most values, an address or a class, hold none of them: one search
+                    # instead of the seven replacements of `escape`.)
+                    value = escape(value, _VALUE_REFERENCES)
+                written.append(f' {key}="{value}"')
             written.append(">")
         else:
             written.append(f"<{name}>")
@@ -666,9 +674,12 @@ class _TreeWriter:
         self.written.append(text)
 
     def flush(self) -> None:
-        if self.written:
-            markup = _xml_safe("".join(self.written))
-            self.written = []
+        written = self.written
+        if written:
+            markup = _xml_safe("".join(written))
+            # Emptied in place: the target appends its end tags and texts to this list
+            # itself (a call fewer per event).
+            written.clear()
             self.parser.feed(markup)
 
     def close(self) -> etree._Element:
@@ -685,6 +696,9 @@ class _BoundedTarget:
         self.max_nodes = max_nodes
         self.max_depth = min(max_depth, _TREE_MAX_DEPTH)
         self.builder = _TreeWriter()
+        # The writer's markup: the target writes end tags and texts there itself (what
+        # `_TreeWriter.end` and `data` do, without a call per event at the node bound).
+        self.written = self.builder.written
         self.nodes = 0
         self.depth = 0
         self.max_seen = 0
@@ -736,14 +750,24 @@ class _BoundedTarget:
                     self.skip_depth = 1
                     self.skip_root = ""
                     return
-                kept = {k: v for k, v in attrib.items() if k in KEPT_ATTRIBUTES}
-                self.kept_attributes += len(kept)
+                # _TreeWriter.start with the kept attributes, written here (no dict of them,
+                # no call): the same markup.
+                name = _element_name(name)
+                markup = "<" + name
+                kept_count = 0
+                for key, value in attrib.items():
+                    if key in KEPT_ATTRIBUTES:
+                        kept_count += 1
+                        if _VALUE_SPECIAL.search(value) is not None:
+                            value = escape(value, _VALUE_REFERENCES)
+                        markup += f' {key}="{value}"'
+                self.kept_attributes += kept_count
                 if self.kept_attributes > MAX_KEPT_ATTRIBUTES:
                     self._stop()
+                self.written.append(markup + ">")
             else:
-                kept = {}
-            name = _element_name(name)
-            self.builder.start(name, kept)
+                name = _element_name(name)
+                self.written.append(f"<{name}>")  # _TreeWriter.start without attributes
             self.stack.append(name)
             self.built.append(True)
             return
@@ -809,12 +833,14 @@ class _BoundedTarget:
         if self.skip_depth:
             self.skip_depth -= 1
             return
-        if self.built and self.built.pop() and self.stack:
-            if self.stack[-1] in _KEPT_OPEN:
+        built = self.built
+        stack = self.stack
+        if built and built.pop() and stack:
+            if stack[-1] in _KEPT_OPEN:
                 # </body> and </html> do not close them: markup after them still belongs
                 # to the body (finish() closes both).
                 return
-            self.builder.end(self.stack.pop())
+            self.written.append(f"</{stack.pop()}>")  # _TreeWriter.end
 
     def data(self, text: str) -> None:
         if self.stopped:
@@ -824,7 +850,11 @@ class _BoundedTarget:
             return
         if self.skip_depth or not self.stack:
             return
-        self.builder.data(text)
+        # _TreeWriter.data. Most text holds none of these: four searches for one character
+        # each cost less than one search of a character class.
+        if "&" in text or "<" in text or ">" in text or "\r" in text:
+            text = escape(text, _TEXT_REFERENCES)
+        self.written.append(text)
 
     def comment(self, text: str) -> None:
         if self.stopped:
@@ -866,6 +896,7 @@ class _BoundedTarget:
         reference to the root is the tree's only one.
         """
         self.builder = _TreeWriter()
+        self.written = self.builder.written
 
 
 # A DOCTYPE with an internal subset (`<!DOCTYPE html [<!ENTITY …>]>`, written by XHTML
