@@ -33,7 +33,7 @@ from rypsok.core.engines.answers import json_object, object_items
 from rypsok.core.engines.base import EngineFailure
 from rypsok.core.engines.duckduckgo import parse_results_page
 from rypsok.core.engines.http import parse_retry_after
-from rypsok.core.fetch.content import Kind, declared_charset, decode
+from rypsok.core.fetch.content import Kind, decode
 from rypsok.core.fetch.extract import DocumentKind, extract_document
 from rypsok.core.fetch.robots import Robots
 from rypsok.core.privacy import find_secrets, mask_secrets
@@ -111,8 +111,8 @@ def _html_text(text: str) -> None:
 
 def _charset(pair: tuple[str, bytes]) -> None:
     content_type, body = pair
+    # decode reads every declaration itself (the mark, the header, a meta) before detection.
     for kind in Kind:
-        declared_charset(content_type, body, kind)
         decode(content_type, body, kind)
 
 

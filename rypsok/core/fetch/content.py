@@ -187,10 +187,9 @@ _SUPERSETS: Final = {
 }
 
 
-def _known(label: str | None) -> str | None:
-    if not label:
-        return None
-    label = label.strip().strip("\"'")
+def _known(label: str) -> str | None:
+    """The web's encoding a label names (its codec's name), or None. Labels come from the
+    header's and a meta's patterns, which take no quote nor space, or from the detector."""
     try:
         name = codecs.lookup(_LABELS.get(label.lower(), label)).name
     except LookupError:
@@ -215,15 +214,6 @@ def _meta_charset(body: bytes | bytearray, kind: Kind) -> str | None:
     found = _known(match.group(1).decode("ascii", "replace"))
     # A page that declares UTF-16 in a meta is ASCII-compatible by then.
     return "utf-8" if found is not None and found.startswith("utf-16") else found
-
-
-def declared_charset(content_type: str | None, body: bytes | bytearray, kind: Kind) -> str | None:
-    """The charset a byte order mark, the header or a meta element declares, in that order."""
-    if body.startswith(codecs.BOM_UTF8):
-        return "utf-8"
-    if body.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return "utf-16"
-    return _header_charset(content_type) or _meta_charset(body, kind)
 
 
 # A declared legacy charset yields to UTF-8 only when the body's valid UTF-8 sequences
