@@ -963,6 +963,10 @@ _CELLS: Final = frozenset({"td", "th"})
 _JUDGED: Final = _CLEANED | {"p", "a"}
 
 
+# The counts removed under a part that had nothing removed under it.
+_NOTHING_REMOVED: Final = (0, 0, 0, 0, 0, 0)
+
+
 def _clean(
     elements: Iterable[Element],
     scores: _Scores,
@@ -1056,32 +1060,19 @@ def _clean(
                 at = row - first
                 element = measured[row]
                 # The part's counts without what was removed under it.
-                if inside is None:
-                    drop = _should_drop(
-                        element,
-                        _class_weight(element) if attributed[row] else 0,
-                        scores,
-                        data_tables,
-                        text_of[row],
-                        links_of[row],
-                        commas_of[row],
-                        paragraphs[last - first] - paragraphs[at],
-                        images[last - first] - images[at],
-                        items[last - first] - items[at],
-                    )
-                else:
-                    drop = _should_drop(
-                        element,
-                        _class_weight(element) if attributed[row] else 0,
-                        scores,
-                        data_tables,
-                        text_of[row] - inside[0],
-                        links_of[row] - inside[1],
-                        commas_of[row] - inside[2],
-                        paragraphs[last - first] - paragraphs[at] - inside[3],
-                        images[last - first] - images[at] - inside[4],
-                        items[last - first] - items[at] - inside[5],
-                    )
+                less = inside if inside is not None else _NOTHING_REMOVED
+                drop = _should_drop(
+                    element,
+                    _class_weight(element) if attributed[row] else 0,
+                    scores,
+                    data_tables,
+                    text_of[row] - less[0],
+                    links_of[row] - less[1],
+                    commas_of[row] - less[2],
+                    paragraphs[last - first] - paragraphs[at] - less[3],
+                    images[last - first] - images[at] - less[4],
+                    items[last - first] - items[at] - less[5],
+                )
             if drop:
                 # A paragraph that is (almost) only a link promotes another page: "Read
                 # more: …"; the other parts are judged by their counts. All it holds goes
