@@ -117,3 +117,88 @@ async def test_req_page_007_a_meta_at_the_first_byte_declares_the_page() -> None
     )
     answers = await read({"/p": Page(headers=HTML, body=page.encode("iso-8859-15"))})
     assert "coûte 3 € depuis" in content(answers["/p"])
+
+
+# A text each encoding of the web can write, with letters beyond what its nearest neighbours
+# share; where a browser decodes a label with a superset, a letter only the superset has.
+_SAMPLES = {
+    "utf-8": "Grüße, 世界 𠀀",
+    "ibm866": "Привет",
+    "iso-8859-2": "Żółć",
+    "iso-8859-3": "Ħġż",
+    "iso-8859-4": "ĀĒĪ",
+    "iso-8859-5": "Привет",
+    "iso-8859-6": "مرحبا",
+    "iso-8859-7": "Γειά",
+    "iso-8859-8": "שלום",
+    "iso-8859-8-i": "שלום",
+    "iso-8859-10": "ĀĒĢ",
+    "iso-8859-13": "Ąčė",
+    "iso-8859-14": "Ŵŷ",
+    "iso-8859-15": "€œ",
+    "iso-8859-16": "Șț",
+    "koi8-r": "Привет",
+    "koi8-u": "Привіт",
+    "macintosh": "Grüße",
+    "windows-874": "สวัสดี €",
+    "windows-1250": "Żółć €",
+    "windows-1251": "Привет €",
+    "windows-1252": "Grüße €",
+    "windows-1253": "Γειά €",
+    "windows-1254": "Ğüş €",
+    "windows-1255": "שלום €",
+    "windows-1256": "مرحبا €",
+    "windows-1257": "Ąčė €",
+    "windows-1258": "Đông €",
+    "x-mac-cyrillic": "Привет",
+    "gbk": "世界 𠀀",
+    "gb18030": "世界 𠀀",
+    "big5": "世界",
+    "euc-jp": "日本",
+    "iso-2022-jp": "日本",
+    "shift_jis": "日本 ①",
+    "euc-kr": "한국 똠",
+    "utf-16be": "Grüße, 世界",
+    "utf-16le": "Grüße, 世界",
+}
+# What a browser decodes each with, where Python's codec of the same name is narrower.
+_CODECS = {"gbk": "gb18030", "shift_jis": "cp932", "euc-kr": "cp949"}
+
+
+def _labels() -> list[tuple[str, str]]:
+    """Every label of the Encoding Standard's table, with the encoding it names."""
+    import webencodings.labels
+
+    return sorted(
+        (label, name)
+        for label, name in webencodings.labels.LABELS.items()
+        if name not in ("replacement", "x-user-defined")
+    )
+
+
+@pytest.mark.parametrize(("label", "name"), _labels(), ids=lambda value: value)
+def test_req_page_007_every_label_of_the_encoding_standard_is_read_as_a_browser_reads_it(
+    label: str, name: str
+) -> None:
+    """A header naming any label of the web's encodings decodes the page with that encoding:
+    the labels Python's codecs do not know (windows-874, x-cp1251, koi8, unicode-1-1-utf-8,
+    …) included, and with the superset a browser uses."""
+    import webencodings
+
+    from rypsok.core.fetch.content import Kind, decode
+
+    sample = _SAMPLES[name]
+    codec = _CODECS.get(name) or webencodings.lookup(name).codec_info.name
+    page = f"<html><body><p>{sample}</p></body></html>"
+    text = decode(f"text/html; charset={label}", page.encode(codec), Kind.HTML)
+    assert sample in text
+
+
+@pytest.mark.parametrize("label", ["iso-2022-kr", "hz-gb-2312", "x-user-defined", "utf-7"])
+def test_req_page_007_a_label_of_no_web_encoding_is_no_declaration(label: str) -> None:
+    # The Encoding Standard's "replacement" labels, x-user-defined and UTF-7 are read as if
+    # the page declared nothing: a UTF-8 body reads as UTF-8.
+    from rypsok.core.fetch.content import Kind, decode
+
+    page = "<html><body><p>Grüße, 世界</p></body></html>"
+    assert "Grüße, 世界" in decode(f"text/html; charset={label}", page.encode(), Kind.HTML)

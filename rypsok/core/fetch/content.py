@@ -16,6 +16,7 @@ from typing import Final
 
 import attrs
 import charset_normalizer
+import webencodings
 
 from rypsok.core.boundary import clean_decoded_text
 
@@ -153,21 +154,6 @@ _WEB_ENCODINGS: Final = frozenset(
 )
 
 
-# Labels of the Encoding Standard that Python's codecs do not know, by the codec of the
-# encoding they name.
-_LABELS: Final = {
-    "x-gbk": "gbk",
-    "windows-31j": "cp932",
-    "x-sjis": "cp932",
-    "ms932": "cp932",
-    "windows-949": "cp949",
-    "x-x-big5": "big5",
-    "cn-big5": "big5",
-    "iso-8859-8-i": "iso8859-8",
-    "x-mac-roman": "mac-roman",
-    "x-mac-cyrillic": "mac-cyrillic",
-    "dos-874": "cp874",
-}
 # What the Encoding Standard decodes a label as, where that is a superset of the charset
 # the label names (a browser reads a page declared gb2312 as GBK, the characters beyond
 # GB2312 included: decoded as strict GB2312, "镕" of a Chinese page of the time became
@@ -187,22 +173,30 @@ _SUPERSETS: Final = {
 }
 
 
-def _known(label: str) -> str | None:
-    """The web's encoding a label names (its codec's name), or None. Labels come from the
-    header's and a meta's patterns, which take no quote nor space, or from the detector."""
+def _known(name: str) -> str | None:
+    """The web's encoding a Python codec name names (the detector's answers), or None."""
     try:
-        name = codecs.lookup(_LABELS.get(label.lower(), label)).name
+        codec = codecs.lookup(name).name
     except LookupError:
         return None
-    name = _SUPERSETS.get(name, name)
-    return name if name in _WEB_ENCODINGS else None
+    codec = _SUPERSETS.get(codec, codec)
+    return codec if codec in _WEB_ENCODINGS else None
+
+
+def _declared(label: str) -> str | None:
+    """The web's encoding a declared label names, by its Python codec, or None: the label
+    read as a browser reads it, through the Encoding Standard's table of labels
+    (webencodings': `windows-874`, `x-cp1251`, `koi8`, `unicode-1-1-utf-8` and the other
+    labels Python's codecs do not know), then the superset a browser decodes with."""
+    encoding = webencodings.lookup(label)
+    return _known(encoding.codec_info.name) if encoding is not None else None
 
 
 def _header_charset(content_type: str | None) -> str | None:
     if content_type is None:
         return None
     match = _CHARSET_PARAM.search(content_type)
-    return _known(match.group(1)) if match is not None else None
+    return _declared(match.group(1)) if match is not None else None
 
 
 def _meta_charset(body: bytes | bytearray, kind: Kind) -> str | None:
@@ -211,7 +205,7 @@ def _meta_charset(body: bytes | bytearray, kind: Kind) -> str | None:
     match = _META_CHARSET.search(body, 0, _META_PRESCAN_BYTES)
     if match is None:
         return None
-    found = _known(match.group(1).decode("ascii", "replace"))
+    found = _declared(match.group(1).decode("ascii", "replace"))
     # A page that declares UTF-16 in a meta is ASCII-compatible by then.
     return "utf-8" if found is not None and found.startswith("utf-16") else found
 
