@@ -202,3 +202,57 @@ def test_req_page_007_a_label_of_no_web_encoding_is_no_declaration(label: str) -
 
     page = "<html><body><p>Grüße, 世界</p></body></html>"
     assert "Grüße, 世界" in decode(f"text/html; charset={label}", page.encode(), Kind.HTML)
+
+
+# The detector (charset_normalizer) answers with Python's codec names. What a browser would
+# decode a page of each with: the web's encoding of that name, its superset where the
+# Encoding Standard decodes with one, and nothing for a codec no web page declares.
+_DETECTED = [
+    ("utf_8", "utf-8"),
+    ("utf_16", "utf-16"),
+    ("utf_16_be", "utf-16-be"),
+    ("utf_16_le", "utf-16-le"),
+    ("ascii", "cp1252"),
+    ("latin_1", "cp1252"),
+    ("iso8859_1", "cp1252"),
+    ("iso8859_9", "cp1254"),
+    ("iso8859_11", "cp874"),
+    ("tis_620", "cp874"),
+    ("gb2312", "gb18030"),
+    ("gbk", "gb18030"),
+    ("gb18030", "gb18030"),
+    ("big5", "big5hkscs"),
+    ("big5hkscs", "big5hkscs"),
+    ("shift_jis", "cp932"),
+    ("cp932", "cp932"),
+    ("euc_kr", "cp949"),
+    ("cp949", "cp949"),
+    ("euc_jp", "euc_jp"),
+    ("iso2022_jp", "iso2022_jp"),
+    ("cp866", "cp866"),
+    ("koi8_r", "koi8-r"),
+    ("koi8_u", "koi8-u"),
+    ("mac_roman", "mac-roman"),
+    ("mac_cyrillic", "mac-cyrillic"),
+    ("cp874", "cp874"),
+    *((f"iso8859_{n}", f"iso8859-{n}") for n in (2, 3, 4, 5, 6, 7, 8, 10, 13, 14, 15, 16)),
+    *((f"cp{n}", f"cp{n}") for n in range(1250, 1259)),
+    # Codecs of no web encoding: DOS and Mac pages no site declares, UTF-32, EBCDIC.
+    ("cp437", None),
+    ("cp850", None),
+    ("cp852", None),
+    ("mac_greek", None),
+    ("utf_32", None),
+    ("cp500", None),
+    ("iso2022_kr", None),
+    ("hz", None),
+]
+
+
+@pytest.mark.parametrize(("codec", "expected"), _DETECTED, ids=lambda value: str(value))
+def test_req_page_007_a_detected_charset_is_read_as_a_browser_would(
+    codec: str, expected: str | None
+) -> None:
+    from rypsok.core.fetch.content import _known
+
+    assert _known(codec) == expected

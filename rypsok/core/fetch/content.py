@@ -132,23 +132,20 @@ _WEB_ENCODINGS: Final = frozenset(
         "utf-16-be",
         "utf-16-le",
         "cp866",
-        *(f"iso8859-{n}" for n in (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16)),
+        # 9 and 11 are read as their Windows supersets (`_SUPERSETS`), never by these names.
+        *(f"iso8859-{n}" for n in (2, 3, 4, 5, 6, 7, 8, 10, 13, 14, 15, 16)),
         "koi8-r",
         "koi8-u",
         "mac-roman",
         "mac-cyrillic",
         "cp874",
-        *(f"cp{n}" for n in range(1250, 1259)),
-        "gbk",
-        "gb2312",
+        *(f"cp{n}" for n in (1250, 1251, 1252, 1253, 1254, 1255, 1256, 1257, 1258)),
+        # GB2312, GBK, Big5, Shift_JIS and EUC-KR likewise reach this set as their supersets.
         "gb18030",
-        "big5",
         "big5hkscs",
         "euc_jp",
         "iso2022_jp",
-        "shift_jis",
         "cp932",
-        "euc_kr",
         "cp949",
     }
 )
@@ -159,7 +156,6 @@ _WEB_ENCODINGS: Final = frozenset(
 # GB2312 included: decoded as strict GB2312, "镕" of a Chinese page of the time became
 # U+FFFD; shift_jis pages use Microsoft's extensions, "①"; and so on).
 _SUPERSETS: Final = {
-    "latin-1": "cp1252",
     "iso8859-1": "cp1252",
     "ascii": "cp1252",
     "gb2312": "gb18030",
