@@ -27,17 +27,17 @@ from hypothesis import strategies as st
 from rypsok.config.load import load_config_bytes
 from rypsok.config.messages import ConfigError
 from rypsok.config.rules import RuleError, parse_egress_rule
-from rypsok.core.boundary import clean_decoded_text, clean_markup_text
 from rypsok.core.egress.policy import EgressPolicy
 from rypsok.core.engines.answers import json_object, object_items
 from rypsok.core.engines.base import EngineFailure
+from rypsok.core.engines.client import parse_retry_after
 from rypsok.core.engines.duckduckgo import parse_results_page
-from rypsok.core.engines.http import parse_retry_after
 from rypsok.core.fetch.content import Kind, decode
 from rypsok.core.fetch.extract import DocumentKind, extract_document
 from rypsok.core.fetch.robots import Robots
-from rypsok.core.privacy import find_secrets, mask_secrets
 from rypsok.core.search.urls import normalize_url
+from rypsok.core.secret_scan import find_secrets, mask_secrets
+from rypsok.core.untrusted_text import clean_decoded_text, clean_markup_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -18,7 +18,7 @@ import trio
 import trio.testing
 
 from rypsok.core.egress.testing import MapResolver
-from rypsok.core.engines.http import EngineNetwork
+from rypsok.core.engines.client import EngineNetwork
 from testkit.authority import Authority
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ import trio
 from rypsok.config.load import load_config_text
 from rypsok.core import telemetry
 from rypsok.core.services import Rypsok
-from rypsok.mcp.callers import Callers
+from rypsok.mcp.caller_tokens import Callers
 from rypsok.mcp.listener import Listener, serve_http
 from testkit.instant import ANSWER, InstantEngine
 

@@ -71,7 +71,7 @@ async def ask(
     once; returns the answer, or raises its EngineFailure outside the server's nursery, and
     the requests the server saw."""
     from rypsok.core.engines.base import EngineFailure
-    from rypsok.core.engines.http import EngineClient
+    from rypsok.core.engines.client import EngineClient
     from testkit.servers import serve_http
 
     failure: EngineFailure | None = None

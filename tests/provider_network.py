@@ -22,7 +22,7 @@ import trio.testing
 from fetch_helpers import Authority
 
 from rypsok.core.egress.testing import MapResolver
-from rypsok.core.engines.http import EngineNetwork
+from rypsok.core.engines.client import EngineNetwork
 from testkit.servers import RecordedRequest, read_request, write_reply
 
 if TYPE_CHECKING:

@@ -131,7 +131,7 @@ def test_req_test_012_the_layer_rule_refuses_the_core_importing_the_protocol_lay
         ("rypsok/config/load.py", "import rypsok.shared\n", True),
         ("rypsok/config/load.py", "import rypsok.core.services\n", False),
         ("rypsok/shared/vocabulary.py", "import rypsok.config\n", False),
-        ("rypsok/core/engines/http.py", "import rypsok\n", False),
+        ("rypsok/core/engines/client.py", "import rypsok\n", False),
         ("rypsok/config/load.py", "from rypsok import cli\n", False),
         # The protocol layer names the engines through the facade only (issue 19)...
         ("rypsok/mcp/stdio.py", "import rypsok.core.engines\n", False),

@@ -53,7 +53,7 @@ _SERVE_AND_LIST = textwrap.dedent(
     code = _entry.main()
     unneeded = (
         "httpx", "httpcore", "http.cookiejar", "urllib.request", "email.utils",
-        "rypsok.core.privacy",
+        "rypsok.core.secret_scan",
     )
     loaded = [name for name in unneeded if name in sys.modules]
     sys.stderr.write("LOADED " + ",".join(loaded) + "\\n")

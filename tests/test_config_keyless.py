@@ -7,9 +7,9 @@ import pytest
 from rypsok.config.load import load_config_text
 from rypsok.config.messages import ConfigError
 from rypsok.core.engines.arxiv import ArxivEngine
+from rypsok.core.engines.client import EngineClient
 from rypsok.core.engines.crossref import CrossrefEngine
 from rypsok.core.engines.hackernews import HackerNewsEngine
-from rypsok.core.engines.http import EngineClient
 from rypsok.core.engines.registry import build_registry
 from rypsok.core.engines.searxng import SearxngEngine
 from rypsok.core.engines.stackexchange import StackExchangeEngine

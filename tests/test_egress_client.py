@@ -26,7 +26,7 @@ from rypsok.core.egress import (
 from rypsok.core.egress.clients import REQUEST_HEADERS
 from rypsok.core.egress.policy import Denial
 from rypsok.core.egress.testing import MapResolver, RecordingBackend
-from rypsok.core.engines.http import EngineOrigin
+from rypsok.core.engines.client import EngineOrigin
 from testkit.servers import Reply, serve_http
 
 if TYPE_CHECKING:

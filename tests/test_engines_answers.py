@@ -22,7 +22,7 @@ from rypsok.core.engines.answers import (
 )
 from rypsok.core.engines.base import EngineAnswer, EngineFailure, EngineQuery, RawResult
 from rypsok.core.engines.brave import BraveEngine
-from rypsok.core.engines.http import EngineClient, EngineResponse
+from rypsok.core.engines.client import EngineClient, EngineResponse
 from rypsok.core.engines.wikipedia import WIKIPEDIA_RECORD, WikipediaEngine
 from rypsok.core.model import FAILURE_CLASSES, Category, Reason, SafeSearch
 from testkit.servers import Reply, serve_http

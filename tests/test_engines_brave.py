@@ -19,7 +19,7 @@ from search_fakes import make_config
 from rypsok.config.schema import EngineConfig
 from rypsok.core.engines.base import EngineFailure, EngineQuery
 from rypsok.core.engines.brave import BRAVE_RECORD, BraveEngine, parse_rate_limit_reset
-from rypsok.core.engines.http import EngineClient
+from rypsok.core.engines.client import EngineClient
 from rypsok.core.model import (
     Category,
     DetailReason,

@@ -22,7 +22,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rypsok.core.engines.base import EngineFailure
-from rypsok.core.engines.http import EngineClient, EngineOrigin
+from rypsok.core.engines.client import EngineClient, EngineOrigin
 from rypsok.core.model import Reason
 
 if TYPE_CHECKING:
@@ -321,7 +321,7 @@ async def test_req_res_008_an_https_origin_goes_through_the_proxy_in_a_tunnel() 
 
 
 def test_req_cmp_004_driver_headers_keep_their_own_and_lose_the_reserved() -> None:
-    from rypsok.core.engines.http import _driver_headers
+    from rypsok.core.engines.client import _driver_headers
 
     sent = _driver_headers(
         {"Accept": "application/json", "User-Agent": "x", "Host": "evil", "X-Key": "k"}

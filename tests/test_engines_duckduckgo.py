@@ -19,6 +19,7 @@ from provider_network import ProviderNetwork, tls_for
 
 from rypsok.config.load import load_config
 from rypsok.core.engines.base import EngineFailure, EngineQuery
+from rypsok.core.engines.client import EngineClient
 from rypsok.core.engines.duckduckgo import (
     DUCKDUCKGO_RECORD,
     MAX_DEPTH,
@@ -27,7 +28,6 @@ from rypsok.core.engines.duckduckgo import (
     parse_results_page,
     result_target,
 )
-from rypsok.core.engines.http import EngineClient
 from rypsok.core.model import (
     Category,
     Notice,

@@ -19,7 +19,7 @@ from rypsok.config.load import load_config_text
 from rypsok.core.egress import backend as egress_backend
 from rypsok.core.egress.testing import MapResolver, RecordingBackend
 from rypsok.core.engines.base import EngineFailure
-from rypsok.core.engines.http import EngineClient, EngineOrigin
+from rypsok.core.engines.client import EngineClient, EngineOrigin
 from rypsok.core.model import FetchRequest, Reason, SearchRequest
 from rypsok.core.services import FetchNetwork, Rypsok
 from testkit.mediawiki import FixtureWiki

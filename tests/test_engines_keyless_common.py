@@ -13,9 +13,9 @@ from keyless_fakes import ask, outcome_of, query, recorded_json
 
 from rypsok.config.schema import Config, EngineConfig, SearchConfig
 from rypsok.core.engines.arxiv import ArxivEngine
+from rypsok.core.engines.client import EngineClient
 from rypsok.core.engines.crossref import CrossrefEngine
 from rypsok.core.engines.hackernews import HackerNewsEngine
-from rypsok.core.engines.http import EngineClient
 from rypsok.core.engines.searxng import SearxngEngine
 from rypsok.core.engines.stackexchange import StackExchangeEngine
 from rypsok.core.model import Category, DetailReason, EngineState, SearchRequest, ToolError

@@ -21,7 +21,7 @@ import pytest
 import trio
 
 from rypsok.core.engines.base import EngineQuery
-from rypsok.core.engines.http import EngineClient
+from rypsok.core.engines.client import EngineClient
 from rypsok.core.engines.wikipedia import WikipediaEngine
 from rypsok.core.model import Category, SafeSearch
 

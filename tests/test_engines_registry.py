@@ -12,7 +12,7 @@ import pytest
 from rypsok.config.schema import Config, EngineConfig, LimitsConfig, ScrapingConfig
 from rypsok.core import telemetry
 from rypsok.core.engines.brave import BraveEngine
-from rypsok.core.engines.http import EngineClient
+from rypsok.core.engines.client import EngineClient
 from rypsok.core.engines.registry import RegistryError, build_registry, status_entries
 from rypsok.core.engines.wikipedia import WikipediaEngine
 from rypsok.core.model import Category, DisabledReason, EngineState, Reason

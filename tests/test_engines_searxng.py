@@ -81,7 +81,7 @@ async def test_req_eng_006_searxng_drifted_format_is_a_parse_failure(payload: ob
 
 
 def test_req_sec_017_searxng_base_url_off_loopback_needs_https() -> None:
-    from rypsok.core.engines.http import EngineClient
+    from rypsok.core.engines.client import EngineClient
 
     with pytest.raises(ValueError, match="loopback"):
         SearxngEngine("sx", EngineClient(), "http://search.example.org")

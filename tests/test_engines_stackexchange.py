@@ -8,7 +8,7 @@ import pytest
 from keyless_fakes import COMMON_STATUSES, ask, json_reply, outcome_of, query, recorded_json
 
 from rypsok.core.engines.base import EngineFailure
-from rypsok.core.engines.http import EngineClient
+from rypsok.core.engines.client import EngineClient
 from rypsok.core.engines.stackexchange import STACKEXCHANGE_RECORD, StackExchangeEngine
 from rypsok.core.model import Category, Reason
 from rypsok.core.telemetry import Secret

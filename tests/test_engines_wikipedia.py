@@ -19,7 +19,7 @@ from provider_network import ProviderNetwork, tls_for
 from search_fakes import engine_config, make_config
 
 from rypsok.core.engines.base import EngineFailure, EngineQuery
-from rypsok.core.engines.http import EngineClient
+from rypsok.core.engines.client import EngineClient
 from rypsok.core.engines.wikipedia import WIKIPEDIA_RECORD, WikipediaEngine, article_path
 from rypsok.core.model import (
     Category,

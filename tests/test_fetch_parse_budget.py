@@ -420,7 +420,7 @@ def test_req_perf_003_a_page_makes_at_most_one_element_a_less_than_sign(tokens: 
 
 
 def _engine_client(budget: ParseBudget) -> Any:
-    from rypsok.core.engines.http import EngineClient
+    from rypsok.core.engines.client import EngineClient
 
     http = EngineClient()
     http.parse_limiter = trio.CapacityLimiter(2)

@@ -20,11 +20,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from rypsok.core.boundary import remove_invisible
 from rypsok.core.fetch.extract import DocumentKind, extract_document
 from rypsok.core.fetch.markdown import MAX_TABLE_CELLS, render_markdown
 from rypsok.core.fetch.parse import OFF_SCREEN_PX, STYLE_BUDGET_CHARS, is_hidden, parse_html
 from rypsok.core.model import FetchRequest, NoticeCode, ToolError
+from rypsok.core.untrusted_text import remove_invisible
 
 ROBOTS_OPEN = Page.text("User-agent: *\nAllow: /\n")
 MAX_NODES = 100_000  # LIM-F10

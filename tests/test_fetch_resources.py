@@ -310,7 +310,7 @@ async def test_req_sec_012_a_call_that_waits_past_its_deadline_for_a_slot_is_bus
 
 
 async def test_req_page_008_lim_c5_large_engine_answers_are_decoded_on_the_same_limiter() -> None:
-    from rypsok.core.engines.http import EngineClient
+    from rypsok.core.engines.client import EngineClient
 
     loop_thread = threading.get_ident()
     seen: list[tuple[int, int]] = []

@@ -1,4 +1,4 @@
-"""The listener's reading of HTTP/1 heads and HTTP/2 frame headers (`rypsok.mcp.framing`),
+"""The listener's reading of HTTP/1 heads and HTTP/2 frame headers (`rypsok.mcp.http_framing`),
 sans-I/O: the same verdict and the same bytes passed on however the bytes are split."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import hyperframe.frame
 import pytest
 
-from rypsok.mcp.framing import H2FrameParser, Http1RequestParser
+from rypsok.mcp.http_framing import H2FrameParser, Http1RequestParser
 
 _BODY = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
 _CHUNKED = (

@@ -35,7 +35,7 @@ from http_helpers import (
 from search_fakes import capture_logs
 
 from rypsok.core import telemetry
-from rypsok.mcp.framing import Http1RequestParser
+from rypsok.mcp.http_framing import Http1RequestParser
 from rypsok.mcp.listener import (
     TRIM_AFTER_CLOSES,
     TRIM_QUIET_S,

@@ -193,7 +193,7 @@ async def test_lim_m5_serving_over_http_runs_the_collector_with_start_up_frozen(
 
     from rypsok import _entry
     from rypsok.config.load import load_config_text
-    from rypsok.mcp.callers import Callers
+    from rypsok.mcp.caller_tokens import Callers
     from rypsok.mcp.listener import _serve_process, listening_socket
     from testkit.instant import InstantEngine
 

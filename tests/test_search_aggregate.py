@@ -296,17 +296,17 @@ async def test_lim_s7_the_hard_stop_ends_a_post_processing_that_overruns(
     # (a slow machine, a pathological page). Five results need 4 s: the call must end at
     # its hard stop, LIM-S4 + 300 ms = 2.8 s, within one result's cleaning, with the
     # deadline error and no response.
-    from rypsok.core import boundary
+    from rypsok.core import untrusted_text
 
     cleaned: list[str] = []
-    original = boundary.clean_markup_text
+    original = untrusted_text.clean_markup_text
 
-    def slow_clean(text: str, limit: int) -> boundary.Cleaned:
+    def slow_clean(text: str, limit: int) -> untrusted_text.Cleaned:
         autojump_clock.jump(0.4)
         cleaned.append(text)
         return original(text, limit)
 
-    monkeypatch.setattr(boundary, "clean_markup_text", slow_clean)
+    monkeypatch.setattr(untrusted_text, "clean_markup_text", slow_clean)
     engines = [FakeEngine(e, results(e, 10)) for e in ("alpha", "beta")]
     async with Rypsok(two_engine_config(), engines=engines) as rypsok:
         start = trio.current_time()

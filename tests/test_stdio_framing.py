@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from mcp_helpers import dispatcher
 
 from rypsok.mcp.protocol import Call, Cancel, Nothing, Reply, jsonrpc
-from rypsok.mcp.protocol.framing import MAX_LINE_BYTES, LineDecoder
+from rypsok.mcp.protocol.stdio_lines import MAX_LINE_BYTES, LineDecoder
 
 
 def test_req_mcp_002_lim_o3_bound_is_16_mib_with_the_newline() -> None:

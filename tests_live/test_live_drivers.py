@@ -21,8 +21,8 @@ import trio
 
 from rypsok.core.engines.base import EngineFailure, EngineQuery
 from rypsok.core.engines.brave import BraveEngine
+from rypsok.core.engines.client import EngineClient
 from rypsok.core.engines.duckduckgo import DuckDuckGoEngine
-from rypsok.core.engines.http import EngineClient
 from rypsok.core.engines.wikipedia import WikipediaEngine
 from rypsok.core.model import Category, SafeSearch
 

@@ -17,9 +17,9 @@ import trio
 
 from rypsok.core.engines.arxiv import ArxivEngine
 from rypsok.core.engines.base import EngineAnswer, EngineQuery
+from rypsok.core.engines.client import EngineClient
 from rypsok.core.engines.crossref import CrossrefEngine
 from rypsok.core.engines.hackernews import HackerNewsEngine
-from rypsok.core.engines.http import EngineClient
 from rypsok.core.engines.searxng import SearxngEngine
 from rypsok.core.engines.stackexchange import StackExchangeEngine
 from rypsok.core.model import Category, SafeSearch

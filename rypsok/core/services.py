@@ -25,7 +25,7 @@ from rypsok.core.coordination.limits import SharedEngineLimiter, SharedToolLimit
 from rypsok.core.coordination.store import Store
 from rypsok.core.engines.base import Engine
 from rypsok.core.engines.circuit import Circuit
-from rypsok.core.engines.http import EngineClient, EngineNetwork
+from rypsok.core.engines.client import EngineClient, EngineNetwork
 from rypsok.core.engines.latency import LatencyWindow
 from rypsok.core.engines.limiter import EngineLimiter
 from rypsok.core.engines.registry import (

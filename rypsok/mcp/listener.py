@@ -1,7 +1,7 @@
 """The HTTP listener: hypercorn's HTTP/1.1 and HTTP/2 (h2c) protocol code on Trio, under the
 connection-level bounds hypercorn does not keep by itself.
 
-hypercorn parses HTTP and calls the ASGI app (`rypsok.mcp.http`). The accept loop is ours:
+hypercorn parses HTTP and calls the ASGI app (`rypsok.mcp.http_app`). The accept loop is ours:
 
 - LIM-H1: at the cap a new connection makes room: the connection that has waited longest
   without a request (none running, none complete and waiting to run) is closed
@@ -25,7 +25,7 @@ hypercorn parses HTTP and calls the ASGI app (`rypsok.mcp.http`). The accept loo
   flight once LIM-H3 has passed without a request starting (an idle keep-alive connection).
 - `head_timeout_s`: a request head (an HTTP/2 header block, the preface once begun) must
   complete within its own, shorter bound (`head_timeout`).
-- Every byte passes `rypsok.mcp.framing` before hypercorn reads it: HTTP/1 heads are
+- Every byte passes `rypsok.mcp.http_framing` before hypercorn reads it: HTTP/1 heads are
   checked strictly (refused and closed where a proxy could read them otherwise), HTTP/2
   header blocks bounded by LIM-H7 as their frames arrive. LIM-H4 is h2's setting, a stream
   beyond it refused alone (`_RefusingH2Connection`). LIM-H2 and LIM-H5 are the app's.
@@ -65,9 +65,8 @@ from hypercorn.typing import ConnectionState
 from rypsok import _early
 from rypsok.config.rules import parse_bind
 from rypsok.core import telemetry
-from rypsok.mcp.callers import Callers
-from rypsok.mcp.framing import H2FrameParser, Http1RequestParser
-from rypsok.mcp.http import (
+from rypsok.mcp.caller_tokens import Callers
+from rypsok.mcp.http_app import (
     CONNECTION_CANCELS,
     CONNECTION_CLAIM,
     EXPECT_CONTINUE,
@@ -75,6 +74,7 @@ from rypsok.mcp.http import (
     McpHttpApp,
     RefusalLog,
 )
+from rypsok.mcp.http_framing import H2FrameParser, Http1RequestParser
 from rypsok.mcp.process import Activity, serving
 from rypsok.mcp.sessions import SESSION_TTL_S
 from rypsok.shared.allocator import malloc_trim
@@ -84,7 +84,7 @@ if TYPE_CHECKING:
 
     from rypsok.config.schema import Config
     from rypsok.core.services import Engine, EngineNetwork, FetchNetwork
-    from rypsok.mcp.calls import ToolService
+    from rypsok.mcp.tool_calls import ToolService
 
 __all__ = [
     "HEADER_BLOCK_BYTES",
@@ -208,7 +208,7 @@ _LINGER_BYTES: Final = 65536
 
 class _Replay(trio.abc.HalfCloseableStream):
     """The accepted stream with the bytes already read handed back first, and every byte
-    passed through the connection's gate (`rypsok.mcp.framing`) before hypercorn reads it.
+    passed through the connection's gate (`rypsok.mcp.http_framing`) before hypercorn reads it.
 
     No `do_handshake`: hypercorn takes a stream without one for cleartext (h2c by prior
     knowledge, or HTTP/1.1).

@@ -25,10 +25,10 @@ import trio
 
 from rypsok import _early
 from rypsok.core import telemetry
-from rypsok.mcp.calls import ToolService, execute, make_dispatcher
 from rypsok.mcp.process import Activity, serving
 from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Nothing, Reply, jsonrpc
-from rypsok.mcp.protocol.framing import MAX_LINE_BYTES, LineDecoder
+from rypsok.mcp.protocol.stdio_lines import MAX_LINE_BYTES, LineDecoder
+from rypsok.mcp.tool_calls import ToolService, execute, make_dispatcher
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

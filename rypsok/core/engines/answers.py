@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import trio
 
 from rypsok.core.engines.base import EngineFailure
-from rypsok.core.engines.http import EngineOrigin, parse_base_url, parse_retry_after
+from rypsok.core.engines.client import EngineOrigin, parse_base_url, parse_retry_after
 from rypsok.core.engines.limiter import query_within_limits
 from rypsok.core.model import Reason
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import httpx
 
     from rypsok.core.engines.base import AdmissionRecord
-    from rypsok.core.engines.http import EngineClient, EngineResponse
+    from rypsok.core.engines.client import EngineClient, EngineResponse
 
 _T = TypeVar("_T")
 

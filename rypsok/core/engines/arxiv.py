@@ -31,8 +31,8 @@ from rypsok.core.engines.base import (
     EngineQuery,
     RawResult,
 )
+from rypsok.core.engines.client import EngineClient, EngineOrigin
 from rypsok.core.engines.duckduckgo import MAX_DEPTH, MAX_NODES
-from rypsok.core.engines.http import EngineClient, EngineOrigin
 from rypsok.core.model import Reason
 from rypsok.shared.drivers import DRIVER_TYPES
 

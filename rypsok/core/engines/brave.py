@@ -28,7 +28,7 @@ from rypsok.core.engines.base import (
     EngineQuery,
     RawResult,
 )
-from rypsok.core.engines.http import EngineClient, EngineOrigin, parse_retry_after
+from rypsok.core.engines.client import EngineClient, EngineOrigin, parse_retry_after
 from rypsok.core.model import Reason, TimeRange
 from rypsok.core.telemetry import Secret
 from rypsok.shared.drivers import DRIVER_TYPES

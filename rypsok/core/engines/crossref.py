@@ -28,7 +28,7 @@ from rypsok.core.engines.base import (
     EngineQuery,
     RawResult,
 )
-from rypsok.core.engines.http import EngineClient, EngineOrigin
+from rypsok.core.engines.client import EngineClient, EngineOrigin
 from rypsok.core.model import Reason
 from rypsok.shared.drivers import DRIVER_TYPES
 

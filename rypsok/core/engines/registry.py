@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from rypsok.config.schema import Config
-    from rypsok.core.engines.http import EngineClient
+    from rypsok.core.engines.client import EngineClient
 
 __all__ = [
     "DRIVER_TYPES",

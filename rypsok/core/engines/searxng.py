@@ -31,7 +31,7 @@ from rypsok.core.engines.base import (
     EngineQuery,
     RawResult,
 )
-from rypsok.core.engines.http import EngineClient, parse_base_url
+from rypsok.core.engines.client import EngineClient, parse_base_url
 from rypsok.core.model import Category, Reason, SafeSearch, TimeRange
 from rypsok.shared.drivers import DRIVER_TYPES
 

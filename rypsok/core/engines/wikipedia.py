@@ -23,7 +23,6 @@ from urllib.parse import quote
 
 import attrs
 
-from rypsok.core.boundary import without_surrogates
 from rypsok.core.engines.answers import (
     calendar_date,
     json_object,
@@ -38,7 +37,7 @@ from rypsok.core.engines.base import (
     EngineQuery,
     RawResult,
 )
-from rypsok.core.engines.http import (
+from rypsok.core.engines.client import (
     EngineClient,
     EngineOrigin,
     origin_text,
@@ -46,6 +45,7 @@ from rypsok.core.engines.http import (
     url_text,
 )
 from rypsok.core.model import Reason
+from rypsok.core.untrusted_text import without_surrogates
 from rypsok.shared.drivers import DRIVER_TYPES
 
 __all__ = ["MIRROR_RECORD", "WIKIPEDIA_RECORD", "WikipediaEngine", "article_path"]

@@ -1,7 +1,7 @@
 """A fetched body read as a stream, decompressed as it comes and bounded after decompression.
 
 REQ-PAGE-003/004 and REQ-SEC-013: the count that ends a read is the count of decompressed
-bytes as they are produced, never the Content-Length. The decoder is `rypsok.core.decoding`'s
+bytes as they are produced, never the Content-Length. The decoder is `rypsok.core.content_coding`'s
 (the engines' too); it decompresses in small steps, so a gzip bomb stops one byte past the
 bound: it is never held whole, nor even one decompressed network chunk of it.
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Final
 import httpx
 import trio
 
-from rypsok.core.decoding import BoundedDecoder, OverBound, UnreadableCoding
+from rypsok.core.content_coding import BoundedDecoder, OverBound, UnreadableCoding
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -18,7 +18,7 @@ import attrs
 import charset_normalizer
 import webencodings
 
-from rypsok.core.boundary import clean_decoded_text
+from rypsok.core.untrusted_text import clean_decoded_text
 
 __all__ = [
     "MEDIA_TYPE_MAX_CHARS",

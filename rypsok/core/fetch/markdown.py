@@ -22,9 +22,9 @@ from urllib.parse import urljoin, urlsplit
 
 from lxml import etree
 
-from rypsok.core.boundary import INVISIBLE_RANGES, remove_invisible
 from rypsok.core.model import Reason
 from rypsok.core.search.urls import MAX_URL_CHARS, returned_url
+from rypsok.core.untrusted_text import INVISIBLE_RANGES, remove_invisible
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -23,8 +23,7 @@ import attrs
 import httpx
 import trio
 
-from rypsok.core import errors, privacy, telemetry
-from rypsok.core.boundary import clean_decoded_text, clean_in_pieces, looks_like_instruction
+from rypsok.core import errors, secret_scan, telemetry
 from rypsok.core.egress import (
     AdmittedURL,
     Denial,
@@ -48,6 +47,7 @@ from rypsok.core.model import (
     NoticeCode,
     ToolError,
 )
+from rypsok.core.untrusted_text import clean_decoded_text, clean_in_pieces, looks_like_instruction
 from rypsok.shared.allocator import malloc_trim
 
 if TYPE_CHECKING:
@@ -197,11 +197,11 @@ class FetchPipeline:
         if mode == "off":
             return url, ()
         if mode == "mask":
-            masked, count = privacy.mask_secrets(url)
+            masked, count = secret_scan.mask_secrets(url)
             if count == 0:
                 return url, ()
             return masked, (Notice(code=NoticeCode.CREDENTIAL_MASKED, count=count),)
-        finding = privacy.find_secret(url)
+        finding = secret_scan.find_secret(url)
         if finding is None:
             return url, ()
         if mode == "warn":

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 import attrs
 import trio
 
-from rypsok.core import boundary, errors, telemetry
+from rypsok.core import errors, telemetry, untrusted_text
 from rypsok.core.engines.base import EngineQuery
 from rypsok.core.model import (
     Category,
@@ -144,12 +144,14 @@ def _normalized_bytes(value: NormalizedUrl | Reason) -> int:
     return len(value.url.encode()) + len(value.key.encode())
 
 
-def _cleaned_bytes(value: boundary.Cleaned) -> int:
+def _cleaned_bytes(value: untrusted_text.Cleaned) -> int:
     return len(value.text.encode("utf-8", "surrogatepass"))
 
 
-def _clean(memo: Derived | None, decoded: bool, text: str, max_chars: int) -> boundary.Cleaned:
-    clean = boundary.clean_decoded_text if decoded else boundary.clean_markup_text
+def _clean(
+    memo: Derived | None, decoded: bool, text: str, max_chars: int
+) -> untrusted_text.Cleaned:
+    clean = untrusted_text.clean_decoded_text if decoded else untrusted_text.clean_markup_text
     if memo is None:
         return clean(text, max_chars)
     return memo.get(

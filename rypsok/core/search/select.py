@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from rypsok.core import errors, privacy, telemetry
+from rypsok.core import errors, secret_scan, telemetry
 from rypsok.core.engines.limiter import query_within_limits
 from rypsok.core.model import (
     Category,
@@ -134,17 +134,17 @@ def check_privacy(valid: ValidRequest, mode: str) -> PrivacyVerdict:
     """The secret check of REQ-PRIV-002 in the operator's mode (LIM-P1); raises denied."""
     if mode == "off":
         # The call is not checked; the scan only keeps a secret out of a debug query log.
-        carries = privacy.find_secret(valid.query) is not None
+        carries = secret_scan.find_secret(valid.query) is not None
         return PrivacyVerdict(request=valid, notices=(), carries_secret=carries)
     if mode == "mask":
-        masked, count = privacy.mask_secrets(valid.query)
+        masked, count = secret_scan.mask_secrets(valid.query)
         if count == 0:
             return PrivacyVerdict(request=valid, notices=(), carries_secret=False)
         notice = Notice(code=NoticeCode.CREDENTIAL_MASKED, count=count)
         return PrivacyVerdict(
             request=attrs.evolve(valid, query=masked), notices=(notice,), carries_secret=False
         )
-    finding = privacy.find_secret(valid.query)
+    finding = secret_scan.find_secret(valid.query)
     if finding is None:
         return PrivacyVerdict(request=valid, notices=(), carries_secret=False)
     if mode == "warn":

@@ -222,13 +222,13 @@ _SHOWN_NAME_MAX_CHARS = 64
 def _showable(name: str) -> bool:
     # The secret check (its many patterns compile on import) is loaded by the first name that
     # needs it, or by the first web_search, never by the start: discover answers without it.
-    from rypsok.core import privacy
+    from rypsok.core import secret_scan
 
     return (
         0 < len(name) <= _SHOWN_NAME_MAX_CHARS
         and name.isprintable()
         and _SURROGATE.search(name) is None
-        and privacy.find_secret(name) is None
+        and secret_scan.find_secret(name) is None
     )
 
 

@@ -2,7 +2,7 @@
 
 A site decodes `%20`, `%3A`, `%3D` before it reads a URL, so a credential behind an escape,
 or written with escapes, reaches it as plainly as one written out. Every credential here is
-synthetic, built at run time (test_privacy.py's corpus and builders).
+synthetic, built at run time (test_secret_scan.py's corpus and builders).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from fetch_sites import Page, serve_site
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from search_fakes import FakeEngine, engine_config, make_config, results
-from test_privacy import ORDINARY, _credentials
+from test_secret_scan import ORDINARY, _credentials
 
 from rypsok.core.model import (
     DetailReason,
@@ -30,7 +30,7 @@ from rypsok.core.model import (
     SecretKind,
     ToolError,
 )
-from rypsok.core.privacy import find_secret, find_secrets, mask_secrets
+from rypsok.core.secret_scan import find_secret, find_secrets, mask_secrets
 from rypsok.core.services import Rypsok
 
 ALNUM = string.ascii_letters + string.digits

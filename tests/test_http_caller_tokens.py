@@ -30,7 +30,7 @@ from search_fakes import capture_logs
 
 from rypsok.config.load import ConfigError
 from rypsok.core import telemetry
-from rypsok.mcp.callers import Callers, bearer_token
+from rypsok.mcp.caller_tokens import Callers, bearer_token
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rypsok.core.boundary import (
+from rypsok.core.untrusted_text import (
     INVISIBLE_RANGES,
     Cleaned,
     clean_decoded_text,

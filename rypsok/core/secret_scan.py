@@ -27,8 +27,8 @@ from urllib.parse import unquote
 
 import attrs
 
-from rypsok.core.boundary import INVISIBLE_RANGES
 from rypsok.core.model import SecretKind
+from rypsok.core.untrusted_text import INVISIBLE_RANGES
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

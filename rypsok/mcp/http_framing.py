@@ -21,7 +21,7 @@ from typing import Final
 
 import attrs
 
-__all__ = ["H2FrameParser", "HeadRefused", "Http1RequestParser", "Refusal"]
+__all__ = ["GateRefusal", "H2FrameParser", "HeadRefused", "Http1RequestParser"]
 
 _TOKEN: Final = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 _REQUEST_LINE: Final = re.compile(rb"(" + _TOKEN + rb") ([^ ]+) (HTTP/[0-9]\.[0-9])")
@@ -42,7 +42,7 @@ _CONTINUE: Final = b"100-continue"
 
 
 @attrs.frozen
-class Refusal:
+class GateRefusal:
     """An answer to a head the gate refused: the status, the counted reason (None for 431:
     the contract neither counts nor logs an oversized header block)."""
 
@@ -51,16 +51,16 @@ class Refusal:
 
 
 class HeadRefused(Exception):  # a refusal, not an error of the listener
-    def __init__(self, refusal: Refusal) -> None:
+    def __init__(self, refusal: GateRefusal) -> None:
         super().__init__(refusal.status)
         self.refusal = refusal
 
 
-BAD_REQUEST: Final = Refusal(400, "bad_request")
-HEAD_TOO_LARGE: Final = Refusal(431, None)
-VERSION: Final = Refusal(505, "bad_request")
-CODING: Final = Refusal(501, "bad_request")
-EXPECTATION: Final = Refusal(417, "bad_request")
+BAD_REQUEST: Final = GateRefusal(400, "bad_request")
+HEAD_TOO_LARGE: Final = GateRefusal(431, None)
+VERSION: Final = GateRefusal(505, "bad_request")
+CODING: Final = GateRefusal(501, "bad_request")
+EXPECTATION: Final = GateRefusal(417, "bad_request")
 _HEAD, _LENGTH, _CHUNK_SIZE_LINE, _CHUNK_DATA, _CHUNK_END, _TRAILER = range(6)
 
 
@@ -90,7 +90,7 @@ class Http1RequestParser:
         self._remaining = 0
         self.head_started = False  # a head's first bytes came, its end not yet
         self.expects_continue = False  # the last head asked for 100 (not passed on)
-        self.refused: Refusal | None = None
+        self.refused: GateRefusal | None = None
 
     @property
     def in_body(self) -> bool:

@@ -1,4 +1,4 @@
-"""The content boundary's behaviours that the full mutation run of `rypsok/core/boundary.py`
+"""The content boundary's behaviours that the full mutation run of `rypsok/core/untrusted_text.py`
 found untested (issue 18.6, third round): each test states the requirement it holds, and
 fails on the mutant that survived without it (book/maintainers/mutation.md)."""
 
@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from rypsok.core import boundary
-from rypsok.core.boundary import clean_in_pieces, looks_like_instruction
+from rypsok.core import untrusted_text
+from rypsok.core.untrusted_text import clean_in_pieces, looks_like_instruction
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -59,7 +59,7 @@ def test_req_sec_003_no_cut_falls_before_what_nfkc_reads_as_white_space_or_a_run
         text = ("word " + start + " ") * 500
         # Piece sizes of every residue, so that some search starts just before `start`.
         for size in range(97, 109):
-            cuts = list(boundary._cuts(text, size, _no_checkpoint))
+            cuts = list(untrusted_text._cuts(text, size, _no_checkpoint))
             assert len(cuts) >= len(text) // (2 * size)
             assert all(text[cut] != start[0] for cut in cuts), (ascii(start), size)
 
@@ -77,14 +77,14 @@ def test_req_sec_003_no_cut_falls_inside_a_filler_word() -> None:
     for word in ["all", "any", "the", "your", "of"]:
         for form in _case_forms(word):
             text = (form + " ") * 3000
-            assert list(boundary._cuts(text, 100, _no_checkpoint)) == [], form
+            assert list(untrusted_text._cuts(text, 100, _no_checkpoint)) == [], form
 
 
 def test_req_sec_003_a_cut_falls_after_white_space_before_a_visible_letter() -> None:
     # The places that are allowed are used: a page of accented words (no ASCII letters to
     # cut between) is cut before a word, after its space.
     text = "\u00e9t\u00e9 " * 5000
-    cuts = list(boundary._cuts(text, 100, _no_checkpoint))
+    cuts = list(untrusted_text._cuts(text, 100, _no_checkpoint))
     assert len(cuts) >= len(text) // 200
     assert all(text[cut - 1] == " " and text[cut] == "\u00e9" for cut in cuts)
 
@@ -97,7 +97,7 @@ def test_req_sec_003_no_cut_falls_before_an_invisible_or_composing_character() -
     for start in ["\u200b", "\u200d", "\u0301", "\u00a8", "\u00b4", "\u33c2"]:
         text = ("\u00e9t\u00e9 " + start + "\u00e9 ") * 500
         for size in range(97, 109):
-            cuts = list(boundary._cuts(text, size, _no_checkpoint))
+            cuts = list(untrusted_text._cuts(text, size, _no_checkpoint))
             assert cuts
             assert all(text[cut] != start for cut in cuts), (ascii(start), size)
 
@@ -106,7 +106,7 @@ def _cut_before(text: str) -> set[str]:
     """The characters some cut falls before, over piece sizes of every residue."""
     found: set[str] = set()
     for size in range(97, 109):
-        found.update(text[cut] for cut in boundary._cuts(text, size, _no_checkpoint))
+        found.update(text[cut] for cut in untrusted_text._cuts(text, size, _no_checkpoint))
     return found
 
 
@@ -125,7 +125,7 @@ def test_req_sec_003_cuts_fall_where_the_rule_allows_them() -> None:
 
 def test_req_sec_003_no_cut_falls_next_to_an_ideograph_but_between_two() -> None:
     # An accented letter next to an ideograph is no place to cut: such a page is one piece.
-    assert list(boundary._cuts("\u00e9\u4e2d" * 5000, 100, _no_checkpoint)) == []
+    assert list(untrusted_text._cuts("\u00e9\u4e2d" * 5000, 100, _no_checkpoint)) == []
 
 
 def test_req_sec_015_what_follows_a_syllable_or_an_ideograph_keeps_it_in_pieces() -> None:
@@ -144,14 +144,14 @@ def _work_between_checkpoints(
     """How many times `step` (one piece's work) ran between two checkpoints, and after the
     last one."""
     done = 0
-    original = getattr(boundary, step)
+    original = getattr(untrusted_text, step)
 
     def counted(*args: object, **kwargs: object) -> object:
         nonlocal done
         done += 1
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(boundary, step, counted)
+    monkeypatch.setattr(untrusted_text, step, counted)
     marks: list[int] = []
     run(lambda: marks.append(done))
     marks.append(done)

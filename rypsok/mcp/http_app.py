@@ -27,17 +27,17 @@ import trio
 from rypsok.config.rules import parse_bind
 from rypsok.core import telemetry
 from rypsok.core.model import StatusResponse
-from rypsok.mcp.calls import execute, make_dispatcher, outcome
 from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Reply, StatusCall, jsonrpc, revisions
 from rypsok.mcp.protocol.dispatch import META_CAPABILITIES, META_CLIENT, META_VERSION
 from rypsok.mcp.sessions import SESSION_TTL_S, SessionTable
+from rypsok.mcp.tool_calls import execute, make_dispatcher, outcome
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, MutableMapping
 
     from rypsok.config.schema import Config
-    from rypsok.mcp.callers import Callers
-    from rypsok.mcp.calls import ToolService
+    from rypsok.mcp.caller_tokens import Callers
+    from rypsok.mcp.tool_calls import ToolService
 
     Scope = MutableMapping[str, Any]
     Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]

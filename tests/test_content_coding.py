@@ -1,4 +1,4 @@
-"""The bounded decoder of engine answers and pages (rypsok.core.decoding), on its own."""
+"""The bounded decoder of engine answers and pages (rypsok.core.content_coding), on its own."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from rypsok.core import decoding
-from rypsok.core.decoding import BoundedDecoder, OverBound, UnreadableCoding
+from rypsok.core import content_coding
+from rypsok.core.content_coding import BoundedDecoder, OverBound, UnreadableCoding
 
 # Random bytes repeated at a distance above 16 KiB: only a decoder with the full 32 KiB window
 # reads them back, so a smaller window is an error, not a silent success.
 FAR = random.Random(7).randbytes(20000) * 3
-STEP = decoding._STEP_BYTES
+STEP = content_coding._STEP_BYTES
 
 
 def _raw_deflate(data: bytes) -> bytes:

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rypsok.core.model import SecretKind
-from rypsok.core.privacy import MASK, SecretFinding, find_secret, find_secrets, mask_secrets
+from rypsok.core.secret_scan import MASK, SecretFinding, find_secret, find_secrets, mask_secrets
 
 ALNUM = string.ascii_letters + string.digits
 B64URL = ALNUM + "-_"

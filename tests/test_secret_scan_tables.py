@@ -14,7 +14,7 @@ import string
 import pytest
 
 from rypsok.core.model import SecretKind
-from rypsok.core.privacy import MASK, find_secret, find_secrets, mask_secrets
+from rypsok.core.secret_scan import MASK, find_secret, find_secrets, mask_secrets
 
 ALNUM = string.ascii_letters + string.digits
 B64URL = ALNUM + "-_"

@@ -11,7 +11,7 @@ import unicodedata
 
 import pytest
 
-from rypsok.core.boundary import (
+from rypsok.core.untrusted_text import (
     clean_decoded_text,
     clean_markup_text,
     looks_like_instruction,
@@ -543,7 +543,7 @@ def test_req_ctx_006_a_negative_bound_is_refused_and_zero_gives_nothing() -> Non
     ],
 )
 def test_req_sec_015_without_surrogates_removes_every_lone_half(text: str, kept: str) -> None:
-    from rypsok.core.boundary import without_surrogates
+    from rypsok.core.untrusted_text import without_surrogates
 
     result = without_surrogates(text)
     assert result == kept

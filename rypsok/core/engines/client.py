@@ -10,7 +10,7 @@ that origin when it is dialled. An engine's default endpoint must resolve to a p
 address; a host the operator wrote in a `base_url` (or a loopback address) is admitted as
 written (REQ-NET). Environment proxy variables are ignored; the operator's `[egress] proxy`
 is the only proxy, and never for a loopback origin. The body is read as a stream of raw bytes
-and decompressed as it comes (`rypsok.core.decoding`), under the driver's bound, so that a
+and decompressed as it comes (`rypsok.core.content_coding`), under the driver's bound, so that a
 small compressed answer cannot expand past the bound in memory (a gzip bomb stops one byte
 past it).
 
@@ -30,7 +30,7 @@ import attrs
 import trio
 
 from rypsok.config.memory import ANSWER_TIMES_BYTES, PARSE_FIXED_BYTES
-from rypsok.core.decoding import BoundedDecoder, OverBound, UnreadableCoding
+from rypsok.core.content_coding import BoundedDecoder, OverBound, UnreadableCoding
 from rypsok.core.egress.policy import engine_origin_refusal
 from rypsok.core.egress.vocabulary import Refusal
 from rypsok.core.engines.base import EngineFailure

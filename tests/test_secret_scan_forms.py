@@ -5,7 +5,7 @@ providers' current ones. Each value is built at its real length from random char
 the form's alphabet (none is a real credential), and checked in the three ways a caller
 meets the check: found with its kind at its position, found lower-cased (but for the two
 kinds whose confirmation is case-bound), and masked whole. A fixed-length form one
-character short is not that form. The ordinary-text corpus of test_privacy.py keeps
+character short is not that form. The ordinary-text corpus of test_secret_scan.py keeps
 covering the false-positive side, with the ordinary text near the new prefixes below.
 """
 
@@ -18,7 +18,7 @@ from typing import Final
 import pytest
 
 from rypsok.core.model import SecretKind
-from rypsok.core.privacy import MASK, find_secret, find_secrets, mask_secrets
+from rypsok.core.secret_scan import MASK, find_secret, find_secrets, mask_secrets
 
 ALNUM: Final = string.ascii_letters + string.digits
 B64URL: Final = ALNUM + "-_"

@@ -14,7 +14,7 @@ from provider_network import ProviderNetwork, tls_for
 import rypsok
 from rypsok.core.egress.testing import MapResolver
 from rypsok.core.engines.base import EngineFailure
-from rypsok.core.engines.http import (
+from rypsok.core.engines.client import (
     EngineClient,
     EngineOrigin,
     parse_retry_after,
