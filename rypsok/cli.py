@@ -122,12 +122,12 @@ def _serve(transport: str, path: str | None, env: Mapping[str, str]) -> int:
     except ConfigError as exc:
         _err(PREFIX + str(exc))
         return EXIT_CONFIG
-    from rypsok.core.egress.trust import ClientBuildError, system_trust_context
+    from rypsok.core.egress.trust import ClientBuildError, trust_store_context
 
     try:
         # Every outbound client trusts the system's store: a missing one stops the start
         # here, said once (deployment page; audit F-3).
-        system_trust_context()
+        trust_store_context()
     except ClientBuildError as exc:
         _err(PREFIX + str(exc))
         return EXIT_CONFIG

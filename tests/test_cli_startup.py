@@ -163,10 +163,10 @@ def test_req_perf_005_the_prefetched_context_is_the_one_served(
 ) -> None:
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     trust.prefetch()
-    context = trust.system_trust_context()
+    context = trust.trust_store_context()
     assert isinstance(context, ssl.SSLContext)
     assert trust._pending is None  # waited for, once
-    assert trust.system_trust_context() is context
+    assert trust.trust_store_context() is context
     assert trust._context_for.cache_info().misses == 1  # built once (the next test: by whom)
     assert capfd.readouterr() == ("", "")
 
@@ -211,7 +211,7 @@ def test_req_perf_005_the_thread_builds_the_context_of_the_process_environment(
     assert trust._pending is pending
     pending.join()
     assert trust._context_for.cache_info().currsize == 1  # built by the thread alone
-    trust.system_trust_context()
+    trust.trust_store_context()
     info = trust._context_for.cache_info()
     assert (info.hits, info.misses) == (1, 1)  # the caller found the thread's context
 
@@ -223,7 +223,7 @@ def test_req_perf_005_a_prefetch_that_failed_is_raised_by_the_caller(
     monkeypatch.setenv("SSL_CERT_FILE", "/nonexistent/ca.pem")
     trust.prefetch()
     with pytest.raises(ClientBuildError) as caught:
-        trust.system_trust_context()
+        trust.trust_store_context()
     assert str(caught.value) == (
         "the HTTP client could not be built: SSL_CERT_FILE names a file that does not exist"
     )
@@ -239,9 +239,9 @@ def test_req_sec_017_each_outbound_client_has_a_trust_context_of_its_own(
     # could each negotiate what the other asked for (issue 19). The first client takes the
     # context the start built and checked; every later one gets its own.
     monkeypatch.setattr(trust, "_taken", set())
-    shared = trust.system_trust_context()
-    first = trust.own_trust_context()
-    second = trust.own_trust_context()
+    shared = trust.trust_store_context()
+    first = trust.client_context()
+    second = trust.client_context()
     assert first is shared
     assert second is not shared
     assert isinstance(second, ssl.SSLContext)

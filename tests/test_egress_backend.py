@@ -16,7 +16,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Final
 
 import httpcore
-import httpx
 import pytest
 import trio
 import trio.testing
@@ -25,9 +24,11 @@ from hypothesis import strategies as st
 
 from rypsok.core.egress import EgressPolicy, EgressRefused, Refusal, build_fetch_client
 from rypsok.core.egress.backend import EgressBackend
+from rypsok.core.egress.clients import CONNECT_ERRORS
 from rypsok.core.egress.policy import AdmittedURL
 from rypsok.core.egress.ranges import canonical
 from rypsok.core.egress.testing import MapResolver, RecordingBackend
+from rypsok.core.fetch.body import read_bounded
 from testkit.authority import Authority
 from testkit.servers import Reply, serve_http
 
@@ -70,7 +71,7 @@ async def test_req_sec_007_mixed_answers_dial_only_the_admitted_addresses() -> N
             ) as client,
             client.stream(_target(policy, f"http://example.org:{port}/p")) as response,
         ):
-            body = await response.aread()
+            body = bytes(await read_bounded(response, 1 << 22))
     assert body == b"page"
     # The private and metadata answers were judged and never dialled; the public one was
     # tried first (and stopped by the recording network backend), then the admitted loopback one.
@@ -92,15 +93,16 @@ async def test_req_sec_007_a_name_whose_addresses_are_all_refused_is_a_network_f
             with pytest.raises(EgressRefused) as caught:
                 async with client.stream(target):
                     pass
-            # A name that does not resolve fails the same way to httpx code: a transport
-            # error, which the pipeline answers as unavailable, network.
-            with pytest.raises(httpx.ConnectError) as unresolvable:
+            # A name that does not resolve is a connect error, which the pipeline answers as
+            # unavailable, network, as it answers the refusal.
+            with pytest.raises(httpcore.ConnectError) as unresolvable:
                 async with client.stream(_target(policy, f"http://nowhere.example.org:{port}/")):
                     pass
     assert caught.value.refusal is Refusal.LOOPBACK
-    assert isinstance(caught.value, httpx.TransportError)
-    assert isinstance(unresolvable.value, httpx.TransportError)
-    assert not isinstance(caught.value, httpx.ConnectError | httpcore.ConnectError)
+    assert isinstance(caught.value, CONNECT_ERRORS)
+    assert isinstance(unresolvable.value, CONNECT_ERRORS)
+    # Never a connect error itself: those are retried and remapped as transient failures.
+    assert not isinstance(caught.value, httpcore.ConnectError)
     assert "internal" not in str(caught.value)
     assert "127.0.0.1" not in str(caught.value)
     assert network_backend.attempts == []
@@ -120,7 +122,7 @@ async def test_req_test_005_dns_rebinding_cannot_pass_an_address_the_policy_refu
         ) as client:
             target = _target(policy, f"http://rebind.example.org:{port}/p")
             async with client.stream(target) as response:
-                assert await response.aread() == b"page"
+                assert bytes(await read_bounded(response, 1 << 22)) == b"page"
             resolver.answer("rebind.example.org", ["127.0.0.2"])  # loopback, not allowed
             with pytest.raises(EgressRefused) as caught:
                 async with client.stream(target):
@@ -160,10 +162,19 @@ async def test_req_sec_007_an_address_literal_is_connected_to_without_any_lookup
             target = _target(policy, f"http://0x7f.1:{port}/p")
             assert target.host == "127.0.0.1"
             async with client.stream(target) as response:
-                assert await response.aread() == b"page"
-            # A literal the policy refuses is refused by the transport too, whoever built it.
+                assert bytes(await read_bounded(response, 1 << 22)) == b"page"
+            # A literal the policy refuses is refused at connect time too, whoever built it.
+            unjudged = AdmittedURL(
+                scheme="http",
+                host="127.0.0.2",
+                port=port,
+                path="/p",
+                upgraded=False,
+                allowed_by_rule=False,
+            )
             with pytest.raises(EgressRefused) as caught:
-                await client.http.get(f"http://127.0.0.2:{port}/p")
+                async with client.stream(unjudged):
+                    pass
     assert resolver.lookups == []
     assert network_backend.attempts == [(LOOPBACK, port)]
     assert caught.value.refusal is Refusal.LOOPBACK
@@ -204,7 +215,7 @@ async def test_req_res_008_environment_proxies_are_ignored_by_the_fetch_client(
             ) as client,
             client.stream(_target(policy, f"http://example.org:{port}/p")) as response,
         ):
-            body = await response.aread()
+            body = bytes(await read_bounded(response, 1 << 22))
     assert body == b"direct"
     assert proxy.requests == []
 
@@ -324,9 +335,9 @@ async def test_req_sec_007_tls_server_name_and_host_stay_the_name() -> None:
             ssl_context=client_context,
         ) as client:
             async with client.stream(_target(policy, f"https://example.org:{port}/x")) as r:
-                assert await r.aread() == b"ok"
+                assert bytes(await read_bounded(r, 1 << 22)) == b"ok"
             # The certificate is checked against the name, not the address connected to.
-            with pytest.raises(httpx.ConnectError):
+            with pytest.raises(httpcore.ConnectError):
                 async with client.stream(_target(policy, f"https://127.0.0.1:{port}/x")):
                     pass
         nursery.cancel_scope.cancel()

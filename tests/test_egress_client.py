@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 from typing import TYPE_CHECKING
 
-import httpx
+import httpcore
 import pytest
 from fetch_helpers import loopback_client, target_of
 
@@ -21,12 +21,13 @@ from rypsok.core.egress import (
     Refusal,
     build_fetch_client,
     engine_origin_refusal,
-    system_trust_context,
+    trust_store_context,
 )
-from rypsok.core.egress.clients import REQUEST_HEADERS
+from rypsok.core.egress.clients import EgressTransport
 from rypsok.core.egress.policy import Denial
 from rypsok.core.egress.testing import MapResolver, RecordingBackend
 from rypsok.core.engines.client import EngineOrigin
+from rypsok.core.fetch.body import read_bounded
 from testkit.servers import Reply, serve_http
 
 if TYPE_CHECKING:
@@ -45,35 +46,23 @@ def _client(port: int, network_backend: RecordingBackend) -> FetchClient:
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH", "CONNECT"])
 async def test_req_sec_009_only_get_is_sent(method: str) -> None:
+    # The pool's one entry refuses any other method before a connection is made.
     async with serve_http({"/p": Reply(body=b"x")}) as server:
         network_backend = RecordingBackend()
-        async with _client(_port(server.url), network_backend) as client:
-            with pytest.raises(EgressRefused) as caught:
-                await client.http.request(method, f"http://example.org:{_port(server.url)}/p")
+        policy = EgressPolicy(allow_http=True, ports=frozenset({server.port})).with_allow(
+            "127.0.0.1"
+        )
+        transport = EgressTransport(
+            policy,
+            ssl_context=trust_store_context(),
+            resolver=MapResolver({"example.org": ["127.0.0.1"]}),
+            network_backend=network_backend,
+        )
+        url = httpcore.URL(scheme=b"http", host=b"example.org", port=server.port, target=b"/p")
+        with pytest.raises(EgressRefused) as caught:
+            await transport.handle_core(httpcore.Request(method.encode(), url))
+        await transport.aclose()
     assert caught.value.refusal is Refusal.METHOD
-    assert network_backend.attempts == []
-    assert server.requests == []
-
-
-@pytest.mark.parametrize(
-    ("name", "value"),
-    [
-        ("Authorization", "Bearer x"),
-        ("Cookie", "a=b"),
-        ("Proxy-Authorization", "Basic eA=="),
-        ("X-Forwarded-For", "127.0.0.1"),
-        ("Referer", "https://example.org/"),
-        ("X-Api-Key", "k"),
-    ],
-)
-async def test_req_sec_009_no_header_beyond_rypsoks_own(name: str, value: str) -> None:
-    async with serve_http({"/p": Reply(body=b"x")}) as server:
-        network_backend = RecordingBackend()
-        port = _port(server.url)
-        async with _client(port, network_backend) as client:
-            with pytest.raises(EgressRefused) as caught:
-                await client.http.get(f"http://example.org:{port}/p", headers={name: value})
-    assert caught.value.refusal is Refusal.HEADER
     assert network_backend.attempts == []
     assert server.requests == []
 
@@ -84,10 +73,15 @@ async def test_req_sec_009_the_request_carries_only_rypsoks_headers() -> None:
         async with _client(port, RecordingBackend()) as client:
             target = target_of(client, f"http://example.org:{port}/p")
             async with client.stream(target) as r:
-                await r.aread()
+                await read_bounded(r, 1 << 20)
     request = server.requests[0]
     assert request.method == "GET"
-    assert {name for name, _value in request.headers} <= REQUEST_HEADERS
+    assert {name.lower() for name, _value in request.headers} == {
+        "host",
+        "user-agent",
+        "accept",
+        "accept-encoding",
+    }
     assert request.header("user-agent") == "rypsok/0 (+test)"
     assert request.header("host") == f"example.org:{port}"
     assert request.header("accept") is not None
@@ -107,15 +101,10 @@ async def test_req_fetch_007_no_cookie_is_kept_or_sent() -> None:
         port = _port(server.url)
         async with _client(port, RecordingBackend()) as client:
             target = target_of(client, f"http://example.org:{port}/p")
-            for _ in range(2):
+            for _ in range(3):
                 async with client.stream(target) as r:
-                    await r.aread()
-            kept = list(client.http.cookies.jar)
-            # A caller of the client cannot add one either: it is dropped, not sent.
-            client.http.cookies.set("injected", "1", domain="example.org")
-            async with client.stream(target) as r:
-                await r.aread()
-    assert kept == []
+                    await read_bounded(r, 1 << 20)
+    assert len(server.requests) == 3
     assert all(request.header("cookie") is None for request in server.requests)
     assert all(request.header("authorization") is None for request in server.requests)
 
@@ -128,12 +117,9 @@ async def test_req_sec_008_a_redirect_is_returned_never_followed_and_its_target_
         async with _client(port, network_backend) as client:
             async with client.stream(target_of(client, f"http://example.org:{port}/moved")) as r:
                 assert r.status_code == 302
-                location = r.headers["location"]
+                location = r.headers.get("location", "")
             # The pipeline judges the target with the same profile before any request.
             judged = client.policy.judge_url(location, upgrade_http=False)
-            # Even a request for it made directly is stopped by the transport's judgment.
-            with pytest.raises(EgressRefused):
-                await client.http.get(location)
     assert isinstance(judged, Denial)
     assert judged.refusal is Refusal.PORT
     assert len(server.requests) == 1
@@ -155,7 +141,7 @@ async def test_req_sec_008_a_redirect_to_a_name_with_private_addresses_fails_as_
 
 def _write_ca(path: Path) -> None:
     # A real root from the system bundle, so that the file holds one certificate.
-    bundle = system_trust_context().get_ca_certs(binary_form=True)
+    bundle = trust_store_context().get_ca_certs(binary_form=True)
     import ssl
 
     path.write_text(ssl.DER_cert_to_PEM_cert(bundle[0]))
@@ -166,7 +152,7 @@ def test_req_ops_001_the_trust_store_is_the_systems_and_no_bundled_roots(tmp_pat
     _write_ca(one)
     # SSL_CERT_FILE replaces the system locations: exactly its one root is trusted, so no
     # bundle of the library's own (certifi) is loaded beside it.
-    context = system_trust_context({"SSL_CERT_FILE": str(one)})
+    context = trust_store_context({"SSL_CERT_FILE": str(one)})
     assert len(context.get_ca_certs()) == 1
     assert context.verify_mode.name == "CERT_REQUIRED"
     assert context.check_hostname
@@ -183,7 +169,7 @@ def test_req_ops_001_a_missing_trust_store_is_named_once_at_start(
     environ: dict[str, str], why: str
 ) -> None:
     with pytest.raises(ClientBuildError) as caught:
-        system_trust_context(environ)
+        trust_store_context(environ)
     text = str(caught.value)
     assert text.startswith("the HTTP client could not be built: ")
     assert why in text
@@ -195,7 +181,7 @@ def test_req_ops_001_a_file_without_certificates_is_named(tmp_path: Path) -> Non
     empty = tmp_path / "empty.pem"
     empty.write_text("not a certificate\n")
     with pytest.raises(ClientBuildError, match="without readable certificates"):
-        system_trust_context({"SSL_CERT_FILE": str(empty)})
+        trust_store_context({"SSL_CERT_FILE": str(empty)})
 
 
 async def test_req_ops_001_the_fetch_client_is_not_built_without_a_store(
@@ -276,7 +262,8 @@ async def test_req_sec_006_the_client_of_a_configuration_applies_its_rules(
     # Through the real loader: the [egress] and [fetch] keys become the profile, and the
     # test's own server is reached by an allow rule added in code, not by the file.
     from rypsok.config.check import validate
-    from rypsok.core.egress import build_fetch_client_from_config
+    from rypsok.core.fetch.egress_port import FetchNetwork, build_fetch_egress
+    from rypsok.shared.identity import user_agent
 
     async with serve_http({"/p": Reply(body=b"x")}) as server:
         port = _port(server.url)
@@ -298,15 +285,18 @@ async def test_req_sec_006_the_client_of_a_configuration_applies_its_rules(
         resolver = MapResolver(
             {"example.org": ["127.0.0.1"], "wiki.corp.example.org": ["10.1.1.1"]}
         )
-        async with build_fetch_client_from_config(
-            config, extra_allow=["127.0.0.1"], resolver=resolver, network_backend=network_backend
-        ) as client:
+        network = FetchNetwork(
+            extra_allow=("127.0.0.1",), resolver=resolver, network_backend=network_backend
+        )
+        agent = user_agent(config.service.user_agent_contact)
+        _policy, built = build_fetch_egress(config, network, user_agent=agent)
+        async with built as client:
             policy = client.policy
             async with client.stream(target_of(client, f"http://example.org:{port}/p")) as r:
                 assert r.status_code == 200
             # The file's allow rule admits its private host (dialled, stopped by the
             # recording network backend); its deny rule and the built-in table still refuse.
-            with pytest.raises(httpx.ConnectError):
+            with pytest.raises(httpcore.ConnectError):
                 async with client.stream(target_of(client, "http://wiki.corp.example.org/")):
                     pass
     assert policy.connect_timeout_s == pytest.approx(0.7)

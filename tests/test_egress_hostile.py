@@ -16,20 +16,16 @@ from typing import TYPE_CHECKING, Final, overload
 
 import attrs
 import httpcore
-import httpx
 import pytest
 import trio
 from fetch_helpers import loopback_client, target_of
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from rypsok.config.rules import RuleError, parse_egress_rule
 from rypsok.core.egress import EgressPolicy, EgressRefused, Refusal
 from rypsok.core.egress.backend import EgressBackend
-from rypsok.core.egress.names import Host, parse_host
 from rypsok.core.egress.policy import AdmittedURL, Denial
 from rypsok.core.egress.testing import MapResolver, RecordingBackend
-from testkit.servers import Reply, serve_http
+from rypsok.core.fetch.body import read_bounded
 
 if TYPE_CHECKING:
     from rypsok.core.egress.ranges import Address
@@ -273,22 +269,6 @@ async def test_req_sec_007_an_answer_that_holds_no_address_is_a_name_that_cannot
 # --- What the client sends -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("host", ["169.254.169.254", "localhost", "example.org:1", "other.example"])
-async def test_req_sec_009_a_host_header_set_by_hand_is_refused(host: str) -> None:
-    async with serve_http({"/p": Reply(body=b"x")}) as server:
-        port = int(server.url.rsplit(":", 1)[1])
-        network_backend = RecordingBackend()
-        async with loopback_client(port, network_backend) as client:
-            with pytest.raises(EgressRefused) as caught:
-                await client.http.get(f"http://example.org:{port}/p", headers={"Host": host})
-            # The Host httpx writes from the URL is still sent.
-            response = await client.http.get(f"http://example.org:{port}/p")
-    assert caught.value.refusal is Refusal.HEADER
-    assert response.status_code == 200
-    assert [request.header("host") for request in server.requests] == [f"example.org:{port}"]
-    assert network_backend.attempts == [(ipaddress.ip_address("127.0.0.1"), port)]
-
-
 _MARKER: Final = "secret-marker-7f3a"
 
 
@@ -312,9 +292,9 @@ async def test_req_priv_004_a_servers_bytes_never_reach_an_error_message(reply: 
         port = listeners[0].socket.getsockname()[1]
         async with loopback_client(port) as client:
             target = target_of(client, f"http://example.org:{port}/")
-            with pytest.raises(httpx.RemoteProtocolError) as caught:
+            with pytest.raises(httpcore.RemoteProtocolError) as caught:
                 async with client.stream(target) as response:
-                    await response.aread()
+                    await read_bounded(response, 1 << 20)
         nursery.cancel_scope.cancel()
     assert _MARKER not in str(caught.value)
     assert "example.org" not in str(caught.value)
@@ -350,46 +330,6 @@ async def test_req_sec_007_an_empty_answer_is_a_name_that_cannot_be_reached() ->
     with pytest.raises(httpcore.ConnectError):
         await backend.connect_tcp("site.example.org", 443)
     assert network_backend.attempts == []
-
-
-_HOST_PIECES: Final = (
-    *"0123456789abcdefxX.:%[]@_-/\\?#",
-    "\u3002",
-    "\uff0e",
-    "\uff11",
-    "\u00ad",
-    "\u0131",
-    "\u00df",
-    "\u200d",
-    "%2e",
-    "%5b",
-    "%3a",
-    "0x",
-    "::ffff:",
-    "::",
-    "localhost",
-)
-
-
-@settings(max_examples=2000, deadline=None)
-@given(st.lists(st.sampled_from(_HOST_PIECES), min_size=1, max_size=14))
-def test_req_sec_007_the_host_judged_is_the_host_httpx_and_the_backend_read(
-    pieces: list[str],
-) -> None:
-    # Whatever a URL's host holds, a target the policy admits is sent by httpx to that
-    # host and port, and the backend reads httpx's host as that same host: the judgment on
-    # the URL and the judgment at connect time are about one destination.
-    policy = EgressPolicy().with_allow("0.0.0.0/0", "::/0", "*.localhost", "localhost")
-    judged = policy.judge_url(f"https://{''.join(pieces)}/p")
-    if not isinstance(judged, AdmittedURL):
-        return
-    sent = httpx.URL(judged.url)
-    raw_host = sent.raw_host.decode("ascii")
-    assert raw_host == judged.host
-    assert (sent.port or 443) == judged.port
-    read = parse_host(f"[{raw_host}]" if ":" in raw_host else raw_host)
-    assert isinstance(read, Host)
-    assert (read.name or str(read.address)) == judged.host
 
 
 @pytest.mark.parametrize("text", ["fe80::1%eth0", "fe80::%eth0/64", "[fe80::1%25eth0]", "%2e.org"])

@@ -252,12 +252,32 @@ def test_req_ops_001_a_client_after_the_first_gets_its_own_context_of_the_same_s
     monkeypatch.setattr(trust, "_pending", None)
     monkeypatch.setattr(trust, "_taken", set())
     trust._context_for.cache_clear()
-    first = trust.own_trust_context(environ)
-    second = trust.own_trust_context(environ)
-    assert first is trust.system_trust_context(environ)
+    first = trust.client_context(environ)
+    second = trust.client_context(environ)
+    assert first is trust.trust_store_context(environ)
     assert second is not first
     expected = 1 if settings == "a bundle" else 0
     assert len(first.get_ca_certs()) == expected
     assert [c["subject"] for c in second.get_ca_certs()] == [
         c["subject"] for c in first.get_ca_certs()
     ]
+
+
+async def test_req_sec_017_the_engines_and_the_fetch_client_each_hold_a_context_of_their_own() -> (
+    None
+):
+    # What the clients of one service hold, not what the function returns: httpcore sets the
+    # ALPN protocols of a client's context before each handshake, so none may be shared.
+    from rypsok import Rypsok
+    from rypsok.config.load import load_config_text
+
+    config = load_config_text("config_version = 1\n", {})
+    async with Rypsok(config) as service:
+        service._fetch_pipeline()
+        fetch_client = service._fetch_client
+        assert fetch_client is not None
+        fetch_context = fetch_client.transport.ssl_context
+        engine_context = service._http._ssl_context
+    assert isinstance(fetch_context, ssl.SSLContext)
+    assert isinstance(engine_context, ssl.SSLContext)
+    assert fetch_context is not engine_context

@@ -2,8 +2,8 @@
 
 Modules: `vocabulary` (refusal classes), `ranges` (the address table), `names` (reading a
 host), `policy` (the profiles and their judgments), `backend` (the httpcore network backend
-that resolves, judges and connects), `trust` (the system trust store), `clients` (the
-fetch client).
+that resolves, judges and connects), `trust` (the system trust store and each client's TLS
+context), `clients` (the fetch client and the pool every client sends through).
 
 The names below load their module when first used: the trust store and the engine
 profile are read at start, the backend and the fetch client only by the first fetch.
@@ -27,10 +27,9 @@ if TYPE_CHECKING:
     from rypsok.core.egress.clients import (
         FetchClient,
         build_fetch_client,
-        build_fetch_client_from_config,
     )
     from rypsok.core.egress.policy import AdmittedURL, Denial, EgressPolicy, engine_origin_refusal
-    from rypsok.core.egress.trust import ClientBuildError, system_trust_context
+    from rypsok.core.egress.trust import ClientBuildError, trust_store_context
     from rypsok.core.egress.vocabulary import Refusal, detail_reason
 
 __all__ = [
@@ -47,10 +46,9 @@ __all__ = [
     "SystemResolver",
     "TcpBackend",
     "build_fetch_client",
-    "build_fetch_client_from_config",
     "detail_reason",
     "engine_origin_refusal",
-    "system_trust_context",
+    "trust_store_context",
 ]
 
 _HOMES = {
@@ -62,9 +60,8 @@ _HOMES = {
     "TcpBackend": "backend",
     "FetchClient": "clients",
     "build_fetch_client": "clients",
-    "build_fetch_client_from_config": "clients",
     "ClientBuildError": "trust",
-    "system_trust_context": "trust",
+    "trust_store_context": "trust",
     "Denial": "policy",
     "EgressPolicy": "policy",
     "AdmittedURL": "policy",

@@ -23,7 +23,6 @@ import socket
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import httpcore
-import httpx
 import trio
 
 from rypsok.core.egress.names import parse_host
@@ -50,13 +49,12 @@ __all__ = [
 _MAX_ADDRESSES: Final = 32
 
 
-class EgressRefused(httpx.TransportError):
+class EgressRefused(Exception):
     """Every address of the destination was refused by the egress policy.
 
-    A transport error, so that code that only knows httpx still treats it as a network
-    failure; deliberately not a `ConnectError` (httpx's or httpcore's), which is retried and
-    remapped as a transient failure. `refusal` is for the operator's log; the message is
-    fixed and never names the host or an address.
+    Deliberately not httpcore's `ConnectError`, which is retried and remapped as a transient
+    failure; the clients name it beside the connect errors (`CONNECT_ERRORS`). `refusal` is
+    for the operator's log; the message is fixed and never names the host or an address.
     """
 
     def __init__(self, refusal: Refusal) -> None:
@@ -196,7 +194,7 @@ def _socket_stream(stream: trio.abc.Stream) -> trio.SocketStream | None:
 
 
 def _seconds(timeout: float | None) -> float:
-    # httpcore passes what httpx was given; a budget already spent is zero, never an error.
+    # httpcore passes the request's own timeout; a budget already spent is zero, never an error.
     return float("inf") if timeout is None else max(timeout, 0.0)
 
 

@@ -1,134 +1,170 @@
-"""The outbound clients of the egress component: the trust store and the fetch client.
+"""The agent-directed client of the egress component (REQ-SEC-006 to REQ-SEC-009).
 
-`system_trust_context` is the one TLS configuration of every outbound HTTPS connection,
-engines and fetched pages alike (deployment page, "Which certificates the fetches trust"):
-the operating system's certificate store and no bundled roots, `SSL_CERT_FILE` and
-`SSL_CERT_DIR` replacing the system locations when set. A store that cannot be read is
-found at start: `ClientBuildError`, whose text is the sentence the command line prints.
+`FetchClient` sends web_fetch's requests and its robots.txt reads. Each request is built from
+the parts of an `AdmittedURL` the policy produced: the scheme, host and port the backend
+connects to, and the request target written exactly as the policy wrote it, so the URL judged
+is the URL sent (one URL reading). The pool is an httpcore pool over `EgressBackend`, so every
+connection goes to an address the policy judged. It never follows a redirect (the fetch
+pipeline does, hop by hop, judging each target), reads no environment variable (no proxy,
+ever), keeps no cookie, and sends GET with rypsok's own headers only.
 
-`FetchClient` is the agent-directed client (REQ-SEC-006 to REQ-SEC-009): its transport is
-an httpcore pool over `EgressBackend`, so every connection goes to an address the policy
-judged; it never follows a redirect (the fetch pipeline does, hop by hop, judging each
-target), reads no environment variable (no proxy, ever), keeps no cookie, and sends GET
-with rypsok's own headers only. The transport refuses any other method or header and
-judges the request's URL again, so that a request built by mistake elsewhere still cannot
-leave the profile.
+`EgressTransport` is the pool itself, shared in shape with the engines' client: each client
+holds its own, with its own TLS context.
 
 Implements REQ-PERF-001.
 """
 
 from __future__ import annotations
 
-import http.cookiejar
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, overload
 
 import httpcore
-import httpx
 
 from rypsok.core.egress.backend import EgressBackend, EgressRefused
-from rypsok.core.egress.policy import Denial
-from rypsok.core.egress.trust import ClientBuildError, system_trust_context
+from rypsok.core.egress.trust import ClientBuildError, client_context
 from rypsok.core.egress.vocabulary import Refusal
 
 if TYPE_CHECKING:
     import ssl
-    from collections.abc import AsyncIterator, Iterable
+    from collections.abc import AsyncIterator, Iterable, Iterator
     from types import TracebackType
 
-    from rypsok.config.schema import Config
     from rypsok.core.egress.backend import NetworkBackend, Resolver
     from rypsok.core.egress.policy import AdmittedURL, EgressPolicy
 
 __all__ = [
+    "CONNECT_ERRORS",
     "DEFAULT_ACCEPT",
-    "REQUEST_HEADERS",
+    "TRANSPORT_ERRORS",
     "ClientBuildError",
     "EgressTransport",
     "FetchClient",
+    "FetchTimeouts",
+    "HttpResponse",
+    "ResponseHeaders",
     "build_fetch_client",
-    "build_fetch_client_from_config",
-    "system_trust_context",
 ]
 
 # What web_fetch can extract, preferred in this order (REQ-FETCH-008).
 DEFAULT_ACCEPT: Final = (
     "text/html, application/xhtml+xml, text/markdown;q=0.9, text/plain;q=0.8, */*;q=0.1"
 )
-# The only request headers an agent-directed request may carry (REQ-SEC-009); all of them
-# are rypsok's own. Host comes from the URL; Connection is httpx's own keep-alive.
-REQUEST_HEADERS: Final = frozenset(
-    {"host", "user-agent", "accept", "accept-encoding", "accept-language", "connection"}
+_ACCEPT_ENCODING: Final = "gzip, deflate"
+
+# The destination was not reached: refused by the policy at connect time, or the connection
+# itself failed or timed out before any byte of an answer.
+CONNECT_ERRORS: Final = (httpcore.ConnectError, httpcore.ConnectTimeout, EgressRefused)
+# Everything the exchange can raise for a reason on the wire (never a programming error).
+TRANSPORT_ERRORS: Final = (
+    httpcore.NetworkError,
+    httpcore.TimeoutException,
+    httpcore.ProtocolError,
+    httpcore.UnsupportedProtocol,
+    EgressRefused,
 )
 
-
-def _map_httpcore_exception(exc: Exception) -> Exception:
-    """httpcore's exception as httpx's (the most specific class first); others unchanged.
-    httpx's own transport does this in `map_httpcore_exceptions`."""
-    table: tuple[tuple[type[Exception], type[httpx.HTTPError]], ...] = (
-        (httpcore.ConnectTimeout, httpx.ConnectTimeout),
-        (httpcore.ReadTimeout, httpx.ReadTimeout),
-        (httpcore.WriteTimeout, httpx.WriteTimeout),
-        (httpcore.PoolTimeout, httpx.PoolTimeout),
-        (httpcore.TimeoutException, httpx.TimeoutException),
-        (httpcore.ConnectError, httpx.ConnectError),
-        (httpcore.ReadError, httpx.ReadError),
-        (httpcore.WriteError, httpx.WriteError),
-        (httpcore.NetworkError, httpx.NetworkError),
-        (httpcore.ProxyError, httpx.ProxyError),
-        (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
-        (httpcore.LocalProtocolError, httpx.LocalProtocolError),
-        (httpcore.ProtocolError, httpx.ProtocolError),
-        (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
-    )
-    for source, target in table:
-        if isinstance(exc, source):
-            # A fixed sentence: h11's messages quote the bytes the server sent (an illegal
-            # status line, a bad header), which are external text and may not reach a log
-            # or an error (REQ-PRIV-004); the original stays the cause.
-            return target(f"the fetch failed: {target.__name__}")
-    return exc
+# The request body of a GET: none, and no Content-Length or Transfer-Encoding for it.
+_NO_BODY: Final = b""
 
 
-class _ResponseStream(httpx.AsyncByteStream):
-    """An httpcore response's body as httpx reads it, httpcore's errors mapped on the way
-    (httpx's own transport names the same adapter `AsyncResponseStream`)."""
+def _without_peer_text(exc: Exception) -> Exception:
+    """`exc` again, of the same class, with rypsok's own text: httpcore's message may quote
+    the bytes a server sent (a status line, a header), which must never reach a log or an
+    answer (REQ-PRIV-004). A refusal's text is already rypsok's own."""
+    if isinstance(exc, EgressRefused):
+        return exc
+    return type(exc)(f"the exchange failed ({type(exc).__name__})")
 
-    def __init__(self, stream: httpcore.Response) -> None:
-        self._response = stream
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        chunks = self._response.aiter_stream()
-        while True:
-            try:
-                chunk = await chunks.__anext__()
-            except StopAsyncIteration:
-                return
-            except Exception as exc:
-                mapped = _map_httpcore_exception(exc)
-                if mapped is exc:
-                    raise
-                raise mapped from exc
-            yield chunk
+class FetchTimeouts:
+    """The timeouts of one exchange, in seconds: `connect` (LIM-F6) and `read` (the time left
+    of the deadline); httpcore's own timers, below the pipeline's Trio deadline."""
+
+    __slots__ = ("connect", "read")
+
+    def __init__(self, read: float, *, connect: float) -> None:
+        self.connect: Final = connect
+        self.read: Final = read
+
+    def extension(self) -> dict[str, float]:
+        return {"connect": self.connect, "read": self.read, "write": self.read, "pool": self.read}
+
+
+def _field_text(value: bytes) -> str:
+    # UTF-8 where the bytes are UTF-8, as a browser reads a Location's non-ASCII bytes;
+    # otherwise Latin-1, which reads any byte (RFC 9110 §5.5).
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return value.decode("latin-1")
+
+
+class ResponseHeaders:
+    """The header fields of an answer, names read case-insensitively."""
+
+    __slots__ = ("_fields",)
+
+    def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
+        self._fields: Final = tuple(
+            (name.decode("latin-1").lower(), _field_text(value)) for name, value in raw
+        )
+
+    @overload
+    def get(self, name: str) -> str | None: ...
+    @overload
+    def get(self, name: str, default: str) -> str: ...
+    def get(self, name: str, default: str | None = None) -> str | None:
+        """The first value of `name`, or `default`."""
+        key = name.lower()
+        for field, value in self._fields:
+            if field == key:
+                return value
+        return default
+
+    def get_list(self, name: str) -> list[str]:
+        key = name.lower()
+        return [value for field, value in self._fields if field == key]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and any(f == name.lower() for f, _ in self._fields)
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._fields)
+
+
+class HttpResponse:
+    """One answer: its status and headers, the body unread (`aiter_raw` yields it as it
+    arrives, still content-coded)."""
+
+    __slots__ = ("_response", "headers", "status_code")
+
+    def __init__(self, response: httpcore.Response) -> None:
+        self._response: Final = response
+        self.status_code: Final = response.status
+        self.headers: Final = ResponseHeaders(response.headers)
+
+    async def aiter_raw(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._response.aiter_stream():
+                yield chunk
+        except TRANSPORT_ERRORS as exc:
+            raise _without_peer_text(exc) from None
 
     async def aclose(self) -> None:
         await self._response.aclose()
 
 
-class EgressTransport(httpx.AsyncBaseTransport):
-    """An httpx transport over an httpcore pool whose network backend is `EgressBackend`.
+class EgressTransport:
+    """An httpcore pool whose network backend is `EgressBackend`.
 
-    httpx's own transport cannot take a network backend, hence this one (public httpcore
-    API only). HTTP/1.1 only, and said so to the server: the pool sets the TLS context's ALPN
-    protocols to `http/1.1` before every handshake. Connections are pooled per origin and
-    each was opened to an address the policy admitted. It is the one outbound stack of the
-    process: the fetch client and the engines' client each hold one (issue 19).
+    HTTP/1.1 only, and said so to the server: httpcore sets the TLS context's ALPN protocols
+    to `http/1.1` before every handshake, which is why no two pools share a context.
+    Connections are pooled per origin and each was opened to an address the policy admitted.
 
-    `allowed_headers` is the set of request header names admitted (the fetch client's
-    REQUEST_HEADERS), or None for any name (an engine's driver chooses its own). `proxy`, an
-    operator's `[egress] proxy` as (URL without credentials, credentials or None), sends
-    every request through that proxy (CONNECT for https); the backend then dials the proxy
-    only, which the policy must admit.
+    `proxy`, an operator's `[egress] proxy` as (URL without credentials, credentials or
+    None), sends every request through that proxy (CONNECT for https); the backend then dials
+    the proxy only, which the policy must admit.
     """
 
     def __init__(
@@ -139,11 +175,9 @@ class EgressTransport(httpx.AsyncBaseTransport):
         resolver: Resolver | None = None,
         network_backend: NetworkBackend | None = None,
         max_connections: int = 16,
-        allowed_headers: frozenset[str] | None = REQUEST_HEADERS,
         proxy: tuple[str, tuple[bytes, bytes] | None] | None = None,
     ) -> None:
-        self._policy = policy
-        self._allowed_headers = allowed_headers
+        self.ssl_context: Final = ssl_context
         self.backend: Final = EgressBackend(
             policy, resolver=resolver, network_backend=network_backend
         )
@@ -170,53 +204,8 @@ class EgressTransport(httpx.AsyncBaseTransport):
                 **pool_options,  # type: ignore[arg-type]
             )
 
-    def _check(self, request: httpx.Request) -> None:
-        if request.method != "GET":
-            raise EgressRefused(Refusal.METHOD)
-        allowed = self._allowed_headers
-        if allowed is not None and any(name.lower() not in allowed for name in request.headers):
-            raise EgressRefused(Refusal.HEADER)
-        # Host is allowed only as httpx writes it from the URL: a Host set by hand would
-        # send the judged connection a request for another site (or a second Host).
-        if request.headers.get_list("host") != [request.url.netloc.decode("ascii")]:
-            raise EgressRefused(Refusal.HEADER)
-        judged = self._policy.judge_url(str(request.url), upgrade_http=False)
-        if isinstance(judged, Denial):
-            raise EgressRefused(judged.refusal)
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self._check(request)
-        assert isinstance(request.stream, httpx.AsyncByteStream)
-        core_request = httpcore.Request(
-            method=request.method,
-            url=httpcore.URL(
-                scheme=request.url.raw_scheme,
-                host=request.url.raw_host,
-                port=request.url.port,
-                target=request.url.raw_path,
-            ),
-            headers=request.headers.raw,
-            content=request.stream,
-            extensions=request.extensions,
-        )
-        try:
-            response = await self._pool.handle_async_request(core_request)
-        except Exception as exc:
-            mapped = _map_httpcore_exception(exc)
-            if mapped is exc:
-                raise
-            raise mapped from exc
-        return httpx.Response(
-            status_code=response.status,
-            headers=response.headers,
-            stream=_ResponseStream(response),
-            extensions=response.extensions,
-        )
-
     async def handle_core(self, request: httpcore.Request) -> httpcore.Response:
-        """`request` as httpcore builds it, for a caller whose target is fixed by
-        construction (an engine's origin): the same pool, backend and policy as every other
-        request, without httpx's request and response objects around them."""
+        """One exchange; the response's body is not read yet. GET only."""
         if request.method != b"GET":
             raise EgressRefused(Refusal.METHOD)
         return await self._pool.handle_async_request(request)
@@ -225,45 +214,41 @@ class EgressTransport(httpx.AsyncBaseTransport):
         await self._pool.aclose()
 
 
-class _NoCookiePolicy(http.cookiejar.CookiePolicy):
-    """A cookie policy that accepts and returns nothing (REQ-FETCH-007)."""
-
-    netscape = True
-    rfc2965 = False
-    hide_cookie2 = True
-
-    def set_ok(self, cookie: http.cookiejar.Cookie, request: object) -> bool:
-        return False
-
-    def return_ok(self, cookie: http.cookiejar.Cookie, request: object) -> bool:
-        return False
-
-    def domain_return_ok(self, domain: str, request: object) -> bool:
-        return False
-
-    def path_return_ok(self, path: str, request: object) -> bool:
-        return False
-
-
-class _NoCookieJar(http.cookiejar.CookieJar):
-    """A jar that stores nothing, even when asked directly; httpx copies a client's cookies
-    into a fresh jar per request, so the policy alone would not keep them out."""
-
-    def __init__(self) -> None:
-        super().__init__(policy=_NoCookiePolicy())
-
-    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
-        return None
+def fetch_request(
+    target: AdmittedURL,
+    *,
+    user_agent: str,
+    accept: str,
+    timeouts: FetchTimeouts,
+) -> httpcore.Request:
+    """The GET of `target`, built from the parts the policy admitted: nothing is parsed
+    again. The request line's target is `target.path` byte for byte, and Host is the
+    admitted authority (REQ-SEC-009: rypsok's own headers only)."""
+    return httpcore.Request(
+        b"GET",
+        httpcore.URL(
+            scheme=target.scheme.encode("ascii"),
+            host=target.host.encode("ascii"),
+            port=target.port,
+            target=target.path.encode("ascii"),
+        ),
+        headers=[
+            (b"Host", target.authority.encode("ascii")),
+            (b"User-Agent", user_agent.encode("ascii")),
+            (b"Accept", accept.encode("ascii")),
+            (b"Accept-Encoding", _ACCEPT_ENCODING.encode("ascii")),
+        ],
+        content=_NO_BODY,
+        extensions={"timeout": timeouts.extension()},
+    )
 
 
 class FetchClient:
     """The client of agent-directed requests (web_fetch and its robots.txt reads).
 
-    `stream(target)` sends one GET for a `AdmittedURL` the policy produced and yields the
-    response unread; the caller reads the body under its own bound. `http` is the
-    underlying httpx client for code that needs it (its transport enforces the same
-    profile). Timeouts: `connect` is LIM-F6 (the backend also caps it), the others default
-    to the fetch deadline; the pipeline's own Trio deadline ends a call earlier.
+    `stream(target)` sends one GET for an `AdmittedURL` and yields the response unread; the
+    caller reads the body under its own bound. `deadline_s` is the read timeout of a request
+    sent without its own (`timeouts`); the pipeline's Trio deadline ends a call earlier.
     """
 
     def __init__(
@@ -278,7 +263,8 @@ class FetchClient:
         deadline_s: float = 10.0,
     ) -> None:
         self.policy: Final = policy
-        context = ssl_context if ssl_context is not None else system_trust_context()
+        self._user_agent: Final = user_agent
+        context = ssl_context if ssl_context is not None else client_context()
         self.transport: Final = EgressTransport(
             policy,
             ssl_context=context,
@@ -286,20 +272,8 @@ class FetchClient:
             network_backend=network_backend,
             max_connections=max_connections,
         )
-        self.timeout: Final = httpx.Timeout(
+        self.timeouts: Final = FetchTimeouts(
             deadline_s, connect=min(policy.connect_timeout_s, deadline_s)
-        )
-        self.http: Final = httpx.AsyncClient(
-            transport=self.transport,
-            trust_env=False,
-            follow_redirects=False,
-            cookies=_NoCookieJar(),
-            timeout=self.timeout,
-            headers={
-                "User-Agent": user_agent,
-                "Accept": DEFAULT_ACCEPT,
-                "Accept-Encoding": "gzip, deflate",
-            },
         )
 
     @asynccontextmanager
@@ -307,37 +281,28 @@ class FetchClient:
         self,
         target: AdmittedURL,
         *,
-        accept: str | None = None,
-        accept_encoding: str | None = None,
-        timeouts: httpx.Timeout | None = None,
-    ) -> AsyncIterator[httpx.Response]:
-        """One GET of `target.url`, redirects not followed, the body not read yet."""
-        headers: dict[str, str] = {}
-        if accept is not None:
-            headers["Accept"] = accept
-        if accept_encoding is not None:
-            headers["Accept-Encoding"] = accept_encoding
+        accept: str = DEFAULT_ACCEPT,
+        timeouts: FetchTimeouts | None = None,
+    ) -> AsyncIterator[HttpResponse]:
+        """One GET of `target`, redirects not followed, the body not read yet."""
+        request = fetch_request(
+            target,
+            user_agent=self._user_agent,
+            accept=accept,
+            timeouts=timeouts or self.timeouts,
+        )
         try:
-            request = self.http.build_request(
-                "GET", target.url, headers=headers, timeout=timeouts or self.timeout
-            )
-        except httpx.InvalidURL:
-            # The policy's reading admitted a URL that httpx's cannot build: it is not sent,
-            # and is answered as the refusal it is, never as an internal error.
-            raise EgressRefused(Refusal.MALFORMED_URL) from None
-        # The transport itself, not `http.send`: send() builds the next request of any
-        # redirect even when it does not follow it, and raises on a Location it cannot read
-        # (javascript:, a tab in the host, ...) before the caller sees the response. The
-        # pipeline reads every Location with the policy's own reading instead (REQ-SEC-008).
-        response = await self.transport.handle_async_request(request)
-        response.request = request
+            answer = await self.transport.handle_core(request)
+        except TRANSPORT_ERRORS as exc:
+            raise _without_peer_text(exc) from None
+        response = HttpResponse(answer)
         try:
             yield response
         finally:
             await response.aclose()
 
     async def aclose(self) -> None:
-        await self.http.aclose()
+        await self.transport.aclose()
 
     async def __aenter__(self) -> FetchClient:
         return self
@@ -371,31 +336,4 @@ def build_fetch_client(
         network_backend=network_backend,
         max_connections=max_connections,
         deadline_s=deadline_s,
-    )
-
-
-def build_fetch_client_from_config(
-    config: Config,
-    *,
-    extra_allow: Iterable[str] = (),
-    resolver: Resolver | None = None,
-    network_backend: NetworkBackend | None = None,
-    ssl_context: ssl.SSLContext | None = None,
-) -> FetchClient:
-    """The fetch client of a configuration: its policy (`[egress]`, `[fetch] ports` and
-    LIM-F6), the engines' User-Agent, the fetch deadline (LIM-F4), and a pool sized for a
-    page and its robots.txt per fetch in flight (LIM-C3). `extra_allow` adds allow rules in
-    code (tests, an embedding host's own servers: REQ-TEST-005)."""
-    # Imported here: the engine client imports this module for the trust store.
-    from rypsok.core.egress.policy import EgressPolicy
-    from rypsok.shared.identity import user_agent
-
-    return build_fetch_client(
-        EgressPolicy.from_config(config, extra_allow=extra_allow),
-        user_agent=user_agent(config.service.user_agent_contact),
-        resolver=resolver,
-        network_backend=network_backend,
-        ssl_context=ssl_context,
-        max_connections=2 * config.limits.fetches_in_flight,
-        deadline_s=config.fetch.deadline_ms / 1000,
     )

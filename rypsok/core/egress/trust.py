@@ -1,9 +1,9 @@
 """The trust store of rypsok's outbound TLS: the operating system's, and nothing else.
 
-Its own module, light to import: the command line checks the store at start, and the
-engines' client takes the same context, before anything of the fetch client is loaded.
-The context for one environment is built once and shared (loading a store costs about
-20 ms); it is only read after it is built. The console script starts building it in a
+Its own module, light to import: the command line checks the store at start, and the first
+client (the engines') takes that checked context as its own, before anything of the fetch
+client is loaded; every later client builds one of its own (loading a store costs about
+20 ms), so no two clients share a context. The console script starts building it in a
 thread (`prefetch`) before it imports the rest: `ssl` releases the GIL while it reads the
 store, so the load overlaps the imports instead of adding to the start.
 """
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["ClientBuildError", "own_trust_context", "prefetch", "system_trust_context"]
+__all__ = ["ClientBuildError", "client_context", "prefetch", "trust_store_context"]
 
 _BUILD_FAILED: Final = "the HTTP client could not be built"
 _HASHED_NAME: Final = re.compile(r"[0-9a-fA-F]{8}\.r?[0-9]+")
@@ -63,15 +63,15 @@ def _load_file(context: ssl.SSLContext, path: str, what: str) -> None:
         raise ClientBuildError(f"{what} names a file without readable certificates") from None
 
 
-# The thread of `prefetch`, until the first `system_trust_context` has waited for it.
+# The thread of `prefetch`, until the first `trust_store_context` has waited for it.
 _pending: threading.Thread | None = None
 
 
 def prefetch() -> None:
-    """Start building the process's context in a thread; `system_trust_context` waits for it.
+    """Start building the process's context in a thread; `trust_store_context` waits for it.
 
     Only a head start: the thread keeps nothing but the shared context on success, and drops
-    a failure, which `system_trust_context` then meets again and raises in the caller's
+    a failure, which `trust_store_context` then meets again and raises in the caller's
     thread, with the same sentence, at the same point of the start as without a prefetch.
     """
     global _pending
@@ -89,9 +89,9 @@ def prefetch() -> None:
     _pending.start()
 
 
-def system_trust_context(environ: Mapping[str, str] | None = None) -> ssl.SSLContext:
-    """The shared context for the trust-store settings of `environ` (the process's when
-    None); see `_build_context`."""
+def trust_store_context(environ: Mapping[str, str] | None = None) -> ssl.SSLContext:
+    """The context the start checks for the trust-store settings of `environ` (the process's
+    when None), built once; see `_build_context`. The first client takes it as its own."""
     global _pending
     pending = _pending
     if pending is not None:
@@ -101,25 +101,31 @@ def system_trust_context(environ: Mapping[str, str] | None = None) -> ssl.SSLCon
     return _context_for(env.get("SSL_CERT_FILE", ""), env.get("SSL_CERT_DIR", ""))
 
 
-# The trust settings whose shared context a client has taken as its own.
+# The trust settings whose prefetched context a client has taken as its own.
 _taken: set[tuple[str, str]] = set()
+# What every outbound client speaks: HTTP/1.1 only (its pool is built with http2 off).
+_ALPN: Final = ("http/1.1",)
 
 
-def own_trust_context(environ: Mapping[str, str] | None = None) -> ssl.SSLContext:
-    """A context that no other client holds, for the trust settings of `environ`.
+def client_context(environ: Mapping[str, str] | None = None) -> ssl.SSLContext:
+    """A TLS context that no other client holds, for the trust settings of `environ`, with
+    its ALPN protocols set.
 
-    An HTTP client sets the ALPN protocols of its context before each handshake, so two
-    clients sharing one could each negotiate what the other asked for (issue 19). The first
-    client to ask takes the shared context (the one `prefetch` built during the start, and
-    the one the start checked); every later one gets a context of its own, built now.
+    httpcore sets a context's ALPN protocols before each handshake, so two clients sharing
+    one could each negotiate what the other asked for: each client gets its own. The first
+    client to ask takes the context `prefetch` built during the start (the one the start
+    checked); every later one gets a context of its own, built now.
     """
     env = os.environ if environ is None else environ
     key = (env.get("SSL_CERT_FILE", ""), env.get("SSL_CERT_DIR", ""))
-    shared = system_trust_context(environ)
+    checked = trust_store_context(environ)
     if key not in _taken:
         _taken.add(key)
-        return shared
-    return _build_context({"SSL_CERT_FILE": key[0], "SSL_CERT_DIR": key[1]})
+        context = checked
+    else:
+        context = _build_context({"SSL_CERT_FILE": key[0], "SSL_CERT_DIR": key[1]})
+    context.set_alpn_protocols(list(_ALPN))
+    return context
 
 
 @functools.lru_cache(maxsize=4)

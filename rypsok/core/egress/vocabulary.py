@@ -51,7 +51,6 @@ class Refusal(StrEnum):
     CREDENTIALS = "credentials"
     PORT = "port"
     METHOD = "method"
-    HEADER = "header"
 
 
 _TO_DETAIL: dict[Refusal, DetailReason] = {

@@ -317,9 +317,9 @@ class EngineClient:
         )
         # A context of its own (the system's store, no bundled roots): a store that cannot be
         # read stops the start (ClientBuildError).
-        from rypsok.core.egress.trust import own_trust_context
+        from rypsok.core.egress.trust import client_context
 
-        self._ssl_context = ssl_context if ssl_context is not None else own_trust_context()
+        self._ssl_context = ssl_context if ssl_context is not None else client_context()
 
     @classmethod
     def from_config(
@@ -421,7 +421,6 @@ class EngineClient:
             resolver=self._resolver,
             network_backend=self._network_backend,
             max_connections=self._outbound_max,
-            allowed_headers=None,
             proxy=proxy,
         )
 
@@ -468,7 +467,8 @@ class EngineClient:
         A 3xx is returned as it is (the driver classifies it) and is never followed.
         """
         import httpcore
-        import httpx
+
+        from rypsok.core.egress.backend import EgressRefused
 
         scheme, host, port, raw_path = self._target(origin, path)
         target = raw_path + b"?" + urlencode(params).encode("ascii") if params else raw_path
@@ -492,7 +492,7 @@ class EngineClient:
             httpcore.ProtocolError,
             httpcore.ProxyError,
             httpcore.UnsupportedProtocol,
-            httpx.HTTPError,
+            EgressRefused,
         ):
             # Refused by the egress judgment, connection refused or reset, TLS, protocol
             # errors: the provider was not heard.

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-import httpx
 import trio
 
 from rypsok.core.content_coding import BoundedDecoder, OverBound, UnreadableCoding
+from rypsok.core.egress.clients import TRANSPORT_ERRORS
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+
+    from rypsok.core.egress.clients import HttpResponse, ResponseHeaders
 
 __all__ = ["ACCEPT_ENCODING", "BodyTooLarge", "UnreadableBody", "read_bounded"]
 
@@ -48,7 +50,7 @@ class _Buffer:
         self.data += piece
 
 
-def _content_coding(headers: httpx.Headers) -> str:
+def _content_coding(headers: ResponseHeaders) -> str:
     codings = [c.strip().lower() for c in headers.get("content-encoding", "").split(",")]
     codings = [c for c in codings if c and c != "identity"]
     if len(codings) > 1:
@@ -57,7 +59,7 @@ def _content_coding(headers: httpx.Headers) -> str:
     return codings[0] if codings else ""
 
 
-async def read_bounded(response: httpx.Response, limit: int, *, prefix: bool = False) -> bytearray:
+async def read_bounded(response: HttpResponse, limit: int, *, prefix: bool = False) -> bytearray:
     """The decompressed body of a streamed response, at most `limit` bytes.
 
     Raises BodyTooLarge past the limit (with `prefix`, returns the first `limit` bytes
@@ -98,8 +100,8 @@ async def read_bounded(response: httpx.Response, limit: int, *, prefix: bool = F
         raise
 
 
-async def _abandon(response: httpx.Response, chunks: AsyncIterator[bytes] | None) -> None:
-    """Stop reading: close the connection, then let httpx's generator chain end.
+async def _abandon(response: HttpResponse, chunks: AsyncIterator[bytes] | None) -> None:
+    """Stop reading: close the connection, then let httpcore's stream end.
 
     Shielded and short so that a cancelled read still cleans up and never waits on the
     network; once the connection is closed the next step of the chain fails at once.
@@ -110,5 +112,5 @@ async def _abandon(response: httpx.Response, chunks: AsyncIterator[bytes] | None
             try:
                 async for _ in chunks:
                     pass
-            except (httpx.HTTPError, RuntimeError):
+            except (*TRANSPORT_ERRORS, RuntimeError):
                 pass

@@ -4,7 +4,7 @@ parameter validation → privacy check of the URL → egress policy (and strict 
 robots.txt → request → byte limit while streaming → media type → charset → parsing under
 bounds → extraction → cleaning → truncation → structured response.
 
-Redirects are followed here, hop by hop, never by httpx: each hop is judged again by the
+Redirects are followed here, hop by hop, never by the client: each hop is judged again by the
 egress policy and by robots.txt (REQ-FETCH-006, REQ-CMP-005). The network part runs under
 the fetch deadline (LIM-F4); parsing and extraction run in worker threads under the parse
 limiter (LIM-C5, REQ-PAGE-008), each page with its share of the parse budget (slots.py); the
@@ -20,7 +20,6 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Final, Protocol, cast
 
 import attrs
-import httpx
 import trio
 
 from rypsok.core import errors, secret_scan, telemetry
@@ -32,6 +31,7 @@ from rypsok.core.egress import (
     FetchClient,
     Refusal,
 )
+from rypsok.core.egress.clients import CONNECT_ERRORS, TRANSPORT_ERRORS, FetchTimeouts
 from rypsok.core.fetch import content as content_mod
 from rypsok.core.fetch.body import BodyTooLarge, UnreadableBody, read_bounded
 from rypsok.core.fetch.bounds import MAX_NODES
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
 
     from rypsok.config.schema import Config
+    from rypsok.core.egress.clients import HttpResponse, ResponseHeaders
     from rypsok.core.fetch.content import Kind
     from rypsok.core.fetch.slots import BodySlot, FetchSlots
 
@@ -305,8 +306,9 @@ class FetchPipeline:
             await self._check_robots(hop)
             async with self._send(hop) as response:
                 status = response.status_code
-                if status in _REDIRECTS and "location" in response.headers:
-                    target = self._redirect_target(hop, response.headers["location"])
+                location = response.headers.get("location")
+                if status in _REDIRECTS and location is not None:
+                    target = self._redirect_target(hop, location)
                     cross_host = target.target.host != host
                     if cross_host and not self._fetch.follow_cross_host_redirects:
                         # Returned, not followed: no hop was made, so none is counted (LIM-F7).
@@ -353,32 +355,32 @@ class FetchPipeline:
             raise errors.denied_egress()
         return _Hop(judged, judged.url, judged.url)
 
-    def _timeouts(self) -> httpx.Timeout:
+    def _timeouts(self) -> FetchTimeouts:
         # The read timeout is the time left of the deadline (REQ-SEC-011).
         left = trio.current_effective_deadline() - trio.current_time()
         if math.isinf(left):
             left = self._fetch.deadline_ms / 1000
         left = max(left, 0.001)
         connect = min(self._fetch.connect_timeout_ms / 1000, left)
-        # Past the deadline by a margin: the pipeline's Trio deadline, not httpx's timer, ends
+        # Past the deadline by a margin: the pipeline's Trio deadline, not httpcore's timer, ends
         # a slow read, so that it is answered as the deadline it is.
-        return httpx.Timeout(left + _TIMER_MARGIN_S, connect=connect)
+        return FetchTimeouts(left + _TIMER_MARGIN_S, connect=connect)
 
     @asynccontextmanager
-    async def _send(self, hop: _Hop) -> AsyncIterator[httpx.Response]:
+    async def _send(self, hop: _Hop) -> AsyncIterator[HttpResponse]:
         try:
             async with self._client.stream(
                 hop.target, accept=_ACCEPT, timeouts=self._timeouts()
             ) as response:
                 yield response
-        except httpx.HTTPError as exc:
+        except TRANSPORT_ERRORS as exc:
             _log_connect_refusal(exc)
             if hop.target.upgraded:
                 # REQ-FETCH-010: the https retry of a plain http URL failed.
                 raise errors.denied_scheme_upgrade() from None
             raise errors.network() from None
 
-    async def _read_body(self, response: httpx.Response) -> bytearray:
+    async def _read_body(self, response: HttpResponse) -> bytearray:
         try:
             return await read_bounded(response, self._fetch.max_bytes)
         except BodyTooLarge:
@@ -423,8 +425,9 @@ class FetchPipeline:
                     judged, accept="text/plain", timeouts=self._timeouts()
                 ) as response:
                     status = response.status_code
-                    if status in _REDIRECTS and "location" in response.headers:
-                        judged = self._policy.judge_redirect(judged, response.headers["location"])
+                    location = response.headers.get("location")
+                    if status in _REDIRECTS and location is not None:
+                        judged = self._policy.judge_redirect(judged, location)
                         continue
                     if 200 <= status <= 299:
                         try:
@@ -435,14 +438,14 @@ class FetchPipeline:
                     if 400 <= status <= 499:
                         return Robots.allowing()
                     return Robots.unreachable()
-            except (httpx.ConnectError, httpx.ConnectTimeout, EgressRefused) as exc:
+            except CONNECT_ERRORS as exc:
                 _log_connect_refusal(exc)
                 # The site itself cannot be reached: the page could not be either, and the
                 # answer is the one of an unreachable site (never a hint about why).
                 if upgraded:
                     raise errors.denied_scheme_upgrade() from None
                 raise errors.network() from None
-            except httpx.HTTPError:
+            except TRANSPORT_ERRORS:
                 return Robots.unreachable()
         # RFC 9309 §2.3.1.2 lets a crawler take the file as unavailable past five redirects;
         # a file that cannot be read disallows (decisions.md, issue 23).
@@ -538,7 +541,7 @@ def _log_connect_refusal(exc: BaseException) -> None:
 _RETRY_AFTER_MAX_S: Final = 3600
 
 
-def _retry_after_ms(headers: httpx.Headers) -> int | None:
+def _retry_after_ms(headers: ResponseHeaders) -> int | None:
     """A Retry-After of delta-seconds up to an hour; a date or a larger value is ignored."""
     value = headers.get("retry-after", "").strip()
     if not value.isdigit() or len(value) > 5:
