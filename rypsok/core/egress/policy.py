@@ -44,7 +44,10 @@ __all__ = [
     "AdmittedURL",
     "Denial",
     "EgressPolicy",
+    "ReadURL",
+    "encode_path",
     "engine_origin_refusal",
+    "read_url",
 ]
 
 DEFAULT_PORTS: Final = {"http": 80, "https": 443}
@@ -214,14 +217,31 @@ def _port(text: str) -> int | None:
 
 
 @attrs.frozen(kw_only=True)
-class _ParsedURL:
+class ReadURL:
+    """An http(s) URL as a browser reads it: the scheme, the host (a name in its ASCII form or
+    an address), the port (the scheme's default when none is written) and the path and query
+    as they are sent (percent-encoded where they must be, dot segments removed, no fragment).
+    """
+
     scheme: str
     host: Host
     port: int
     path: str
 
 
-def _parse(url: str) -> _ParsedURL | Refusal:
+def read_url(url: str) -> ReadURL | Refusal:
+    """The one reading of an http(s) URL: what the policy judges, what web_fetch sends, and
+    how an engine's base_url and an operator's proxy are read; or why it cannot be read."""
+    return _parse(url)
+
+
+def encode_path(path: str) -> str:
+    """A path as it is sent: what cannot travel in a request line percent-encoded, as for a
+    URL's own path."""
+    return _remove_dot_segments(_encode(path, _PATH_KEEP))
+
+
+def _parse(url: str) -> ReadURL | Refusal:
     if any(ord(c) < 0x21 or ord(c) == 0x7F for c in url):
         return Refusal.MALFORMED_URL
     try:
@@ -260,7 +280,7 @@ def _parse(url: str) -> _ParsedURL | Refusal:
     host = parse_host(host_text)
     if isinstance(host, Refusal):
         return host
-    return _ParsedURL(
+    return ReadURL(
         scheme=scheme,
         host=host,
         port=DEFAULT_PORTS[scheme] if port is None else port,

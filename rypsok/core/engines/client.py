@@ -31,7 +31,12 @@ import trio
 
 from rypsok.config.memory import ANSWER_TIMES_BYTES, PARSE_FIXED_BYTES
 from rypsok.core.content_coding import BoundedDecoder, OverBound, UnreadableCoding
-from rypsok.core.egress.policy import engine_origin_refusal
+from rypsok.core.egress.policy import (
+    DEFAULT_PORTS,
+    encode_path,
+    engine_origin_refusal,
+    read_url,
+)
 from rypsok.core.egress.vocabulary import Refusal
 from rypsok.core.engines.base import EngineFailure
 from rypsok.core.fetch.slots import ParseBudget, ParsePermit
@@ -102,83 +107,48 @@ class EngineOrigin:
 
     @classmethod
     def parse(cls, url: str) -> EngineOrigin:
-        import httpx
+        """The origin of `url`, read as the egress policy reads every URL; ValueError when it
+        cannot be read or is not an engine origin."""
+        return _read_origin(url)[0]
 
-        parsed = httpx.URL(url)
-        return cls(scheme=parsed.scheme, host=parsed.host, port=parsed.port)
+    @property
+    def authority(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port is None else f"{host}:{self.port}"
 
-    def url(self, path: str) -> httpx.URL:
+    def url(self, path: str) -> str:
+        """The URL of `path` at this origin, the path encoded as a request sends it."""
         if not path.startswith("/"):
             raise ValueError("an engine path is absolute")
-        import httpx
+        return f"{self.scheme}://{self.authority}{encode_path(path)}"
 
-        return httpx.URL(scheme=self.scheme, host=self.host, port=self.port, path=path)
+
+def _read_origin(text: str) -> tuple[EngineOrigin, str]:
+    read = read_url(text)
+    if isinstance(read, Refusal):
+        raise ValueError("engines base_url is not an absolute http or https URL")
+    host = read.host.name if read.host.name is not None else str(read.host.address)
+    port = None if read.port == DEFAULT_PORTS[read.scheme] else read.port
+    return EngineOrigin(scheme=read.scheme, host=host, port=port), read.path
 
 
 def parse_base_url(base_url: str) -> tuple[EngineOrigin, str]:
     """An engine's configured `base_url` as its origin and its path without a trailing "/".
 
-    ValueError (naming the key, never the value) for a URL that is not absolute, that
-    carries credentials, a query or a fragment, or whose origin the engine profile refuses.
+    Read as the egress policy reads every URL (`read_url`). ValueError (naming the key, never
+    the value) for a URL that is not absolute, that carries credentials, a query or a
+    fragment, or whose origin the engine profile refuses.
     """
-    plain = _plain_base_url(base_url)
-    if plain is not None:
-        scheme, host, port, path = plain
-        return EngineOrigin(scheme=scheme, host=host, port=port), path
-    import httpx  # here only: a server without a base_url starts without httpx
-
-    try:
-        url = httpx.URL(base_url)
-    except httpx.InvalidURL:
-        raise ValueError("engines base_url is not an absolute URL") from None
-    if not url.is_absolute_url or url.userinfo or url.query or url.fragment:
+    if "?" in base_url or "#" in base_url:
         raise ValueError("engines base_url is an absolute URL without credentials or query")
-    origin = EngineOrigin(scheme=url.scheme, host=url.host, port=url.port)
-    return origin, url.path.rstrip("/")
-
-
-# A base_url in the one shape whose reading by httpx is plain: a lower-case http(s) scheme,
-# a lower-case host of ASCII letters, digits, "-" and "." (no empty label, none written
-# "xn--", which httpx turns into Unicode), a port without a leading zero, and a path of
-# unreserved characters without an empty, "." or ".." segment. Nothing is escaped, decoded
-# or folded in it, so the parts are its own text; any other shape goes to httpx.
-_PLAIN_BASE_URL: Final = re.compile(
-    r"(https?)://((?:[a-z0-9-]+\.)*[a-z0-9-]+)(?::([1-9][0-9]{0,4}))?((?:/[A-Za-z0-9_~-]"
-    r"[A-Za-z0-9._~-]*)*/?)"
-)
-_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
-
-
-def _plain_base_url(text: str) -> tuple[str, str, int | None, str] | None:
-    """(scheme, host, port, path without a trailing "/") as `httpx.URL` reads a base_url of
-    the plain shape above, or None for any other text. Read by hand so that a configuration
-    with a base_url starts without importing httpx (about a fifth of the start, issue 19);
-    tested against httpx's own reading."""
-    match = _PLAIN_BASE_URL.fullmatch(text)
-    if match is None:
-        return None
-    scheme, host, port_text, path = match.groups()
-    if any(label.startswith("xn--") for label in host.split(".")):
-        return None
-    if host.replace(".", "").isdigit():
-        # Digits and dots: httpx reads an IPv4 address, and refuses what is not one.
-        parts = host.split(".")
-        if len(parts) != 4 or any((len(p) > 1 and p[0] == "0") or int(p) > 255 for p in parts):
-            return None
-    port = None if port_text is None else int(port_text)
-    if port is not None and port > 65535:
-        return None
-    if port == _DEFAULT_PORTS[scheme]:
-        port = None
-    if any(segment in (".", "..") for segment in path.split("/")):
-        return None
-    return scheme, host, port, path.rstrip("/")
+    origin, path = _read_origin(base_url)
+    return origin, path.rstrip("/")
 
 
 @functools.lru_cache(maxsize=256)
 def url_text(origin: EngineOrigin, path: str) -> str:
-    """`origin.url(path)` as text; kept, as drivers build their result URLs on it."""
-    return str(origin.url(path))
+    """`origin.url(path)`, kept, as drivers build their result URLs on it."""
+    return origin.url(path)
 
 
 def origin_text(origin: EngineOrigin) -> str:
@@ -391,8 +361,6 @@ class EngineClient:
         return transport
 
     def _egress_transport(self, origin: EngineOrigin) -> EgressTransport:
-        import httpx
-
         from rypsok.config.rules import parse_egress_rule
         from rypsok.core.egress.clients import EgressTransport
         from rypsok.core.egress.policy import EgressPolicy
@@ -405,13 +373,15 @@ class EngineClient:
             # test can give): admitted at whatever address it resolves to.
             allow.append(parse_egress_rule(origin.host))
         proxy = None if loopback else self._proxy
+        ports = {80, 443, port}
         if proxy is not None:
             # Through the proxy the backend dials the proxy alone: the operator wrote it.
-            proxy_host = httpx.URL(proxy[0]).host
-            allow.append(parse_egress_rule(proxy_host))
+            proxy_origin = EngineOrigin.parse(proxy[0])
+            allow.append(parse_egress_rule(proxy_origin.host))
+            ports.add(proxy_origin.port or DEFAULT_PORTS[proxy_origin.scheme])
         policy = EgressPolicy(
             allow_http=origin.scheme == "http",
-            ports=frozenset({80, 443, port, *([httpx.URL(proxy[0]).port or 80] if proxy else [])}),
+            ports=frozenset(ports),
             connect_timeout_s=self._connect_s,
             allow=tuple(allow),
         )
@@ -425,14 +395,20 @@ class EngineClient:
         )
 
     def _target(self, origin: EngineOrigin, path: str) -> tuple[bytes, bytes, int, bytes]:
-        """The scheme, the host's ASCII (IDNA) form, the port and the path's bytes as httpx
-        normalises them, once per origin and path (drivers use a handful)."""
+        """The scheme, the host's ASCII form, the port and the path's bytes as they are sent,
+        once per origin and path (drivers use a handful)."""
         key = (origin, path)
         known = self._targets.get(key)
         if known is None:
-            url = origin.url(path)
-            port = url.port or (443 if url.scheme == "https" else 80)
-            known = (url.raw_scheme, url.raw_host, port, url.raw_path)
+            if not path.startswith("/"):
+                raise ValueError("an engine path is absolute")
+            port = origin.port or DEFAULT_PORTS[origin.scheme]
+            known = (
+                origin.scheme.encode("ascii"),
+                origin.host.encode("ascii"),
+                port,
+                encode_path(path).encode("ascii"),
+            )
             if len(self._targets) >= _TARGETS_KEPT:
                 self._targets.clear()
             self._targets[key] = known
