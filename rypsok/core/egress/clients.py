@@ -6,7 +6,7 @@ connects to, and the request target written exactly as the policy wrote it, so t
 is the URL sent (one URL reading). The pool is an httpcore pool over `EgressBackend`, so every
 connection goes to an address the policy judged. It never follows a redirect (the fetch
 pipeline does, hop by hop, judging each target), reads no environment variable (no proxy,
-ever), keeps no cookie, and sends GET with rypsok's own headers only.
+ever), keeps and sends no cookie (REQ-FETCH-007), and sends GET with rypsok's own headers only.
 
 `EgressTransport` is the pool itself, shared in shape with the engines' client: each client
 holds its own, with its own TLS context.
