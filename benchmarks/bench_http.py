@@ -115,8 +115,11 @@ def serve_rypsok(port: int, max_connections: int, idle: int, auth: bool = False)
     from rypsok.config.load import load_config_text
     from rypsok.core import telemetry
     from rypsok.mcp.listener import run_http
+    from rypsok.shared import own_process
     from testkit.instant import InstantEngine
 
+    # Serving tunes this process as it tunes the console script's.
+    own_process.claim()
     env = AUTH_ENV if auth else {}
     text = CONFIG.format(port=port, max_connections=max_connections, idle=idle)
     config = load_config_text(text + (AUTH if auth else ""), env)

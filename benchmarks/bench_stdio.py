@@ -20,11 +20,11 @@ exactly as a host would, with a configuration whose one engine (a private MediaW
   MCP SDK (stdio, one web_search tool asking the same engine through httpx, its hits
   returned as they came), called in the same turns; its starts alternate with rypsok's.
 
-Figures are printed, never asserted. The targets are ratios measured in this one run
-(issue 19; the absolute targets of issue 7 are withdrawn): rypsok's own share median at
-most 3 times the floor's and at most half the peer's, and its cold start median (to the
-discover answer) at most a third of the peer's. The last lines print each ratio against its
-target, with "holds" or "missed".
+Figures are printed, never asserted. The guard is three ratios of medians measured in this
+one run, which no change may push past: rypsok's own share at most 3.6 times the floor's
+and at most 0.8 times the peer's, and its cold start (to the discover answer) at most 0.4
+times the peer's. The last lines print each ratio against its bound, with "holds" or
+"exceeded".
 """
 
 from __future__ import annotations
@@ -411,7 +411,7 @@ async def main(calls: int, runs: int) -> int:
     )
     share = statistics.median(rypsok.shares)
     start = statistics.median(cold.times)
-    for line in _targets(
+    for line in _guard(
         share / statistics.median(floor.shares),
         share / statistics.median(peer.shares),
         start / statistics.median(peer_cold.times),
@@ -420,20 +420,20 @@ async def main(calls: int, runs: int) -> int:
     return 0
 
 
-# The targets (issue 19): each ratio of medians taken in the same run, and its bound.
-_TARGETS = (
-    ("own share against the floor's", 3.0, "3"),
-    ("own share against the peer's", 0.5, "1/2"),
-    ("cold start against the peer's", 1 / 3, "1/3"),
+# The guard: each ratio of medians taken in the same run, and the bound no change may pass.
+_GUARD = (
+    ("own share against the floor's", 3.6),
+    ("own share against the peer's", 0.8),
+    ("cold start against the peer's", 0.4),
 )
 
 
-def _targets(*ratios: float) -> list[str]:
-    """One line per target: the ratio measured, its bound, and whether it holds."""
+def _guard(*ratios: float) -> list[str]:
+    """One line per guarded ratio: the ratio measured, its bound, and whether it holds."""
     return [
-        f"target: {name} {ratio:.3f} times (at most {shown}): "
-        + ("holds" if ratio <= bound else "missed")
-        for (name, bound, shown), ratio in zip(_TARGETS, ratios, strict=True)
+        f"guard: {name} {ratio:.3f} times (at most {bound}): "
+        + ("holds" if ratio <= bound else "exceeded")
+        for (name, bound), ratio in zip(_GUARD, ratios, strict=True)
     ]
 
 

@@ -24,6 +24,7 @@ from rypsok.core.egress import TcpBackend
 from rypsok.core.egress.testing import MapResolver
 from rypsok.core.services import FetchNetwork
 from rypsok.mcp.stdio import run_stdio
+from rypsok.shared import own_process
 from testkit.instant import InstantEngine
 from testkit.provider_tls import TlsFronts
 
@@ -82,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fetch-site", action="append", default=[], metavar="HOST=PORT")
     parser.add_argument("--fetch-ca", metavar="FILE")
     args = parser.parse_args(argv)
+    # A process of its own standing for `rypsok serve`: serving tunes it as it tunes the
+    # console script's (rypsok.shared.own_process).
+    own_process.claim()
     routes = {}
     for route in args.route:
         host, _, port = route.partition("=")

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-# True once the console script runs: the process is rypsok's own, so `serve` may freeze what
-# start-up made (`rypsok.mcp.process.startup_done`); never in a program that imports rypsok.
-own_process = False
-
 
 def main() -> int:
-    global own_process
     from rypsok import _early
+    from rypsok.shared import own_process
 
-    own_process = True
+    # The process is rypsok's own: `serve` may tune it and freeze what start-up made.
+    own_process.claim()
     _early.install()
     _prefetch_trust_store()
     _skip_httpx_command_line()

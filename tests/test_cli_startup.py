@@ -110,6 +110,16 @@ def test_req_perf_005_a_mirror_still_parses_its_base_url_at_start(tmp_path: Path
     assert '"inner": ["ValueError"]' in done.stderr
 
 
+def test_req_perf_005_a_mirror_answers_discover_without_httpx(tmp_path: Path) -> None:
+    # A plain base_url is read by hand (parse_base_url): a mirror starts without httpx too.
+    config = _config(tmp_path, 'base_url = "http://127.0.0.1:9/w"\n')
+    done = _run(["-c", _SERVE_AND_LIST, "serve", "--config", str(config)])
+    assert done.returncode == 0, done.stderr
+    assert "result" in json.loads(done.stdout.splitlines()[0])
+    # The log's writer thread may write its last lines after this one: it is looked for.
+    assert "LOADED " in done.stderr.splitlines()
+
+
 @pytest.mark.parametrize(
     ("cert_file", "why"),
     [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import gzip
 import random
 import zlib
@@ -9,14 +10,20 @@ import zlib
 import httpx
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from provider_network import ProviderNetwork, tls_for
+from reachable import strings_reachable_from
 
 import rypsok
+from rypsok.core.egress.policy import DEFAULT_PORTS, read_url
 from rypsok.core.egress.testing import MapResolver
+from rypsok.core.egress.vocabulary import Refusal
 from rypsok.core.engines.base import EngineFailure
 from rypsok.core.engines.client import (
     EngineClient,
     EngineOrigin,
+    parse_base_url,
     parse_retry_after,
     user_agent,
 )
@@ -425,3 +432,100 @@ async def test_req_sec_011_a_trickling_body_is_cut_by_the_deadline_at_once() -> 
     assert elapsed < 1.0  # the whole body would take 2.5 s
     assert scope.cancelled_caught
     assert after_cancel < 0.7
+
+
+# A plain `base_url` is read by hand, so that a mirror's configuration starts without httpx
+# (REQ-PERF-005): every such reading equals httpx's.
+def _reading(text: str) -> tuple[EngineOrigin, str] | str:
+    try:
+        return parse_base_url(text)
+    except ValueError:
+        return "refused"
+
+
+_LABELS = st.sampled_from(
+    ["wiki", "example", "org", "a", "A", "xn--bcher-kva", "127", "0", "1", "255", "256",
+     "01", "-a", "a-", "a_b", "localhost", "10", "b\u00fccher", ""]
+)  # fmt: skip
+_PATH_PIECES = st.sampled_from(
+    ["/", "w", "api.php", ".", "..", "_", "~", "-", "%41", "%", " ", "\u00e9", "//", "?q=1",
+     "#f", ":", "@", "index.php", "W"]
+)  # fmt: skip
+
+
+@st.composite
+def _base_urls(draw: st.DrawFn) -> str:
+    scheme = draw(st.sampled_from(["http", "https", "HTTPS", "Http", "ftp"]))
+    host = ".".join(draw(st.lists(_LABELS, min_size=1, max_size=4)))
+    if draw(st.booleans()):
+        host = draw(st.sampled_from(["127.0.0.1", "[::1]", "localhost", "1.2.3", "300.1.1.1"]))
+    port = draw(st.sampled_from(["", ":80", ":443", ":8080", ":0443", ":65535", ":65536", ":"]))
+    path = "".join(draw(st.lists(_PATH_PIECES, max_size=6)))
+    return f"{scheme}://{host}{port}{path}"
+
+
+@settings(max_examples=600, deadline=None)
+@given(_base_urls())
+def test_req_sec_017_a_base_url_is_read_as_the_egress_policy_reads_a_url(text: str) -> None:
+    # One reading: the origin and path of a base_url are the parts the policy reads, and
+    # the URL an engine builds on them reads back to the same parts.
+    read = read_url(text)
+    taken = _reading(text)
+    if isinstance(read, Refusal) or "?" in text or "#" in text:
+        assert taken == "refused"
+        return
+    if taken == "refused":
+        # Read, but not an engine origin: plain http off loopback.
+        assert read.scheme == "http"
+        return
+    assert not isinstance(taken, str)
+    origin, path = taken
+    assert (origin.scheme, origin.port or DEFAULT_PORTS[origin.scheme]) == (read.scheme, read.port)
+    assert origin.host == (read.host.name or str(read.host.address))
+    assert path == read.path.rstrip("/")
+    again = read_url(origin.url(path or "/"))
+    assert not isinstance(again, Refusal)
+    assert (again.scheme, again.host, again.port) == (read.scheme, read.host, read.port)
+    assert again.path.rstrip("/") == path
+
+
+_WIKI = EngineOrigin(scheme="https", host="wiki.example.org")
+
+
+@pytest.mark.parametrize(
+    ("text", "origin", "path"),
+    [
+        ("https://wiki.example.org/w", _WIKI, "/w"),
+        ("https://wiki.example.org:443/w/", _WIKI, "/w"),
+        (
+            "http://127.0.0.1:8080/w/api.php",
+            EngineOrigin(scheme="http", host="127.0.0.1", port=8080),
+            "/w/api.php",
+        ),
+        ("https://wiki.example.org", _WIKI, ""),
+    ],
+)
+def test_req_perf_005_the_plain_shapes_read_as_expected(
+    text: str, origin: EngineOrigin, path: str
+) -> None:
+    assert parse_base_url(text) == (origin, path)
+
+
+async def test_req_priv_003_the_engine_client_keeps_nothing_of_a_query() -> None:
+    phrase = "".join(["zq", "unusual", "xw"])  # built at run time: no constant holds it
+    async with serve_http({"/w/api.php": Reply(body=b"{}")}) as server:
+        http = EngineClient()
+        async with http:
+            origin = EngineOrigin.parse(server.url)
+            params = [("action", "query"), ("srsearch", f"{phrase} words"), ("srlimit", "10")]
+            response = await http.get(
+                origin, "/w/api.php", params=params, headers={}, max_bytes=1 << 20
+            )
+            assert response.status == 200
+            del params, response
+            gc.collect()
+            # The request did carry the query; the client, with its pool, keeps none of it.
+            assert phrase in server.requests[0].target
+            assert [
+                s for s in strings_reachable_from(http, into_modules=False) if phrase in s
+            ] == []

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rypsok.core.engines.brave import BRAVE_RECORD
-from rypsok.core.engines.limiter import EngineLimiter, query_within_limits
+from rypsok.core.engines.limiter import EngineLimiter, _Units, query_within_limits
 from rypsok.core.engines.wikipedia import WIKIPEDIA_RECORD
 
 
@@ -217,3 +217,32 @@ async def test_req_obs_003_in_flight_counts_the_requests_holding_a_place(
             assert limiter.statistics().in_flight == 2
         assert limiter.statistics().in_flight == 1
     assert limiter.statistics().in_flight == 0
+
+
+# The limiter keeps its exact times as integers of 1/per_second s, never as `Fraction`s.
+_TIMES = st.one_of(
+    st.floats(min_value=0, max_value=3e5, allow_nan=False),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([0.0, -0.0, 5e-324, 2.2250738585072014e-308, 1e308]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    t=_TIMES,
+    denominator=st.integers(min_value=1, max_value=10**6),
+    steps=st.integers(min_value=-(10**6), max_value=10**6),
+)
+def test_req_cmp_002_the_limiters_units_are_the_exact_times(
+    t: float, denominator: int, steps: int
+) -> None:
+    units = _Units(denominator)
+    assert Fraction(units.count(t), units.per_second) == Fraction(t)
+    assert units.of(Fraction(steps, denominator)) == steps * (units.per_second // denominator)
+    # A time a whole number of 1/denominator s from a float: the first float not before it.
+    exact = units.count(t) + units.of(Fraction(steps, denominator))
+    woken = units.not_before(exact)
+    expected = float(Fraction(exact, units.per_second))
+    if Fraction(expected) < Fraction(exact, units.per_second):
+        expected = math.nextafter(expected, math.inf)
+    assert woken == expected

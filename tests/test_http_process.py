@@ -191,10 +191,10 @@ async def test_lim_m5_serving_over_http_runs_the_collector_with_start_up_frozen(
     that embeds rypsok has its heap left as it is: nothing frozen."""
     import gc
 
-    from rypsok import _entry
     from rypsok.config.load import load_config_text
     from rypsok.mcp.caller_tokens import Callers
     from rypsok.mcp.listener import _serve_process, listening_socket
+    from rypsok.shared import own_process as own_process_module
     from testkit.instant import InstantEngine
 
     port = _free_port()
@@ -203,7 +203,8 @@ async def test_lim_m5_serving_over_http_runs_the_collector_with_start_up_frozen(
     )
     sock = listening_socket(config.service.http.bind)
     frozen_before = gc.get_freeze_count()
-    monkeypatch.setattr(_entry, "own_process", own_process)  # as the console script sets it
+    interval_before = sys.getswitchinterval()  # serving tunes the console script's process
+    monkeypatch.setattr(own_process_module, "_own", own_process)  # as the console script sets it
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
@@ -232,4 +233,5 @@ async def test_lim_m5_serving_over_http_runs_the_collector_with_start_up_frozen(
     finally:
         if own_process:
             gc.unfreeze()
+            sys.setswitchinterval(interval_before)
         sock.close()

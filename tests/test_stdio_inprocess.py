@@ -11,6 +11,7 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp_helpers import modern
+from provider_network import MemoryProviders
 from search_fakes import FakeEngine, capture_logs, engine_config, make_config
 
 from rypsok.config.schema import Config, ServiceConfig
@@ -28,6 +29,7 @@ from rypsok.core.model import (
 )
 from rypsok.core.services import Rypsok
 from rypsok.mcp.stdio import serve_stdio
+from testkit.servers import Reply, read_request
 
 
 class FakeService:
@@ -80,7 +82,7 @@ def search(request_id: int | str, query: str) -> dict[str, Any]:
 
 
 class Harness:
-    def __init__(self, service: FakeService, config: Config, **kwargs: Any) -> None:
+    def __init__(self, service: FakeService | Rypsok, config: Config, **kwargs: Any) -> None:
         self.service = service
         self.config = config
         self.in_send, self.in_recv = trio.testing.memory_stream_one_way_pair()
@@ -253,6 +255,58 @@ async def test_req_mcp_007_cancelled_call_sends_nothing_and_the_next_call_works(
     assert answer["id"] == 2
     assert service.cancelled_at
     assert service.cancelled_at[0] - cancelled < 0.5
+    assert await h.rest() == b""
+
+
+class _HangingWikipedia(MemoryProviders):
+    """en.wikipedia.org over the engines' production stack in memory: it reads a request and
+    never answers; when the client closes the connection, it notes the Trio clock."""
+
+    def __init__(self) -> None:
+        super().__init__({"en.wikipedia.org": Reply(body=b"{}")})
+        self.hung = trio.Event()
+        self.closed = trio.Event()
+        self.closed_at: list[float] = []
+
+    async def _serve(self, host: str, stream: trio.abc.Stream) -> None:
+        secured = trio.SSLStream(stream, self._tls[host], server_side=True, https_compatible=True)
+        try:
+            request = await read_request(secured)
+            if request is None:
+                return
+            self.log.append((host, request))
+            self.hung.set()
+            while await secured.receive_some(65536):
+                pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the client closed its end: what the test waits for
+        finally:
+            self.closed_at.append(trio.current_time())
+            self.closed.set()
+            await trio.aclose_forcefully(secured)
+
+
+async def test_req_mcp_007_a_cancelled_call_closes_its_engine_request_within_lim_o2(
+    autojump_clock: Any,
+) -> None:
+    """Through the real facade, engine driver and engine client: the outbound request of a
+    cancelled call is closed within LIM-O2 (500 ms), long before its own engine timeout
+    (LIM-S5, 2 s) would close it, and the call gets no answer."""
+    wikipedia = _HangingWikipedia()
+    served = make_config(engine_config("wikipedia"))
+    async with Rypsok(served, engine_network=wikipedia.engine_network) as rypsok:
+        h = Harness(rypsok, served)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(h.run)
+            await h.send(search(1, "hang"))
+            await wikipedia.hung.wait()
+            cancelled = trio.current_time()
+            await h.send(
+                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+            )
+            await wikipedia.closed.wait()
+            await h.in_send.aclose()
+    assert wikipedia.closed_at[0] - cancelled < 0.5  # LIM-O2
     assert await h.rest() == b""
 
 

@@ -1,7 +1,11 @@
 """rypsok over stdio as a child process: stdout purity, cancellation, shutdown, the tutorial.
 
 The engines reach a local MediaWiki fixture on 127.0.0.1 (testkit.mediawiki); limits are
-small so that every test ends in well under a second or two of real time.
+small so that every test ends in well under a second or two of real time. The bounds are
+measured from this process, across two processes on a machine that may be loaded: each one
+either is the contract itself with the process's own reserve inside it (LIM-O1), or has a
+margin that a broken build still cannot meet; the contract's exact LIM-O2 figure is checked
+on Trio's MockClock in test_stdio_inprocess.py.
 """
 
 from __future__ import annotations
@@ -25,6 +29,13 @@ FIRST_SEARCH = ROOT / "examples" / "first-search.jsonl"
 # service.shutdown_ms of the shutdown tests, and the bound LIM-O1 sets with it.
 SHUTDOWN = "[service]\nshutdown_ms = 1000\n"
 SHUTDOWN_S = 1.0
+# A call that hangs lasts until its engine timeout unless something aborts it: set far beyond
+# every bound below, so that a build that does not abort it cannot meet them.
+SLOW_CALLS = "[search]\ndeadline_ms = 10000\nengine_timeout_ms = 9000\n"
+LIM_O2_S = 0.5
+# This process's and the child's scheduling on a loaded machine, beside LIM-O2: the whole
+# bound stays a quarter of the engine timeout a broken cancellation would wait for.
+LOAD_MARGIN_S = 1.75
 
 
 def _events(child: Child, event: str) -> list[dict[str, Any]]:
@@ -89,17 +100,18 @@ async def test_req_mcp_007_cancelled_call_is_aborted_within_lim_o2_and_gets_no_a
     tmp_path: Path,
 ) -> None:
     async with trio.open_nursery() as nursery:
-        child, wiki = await start(nursery, tmp_path)
+        child, wiki = await start(nursery, tmp_path, SLOW_CALLS)
         await child.send(search(1, "hang"))
         with trio.fail_after(5):
             await wiki.hung.wait()
+        cancelled_at = time.monotonic()
         await child.send(
             {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
         )
-        cancelled_at = time.monotonic()
-        with trio.fail_after(2):
+        with trio.fail_after(5):
             await wiki.hung_closed.wait()
-        assert wiki.hung_closed_at[0] - cancelled_at < 0.5  # LIM-O2
+        # The request to the engine is closed by the cancellation, not by its timeout (9 s).
+        assert wiki.hung_closed_at[0] - cancelled_at < LIM_O2_S + LOAD_MARGIN_S
         await child.send(search(2, "rust programming language"))
         answer = await child.line()
         assert answer["id"] == 2

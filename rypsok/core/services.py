@@ -10,7 +10,6 @@ Implements REQ-PRIV-003, REQ-LIFE-002, REQ-OBS-002 and REQ-MAIN-002.
 from __future__ import annotations
 
 import os
-import sys
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
@@ -51,7 +50,6 @@ from rypsok.core.model import (
 )
 from rypsok.core.ratelimit import ToolRateLimiter
 from rypsok.core.search.ports import EngineSlot
-from rypsok.shared.allocator import map_large_allocations
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -73,8 +71,6 @@ ToolLimit = ToolRateLimiter | SharedToolLimiter
 WEB_SEARCH = "web_search"
 WEB_FETCH = "web_fetch"
 FETCH_CALL_MARGIN_MS = 1000  # LIM-F5 = LIM-F4 + 1000 ms
-_SWITCH_INTERVAL_S = 0.0005  # the GIL's, for the event loop beside parse threads
-MAP_FROM_BYTES = 1024 * 1024  # glibc's mmap threshold, fixed (REQ-PERF-003)
 _REFUSAL_KINDS = frozenset({ErrorKind.INVALID_REQUEST, ErrorKind.DENIED})
 ENGINE_STATUS = "engine_status"
 
@@ -244,15 +240,6 @@ class Rypsok:
         self._parse_budget = ParseBudget(
             config.fetch.max_bytes * MAX_NODES, parse_bytes(config.fetch.max_bytes)
         )
-        # The event loop takes the GIL back after every system call; while parse threads
-        # hold it, that waits up to the switch interval (5 ms by default) each time, and
-        # answering 80 calls that end together took 2 s past LIM-F5 (issue 23). A finer
-        # interval makes the loop's turns prompt; the threads lose little by it.
-        sys.setswitchinterval(_SWITCH_INTERVAL_S)
-        # A page's texts (megabytes each) mapped on their own and handed back when freed,
-        # not left in the parse thread's malloc arena for the next parse elsewhere: the
-        # costliest text pages' peak under 80 calls went from 341 to 247 MiB (issue 23.2).
-        map_large_allocations(MAP_FROM_BYTES)
         registry = build_registry(
             config, env_map, http=self._http, parse_permits=self._parse_limiter
         )

@@ -3,11 +3,11 @@
 `rypsok serve` over stdio and over HTTP open the same things in the same order: the signal
 receiver, then the early flag (`rypsok._early`: a SIGTERM that came while the modules were
 importing), then a task that turns each signal received into the stop event, then the core.
-Once the core is built, what start-up made is frozen out of later collections
-(`startup_done`). The
-transport serves inside; on the way out the core closes first, then the task ends. What
-differs stays with each transport: the signals listened to, its streams or its socket, and
-what it does once the core is built.
+In the console script's own process only (`rypsok.shared.own_process`), the interpreter is
+tuned for serving before the core is built, and what start-up made is frozen out of later
+collections once it is (`startup_done`). The transport serves inside; on the way out the core
+closes first, then the task ends. What differs stays with each transport: the signals
+listened to, its streams or its socket, and what it does once the core is built.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import trio
 
 from rypsok import _early
 from rypsok.core import telemetry
+from rypsok.shared import own_process
 
 if TYPE_CHECKING:
     import signal
@@ -78,6 +79,7 @@ async def serving(
                     stop.set()
 
             nursery.start_soon(watch_signals)
+            own_process.tune_for_serving()
             async with Rypsok(
                 config,
                 env=env,
@@ -101,7 +103,5 @@ def startup_done() -> None:
     own garbage kept until exit (decisions.md). Nothing happens in a program that imports
     rypsok (an embedding host, a test runner): its heap is its own.
     """
-    from rypsok import _entry
-
-    if _entry.own_process:
+    if own_process.is_own():
         gc.freeze()
