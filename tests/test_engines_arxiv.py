@@ -13,7 +13,7 @@ from keyless_fakes import COMMON_STATUSES, ask, outcome_of, query, recorded
 from rypsok.config.messages import ConfigError
 from rypsok.core.engines.arxiv import ARXIV_RECORD, ArxivEngine, parse_feed
 from rypsok.core.engines.base import EngineFailure
-from rypsok.core.engines.limiter import EngineLimiter
+from rypsok.core.pacing import EngineLimiter
 from rypsok.core.model import Category, Reason
 from testkit.servers import Reply
 

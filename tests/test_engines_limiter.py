@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rypsok.core.engines.brave import BRAVE_RECORD
-from rypsok.core.engines.limiter import EngineLimiter, query_within_limits
+from rypsok.core.engines.limiter import query_within_limits
+from rypsok.core.pacing import EngineLimiter
 from rypsok.core.engines.wikipedia import WIKIPEDIA_RECORD
 
 

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from reachable import strings_reachable_from
 
 from rypsok.core.engines.http import EngineClient, EngineOrigin, parse_base_url
-from rypsok.core.engines.limiter import _Units
+from rypsok.core.pacing import _Units
 from testkit.messages import discover
 from testkit.servers import Reply, serve_http
 

@@ -27,7 +27,7 @@ from rypsok.core.engines.base import Engine
 from rypsok.core.engines.circuit import Circuit
 from rypsok.core.engines.http import EngineClient, EngineNetwork
 from rypsok.core.engines.latency import LatencyWindow
-from rypsok.core.engines.limiter import EngineLimiter
+from rypsok.core.pacing import EngineLimiter
 from rypsok.core.engines.registry import (
     RegisteredEngine,
     Registry,

@@ -27,7 +27,7 @@ from rypsok.core.engines.crossref import CrossrefEngine
 from rypsok.core.engines.duckduckgo import DuckDuckGoEngine
 from rypsok.core.engines.hackernews import HackerNewsEngine
 from rypsok.core.engines.latency import LatencyWindow
-from rypsok.core.engines.limiter import EngineLimiter
+from rypsok.core.pacing import EngineLimiter
 from rypsok.core.engines.searxng import SearxngEngine
 from rypsok.core.engines.stackexchange import StackExchangeEngine
 from rypsok.core.engines.wikipedia import WikipediaEngine
