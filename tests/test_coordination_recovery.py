@@ -109,6 +109,11 @@ class _SlowToOpen:
         assert self.line is not None
         self.line.open = False
 
+    async def script_load(self, script: str) -> str:
+        """The scripts loaded at each opening, over the connection just opened."""
+        await self._lease()
+        return ""
+
     async def evalsha(self, sha: str, *, keys: list[str], args: list[str]) -> object:
         await self._lease()
         stall, self.stall_next = self.stall_next, 0.0

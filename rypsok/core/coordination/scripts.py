@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["ADMIT_SCRIPT", "GIVE_BACK_SCRIPT", "SEARCH_SCRIPT", "WINDOW_SCRIPT"]
+__all__ = ["ADMIT_SCRIPT", "GIVE_BACK_SCRIPT", "SCRIPTS", "SEARCH_SCRIPT", "WINDOW_SCRIPT"]
 
 _FUNCTIONS: Final = """
 local function now_us()
@@ -166,3 +166,6 @@ redis.call('PEXPIRE', KEYS[2], keep_ms(tonumber(latest[2]), now))
 return 2
 """
 )
+
+# Every script, as the Store loads them into each connection it opens.
+SCRIPTS: Final = (SEARCH_SCRIPT, ADMIT_SCRIPT, WINDOW_SCRIPT, GIVE_BACK_SCRIPT)

@@ -44,6 +44,7 @@ import trio
 
 from rypsok.config.coordination import describe_url, parse_store_url
 from rypsok.core import telemetry
+from rypsok.core.coordination.scripts import SCRIPTS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -223,6 +224,10 @@ class Store:
             self._failed(exc.reason, exc)
             raise
         except Exception as exc:
+            if connection is not self._connection and not scope.cancel_called:
+                # The connection was given up meanwhile (another round trip's timeout): this
+                # one ends with it, for the reason already logged.
+                raise StoreUnavailable(self._lost_reason or "closed") from None
             reason = "timeout" if scope.cancel_called else _reason(exc)
             if scope.cancel_called or not connection.usable:
                 self._give_up(connection)
@@ -310,6 +315,8 @@ class Store:
                 with scope:
                     async with pool.acquire() as connection:
                         usable = bool(connection.usable)
+                    if usable:
+                        await self._load_scripts()
                 if scope.cancelled_caught:
                     raise StoreUnavailable("timeout")
                 if not usable:
@@ -328,6 +335,15 @@ class Store:
             self._first_open.set()
         self._connection = connection
         self.epoch += 1
+
+    async def _load_scripts(self) -> None:
+        """Every script the limiters run, sent whole once per connection opened (SCRIPT
+        LOAD), so that a call's round trip is always one EVALSHA: a script the store did
+        not know would cost a call two round trips, the second past a timeout_ms set near
+        the store's round trip. A store that lost them since (SCRIPT FLUSH) is still asked
+        by EVAL when it answers NOSCRIPT."""
+        for script in SCRIPTS:
+            await self._client.script_load(script)
 
     def bad_answer(self) -> StoreUnavailable:
         """An answer of the wrong shape: the store is not the one rypsok expects."""
