@@ -37,8 +37,8 @@ from rypsok.core import telemetry
 from rypsok.core.coordination.gate import SearchGate
 from rypsok.core.coordination.limits import SharedEngineLimiter, SharedToolLimiter
 from rypsok.core.coordination.store import RETRY_AFTER_S, Store
-from rypsok.core.pacing import EngineLimiter
 from rypsok.core.model import DetailReason, SearchRequest, ToolError
+from rypsok.core.pacing import EngineLimiter
 from rypsok.core.ratelimit import ToolRateLimiter
 from rypsok.core.services import Rypsok
 from rypsok.core.telemetry import Secret

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from rypsok.core.engines.brave import BRAVE_RECORD
 from rypsok.core.engines.limiter import query_within_limits
-from rypsok.core.pacing import EngineLimiter
 from rypsok.core.engines.wikipedia import WIKIPEDIA_RECORD
+from rypsok.core.pacing import EngineLimiter
 
 
 async def test_req_cmp_002_wikipedia_burst_of_ten_then_one_every_600_ms(

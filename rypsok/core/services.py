@@ -27,7 +27,6 @@ from rypsok.core.engines.base import Engine
 from rypsok.core.engines.circuit import Circuit
 from rypsok.core.engines.http import EngineClient, EngineNetwork
 from rypsok.core.engines.latency import LatencyWindow
-from rypsok.core.pacing import EngineLimiter
 from rypsok.core.engines.registry import (
     RegisteredEngine,
     Registry,
@@ -49,6 +48,7 @@ from rypsok.core.model import (
     StatusResponse,
     ToolError,
 )
+from rypsok.core.pacing import EngineLimiter
 from rypsok.core.ratelimit import ToolRateLimiter
 from rypsok.core.search.ports import EngineSlot
 from rypsok.shared.allocator import map_large_allocations
