@@ -34,7 +34,7 @@ import attrs
 import pytest
 import trio
 from coredis.tokens import PureToken
-from redis_server import RedisServer, free_port, redis_server
+from redis_server import LateRepliesProxy, RedisServer, free_port, redis_server
 from search_fakes import RECORD, FakeEngine, capture_logs, engine_config, make_config, results
 from test_coordination import _coordination
 
@@ -195,68 +195,6 @@ async def _sleep_until(at: float) -> None:
 # --- a slow store ------------------------------------------------------------------------------
 
 
-class _LateRepliesProxy:
-    """A loopback TCP proxy in front of a redis-server: what the client sends passes at once,
-    every reply arrives `delay` late, in order (a store under load, or far away)."""
-
-    def __init__(self, target_port: int, delay: float) -> None:
-        self._target = target_port
-        self._delay = delay
-
-    async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-        task_status.started(listeners[0].socket.getsockname()[1])
-        await trio.serve_listeners(self._carry, listeners)
-
-    async def _carry(self, downstream: trio.SocketStream) -> None:
-        async with downstream:
-            upstream = await trio.open_tcp_stream("127.0.0.1", self._target)
-            send, receive = trio.open_memory_channel[tuple[float, bytes]](math.inf)
-            async with upstream, trio.open_nursery() as nursery:
-                pair = nursery.cancel_scope
-                nursery.start_soon(self._forward, downstream, upstream, pair)
-                nursery.start_soon(self._hold, upstream, send, pair)
-                nursery.start_soon(self._deliver, receive, downstream, pair)
-
-    @staticmethod
-    async def _forward(
-        source: trio.SocketStream, sink: trio.SocketStream, pair: trio.CancelScope
-    ) -> None:
-        try:
-            async for chunk in source:
-                await sink.send_all(chunk)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        pair.cancel()
-
-    async def _hold(
-        self,
-        source: trio.SocketStream,
-        send: trio.MemorySendChannel[tuple[float, bytes]],
-        pair: trio.CancelScope,
-    ) -> None:
-        async with send:
-            try:
-                async for chunk in source:
-                    send.send_nowait((trio.current_time() + self._delay, chunk))
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pair.cancel()
-
-    @staticmethod
-    async def _deliver(
-        receive: trio.MemoryReceiveChannel[tuple[float, bytes]],
-        sink: trio.SocketStream,
-        pair: trio.CancelScope,
-    ) -> None:
-        try:
-            async for due, chunk in receive:
-                await trio.sleep_until(due)
-                await sink.send_all(chunk)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        pair.cancel()
-
-
 async def test_req_cmp_002_a_store_answering_200_ms_late_still_passes_the_providers_rate(
     redis: RedisServer,
 ) -> None:
@@ -270,7 +208,7 @@ async def test_req_cmp_002_a_store_answering_200_ms_late_still_passes_the_provid
     provider = _Provider()
     calls = _Calls()
     async with trio.open_nursery() as nursery:
-        port = await nursery.start(_LateRepliesProxy(redis.port, 0.2).serve)
+        port = await nursery.start(LateRepliesProxy(redis.port, 0.2).serve)
         config = _config(f"redis://127.0.0.1:{port}/0", timeout_ms=250, deadline_ms=1500)
         with capture_logs():
             async with AsyncExitStack() as stack:
