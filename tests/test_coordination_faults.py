@@ -385,7 +385,7 @@ async def test_req_cmp_002_a_turn_given_back_behind_a_later_one_goes_to_the_next
 # --- what an operator is told -------------------------------------------------------------------
 
 
-async def test_req_obs_003_every_change_of_the_stores_state_is_one_log_line(
+async def test_req_obs_005_every_change_of_the_stores_state_is_one_log_line(
     redis: RedisServer,
 ) -> None:
     """An ACL refusal, then a read-only store within the same minute, then back; then two
@@ -437,7 +437,7 @@ async def test_req_obs_003_every_change_of_the_stores_state_is_one_log_line(
     ]
 
 
-def test_req_cli_check_says_the_store_was_not_contacted(tmp_path: Path) -> None:
+def test_req_cfg_005_check_says_it_did_not_contact_the_store(tmp_path: Path) -> None:
     """A wrong password: `rypsok check` (the console script) does not find it out, and says
     so: its report names the store as not contacted, and the store saw no connection."""
     password = "correct-horse-battery-staple-0123"
