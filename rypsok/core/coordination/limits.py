@@ -166,14 +166,15 @@ class SharedEngineLimiter:
         shared schedule it shows.
 
         Raises the store's bad answer when it has another shape."""
+        refused_us = None
         try:
             wait_us = _int(answer[0])
             ahead_us = _int(answer[4])
             if ahead_us < 0:
                 raise ValueError("out of range")
             if wait_us < 0:
-                turn_us = _int(answer[1])
-                if wait_us != -1 or turn_us < 0:
+                refused_us = _int(answer[1])
+                if wait_us != -1 or refused_us < 0:
                     raise ValueError("out of range")
                 turn = StoreTurn(None)
             else:
@@ -183,8 +184,8 @@ class SharedEngineLimiter:
         except (ValueError, TypeError, IndexError, KeyError):
             raise self._store.bad_answer() from None
         now = trio.current_time()
-        if turn.wait_s is None:
-            self._refused_until = now + turn_us / _US
+        if refused_us is not None:
+            self._refused_until = now + refused_us / _US
         # Read now, the answer is at least this far behind the store's clock: the share
         # follows a schedule that ends no earlier than the shared one.
         self.local.follow(now + ahead_us / _US)
