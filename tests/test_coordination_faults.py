@@ -266,26 +266,29 @@ async def test_req_cmp_002_connections_killed_once_a_second_keep_the_provider_wi
 # --- every change of the store's state --------------------------------------------------------
 
 
+FAULT_S = 2.0  # how long each change of the store's state lasts
+
+
 async def _stop_and_start(redis: RedisServer, control: Any) -> None:
     redis.stop()
-    await trio.sleep(1.0)
+    await trio.sleep(FAULT_S)
     redis.start()
 
 
 async def _pause(redis: RedisServer, control: Any) -> None:
-    await control.client_pause(1000, PureToken.ALL)
-    await trio.sleep(1.0)
+    await control.client_pause(int(FAULT_S * 1000), PureToken.ALL)
+    await trio.sleep(FAULT_S)
 
 
 async def _refuse_scripts(redis: RedisServer, control: Any) -> None:
     await control.acl_setuser("default", "-@scripting")
-    await trio.sleep(1.0)
+    await trio.sleep(FAULT_S)
     await control.acl_setuser("default", "+@all")
 
 
 async def _read_only(redis: RedisServer, control: Any) -> None:
     await control.replicaof("127.0.0.1", free_port())  # a primary that is not there
-    await trio.sleep(1.0)
+    await trio.sleep(FAULT_S)
     await control.replicaof(PureToken.NO, PureToken.ONE)
 
 
@@ -301,7 +304,7 @@ FAULTS = {
 async def test_req_cmp_002_a_change_of_the_stores_state_grants_no_extra_burst(
     redis: RedisServer, fault: str
 ) -> None:
-    """Three replicas at more than the provider's rate; one second of the fault: the three
+    """Three replicas at more than the provider's rate; two seconds of the fault: the three
     seconds from its start carry at most the bucket (burst + 3 s of rate) plus 10 %, while
     the replicas decide alone (each with its share) and when they come back."""
     provider = _Provider()
