@@ -64,6 +64,11 @@ def redis() -> Iterator[RedisServer]:
     yield from redis_server()
 
 
+@pytest.fixture
+def locked_redis() -> Iterator[RedisServer]:
+    yield from redis_server("correct-horse-battery-staple-0123")
+
+
 @asynccontextmanager
 async def _control(server: RedisServer) -> AsyncIterator[Any]:
     """The test's own client, straight to the store, to inject its faults."""
@@ -440,38 +445,38 @@ async def test_req_obs_005_every_change_of_the_stores_state_is_one_log_line(
     ]
 
 
-def test_req_cfg_005_check_says_it_did_not_contact_the_store(tmp_path: Path) -> None:
+def test_req_cfg_005_check_says_it_did_not_contact_the_store(
+    locked_redis: RedisServer, tmp_path: Path
+) -> None:
     """A wrong password: `rypsok check` (the console script) does not find it out, and says
     so: its report names the store as not contacted, and the store saw no connection."""
-    password = "correct-horse-battery-staple-0123"
-    for server in redis_server(password):
-        info_before = _connections(server, password)
-        path = tmp_path / "c.toml"
-        path.write_text(
-            "config_version = 1\n[coordination]\n"
-            f'url = "{server.url}"\nreplicas = 2\npassword_env = "STORE_PW"\n'
-        )
-        done = subprocess.run(
-            [sys.executable, "-m", "rypsok", "check", "--config", str(path)],
-            env={"STORE_PW": "a-wrong-password-a-wrong-password", "PATH": "/usr/bin:/bin"},
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert _connections(server, password) == info_before + 1  # this count's own
+    before = _connections(locked_redis)
+    path = tmp_path / "c.toml"
+    path.write_text(
+        "config_version = 1\n[coordination]\n"
+        f'url = "{locked_redis.url}"\nreplicas = 2\npassword_env = "STORE_PW"\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "rypsok", "check", "--config", str(path)],
+        env={"STORE_PW": "a-wrong-password-a-wrong-password", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert _connections(locked_redis) == before + 1  # the count's own connection only
     assert done.returncode == 0, done.stderr
     report = done.stdout + done.stderr
     assert "coordination: store not contacted by check" in report
     assert "a-wrong-password" not in report
 
 
-def _connections(server: RedisServer, password: str) -> int:
+def _connections(server: RedisServer) -> int:
     """The connections the store has accepted so far (INFO stats), this one included."""
     import socket
 
     with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
-        s.sendall(f"AUTH {password}\r\nINFO stats\r\n".encode())
+        s.sendall(f"AUTH {server.password}\r\nINFO stats\r\n".encode())
         data = b""
         while b"total_connections_received:" not in data or not data.endswith(b"\r\n"):
             chunk = s.recv(65536)
