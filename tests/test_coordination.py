@@ -37,8 +37,8 @@ from rypsok.core import telemetry
 from rypsok.core.coordination.gate import SearchGate
 from rypsok.core.coordination.limits import SharedEngineLimiter, SharedToolLimiter
 from rypsok.core.coordination.store import RETRY_AFTER_S, Store
-from rypsok.core.engines.limiter import EngineLimiter
 from rypsok.core.model import DetailReason, SearchRequest, ToolError
+from rypsok.core.pacing import EngineLimiter
 from rypsok.core.ratelimit import ToolRateLimiter
 from rypsok.core.services import Rypsok
 from rypsok.core.telemetry import Secret
@@ -639,6 +639,10 @@ class _OddClient:
 
     async def __aexit__(self, *exc: object) -> None:
         return None
+
+    async def script_load(self, script: str) -> str:
+        """The scripts loaded at each opening: this store keeps none (`unknown`)."""
+        return ""
 
     async def evalsha(self, sha: str, *, keys: list[str], args: list[str]) -> object:
         return await self.connection.create_request(b"EVALSHA", sha, len(keys), *keys, *args)

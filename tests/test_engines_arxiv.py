@@ -13,8 +13,8 @@ from keyless_fakes import COMMON_STATUSES, ask, outcome_of, query, recorded
 from rypsok.config.messages import ConfigError
 from rypsok.core.engines.arxiv import ARXIV_RECORD, ArxivEngine, parse_feed
 from rypsok.core.engines.base import EngineFailure
-from rypsok.core.engines.limiter import EngineLimiter
 from rypsok.core.model import Category, Reason
+from rypsok.core.pacing import EngineLimiter
 from testkit.servers import Reply
 
 CAPTURE = "arxiv/query-au=gariazzo.real-capture.xml"

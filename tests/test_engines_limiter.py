@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rypsok.core.engines.brave import BRAVE_RECORD
-from rypsok.core.engines.limiter import EngineLimiter, _Units, query_within_limits
+from rypsok.core.engines.limiter import query_within_limits
 from rypsok.core.engines.wikipedia import WIKIPEDIA_RECORD
+from rypsok.core.pacing import EngineLimiter, _Units
 
 
 async def test_req_cmp_002_wikipedia_burst_of_ten_then_one_every_600_ms(

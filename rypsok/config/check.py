@@ -145,6 +145,13 @@ def report_lines(config: Config, env: Mapping[str, str]) -> list[str]:
     ]
     if config.coordination is not None:
         lines.append(coordination_line(config.coordination))
+        # check reads the configuration only: a store out of reach, a wrong password or a
+        # missing permission shows at serve, in its log.
+        lines.append(
+            "coordination: store not contacted by check (its address, password and "
+            "permissions are first tried by serve, which logs coordination_unavailable "
+            "with the reason when it cannot use them)"
+        )
     # Last, as the book shows it: the line that names the build its figure is for.
     lines.append(_memory_line(config))
     return lines

@@ -26,7 +26,6 @@ from rypsok.core.engines.base import Engine
 from rypsok.core.engines.circuit import Circuit
 from rypsok.core.engines.client import EngineClient, EngineNetwork
 from rypsok.core.engines.latency import LatencyWindow
-from rypsok.core.engines.limiter import EngineLimiter
 from rypsok.core.engines.registry import (
     RegisteredEngine,
     Registry,
@@ -48,6 +47,7 @@ from rypsok.core.model import (
     StatusResponse,
     ToolError,
 )
+from rypsok.core.pacing import EngineLimiter
 from rypsok.core.ratelimit import ToolRateLimiter
 from rypsok.core.search.ports import EngineSlot
 

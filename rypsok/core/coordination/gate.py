@@ -21,12 +21,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from rypsok.core import errors
-from rypsok.core.coordination.limits import (
-    SharedEngineLimiter,
-    SharedToolLimiter,
-    count_fallback,
-    max_wait_us,
-)
+from rypsok.core.coordination.limits import SharedEngineLimiter, SharedToolLimiter, StoreTurn
 from rypsok.core.coordination.scripts import SEARCH_SCRIPT
 from rypsok.core.coordination.store import StoreUnavailable
 
@@ -40,16 +35,21 @@ __all__ = ["SearchGate"]
 
 
 class _StoreTurn:
-    """A turn the store gave (or refused): waited out in the engine's own task."""
+    """A turn the store gave (or refused), whose answer came back at `received`: waited out
+    in the engine's own task, or given back when it would start after the deadline."""
 
-    __slots__ = ("_limiter", "_mine", "_previous", "_wait_us")
+    __slots__ = ("_deadline", "_limiter", "_received", "_turn")
 
-    def __init__(self, limiter: SharedEngineLimiter, answer: tuple[int, str, str]) -> None:
+    def __init__(
+        self, limiter: SharedEngineLimiter, turn: StoreTurn, received: float, deadline: float
+    ) -> None:
         self._limiter = limiter
-        self._wait_us, self._mine, self._previous = answer
+        self._turn = turn
+        self._received = received
+        self._deadline = deadline
 
     async def take(self) -> bool:
-        return await self._limiter.take_turn(self._wait_us, self._mine, self._previous)
+        return await self._limiter.take_turn(self._turn, self._received, self._deadline)
 
 
 class _LimiterTurn:
@@ -65,8 +65,7 @@ class _LimiterTurn:
     async def take(self) -> bool:
         limiter = self._limiter
         if isinstance(limiter, SharedEngineLimiter):
-            count_fallback()
-            return await limiter.local.admit(self._deadline)
+            return await limiter.admit_alone(self._deadline)
         return await limiter.admit(self._deadline)
 
 
@@ -93,20 +92,20 @@ class SearchGate:
         shared = [limiter for limiter in limiters if isinstance(limiter, SharedEngineLimiter)]
         keys = [tool.key(self._caller)]
         args = tool.script_args()
-        wait = max_wait_us(deadline, now)
         for limiter in shared:
-            keys.append(limiter.key)
-            args += limiter.script_args(wait)
+            keys += limiter.keys
+            args += limiter.script_args(limiter.max_wait(deadline, now))
         given: dict[int, _StoreTurn] = {}
         try:
             answer = await tool.store.run(SEARCH_SCRIPT, keys, args)
             refused_ms = tool.read_answer(answer)
             if refused_ms is None:
-                if not isinstance(answer, list) or len(answer) != 2 + 3 * len(shared):
+                if not isinstance(answer, list) or len(answer) != 2 + 5 * len(shared):
                     raise tool.store.bad_answer()
+                received = trio.current_time()
                 for i, limiter in enumerate(shared):
-                    turn = limiter.read_answer(answer[2 + 3 * i : 5 + 3 * i])
-                    given[id(limiter)] = _StoreTurn(limiter, turn)
+                    turn = limiter.read_answer(answer[2 + 5 * i : 7 + 5 * i])
+                    given[id(limiter)] = _StoreTurn(limiter, turn, received, deadline)
         except StoreUnavailable:
             given.clear()
             refused_ms = tool.decide_alone(self._caller, now)

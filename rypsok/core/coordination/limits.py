@@ -6,23 +6,33 @@ decided by one script on the server's clock, in integer microseconds (`scripts`)
 - an engine's admission is GCRA: a theoretical arrival time (TAT) per engine, moved one
   interval later by each admitted call; a call may start once the TAT is at most
   (burst − 1) intervals ahead; a call whose turn would come after its deadline is refused
-  and takes no turn; a call cancelled while it waits gives its turn back when no later call
-  took one behind it. The interval is rounded up to the microsecond, never down, so no
-  rounding lets a call in early.
+  and takes no turn. The deadline is judged with the round trip: a call asks for a turn
+  that starts before its deadline once the answer is back (`max_wait_us`), and a turn that
+  would still start after it (the round trip took longer than the last ones) is given back
+  at once. A turn given back (that one, or a call's cancelled while it waits) goes to the
+  next call: the TAT is put back when no later call took a turn behind it, and otherwise the
+  turn is kept for the next call at its time (`scripts`). The interval is rounded up to the
+  microsecond, never down, so no rounding lets a call in early.
 - a caller's tool limit is a sliding window of 60 s: the admitted calls' times in a sorted
   set; a call is admitted while fewer than the limit are in the window.
 
 A web_search call asks the store once for its tool limit and all its engines together
 (`gate`); these classes hold what each decision needs and read each answer.
 
-Keys are `<key_prefix>engine:<id>:turns` and `<key_prefix>tool:<tool>:caller:<caller>`, and
-expire by themselves once they hold nothing that matters (a TAT in the past, a window with
-no call in it).
+Keys are `<key_prefix>engine:<id>:turns`, `<key_prefix>engine:<id>:returned` and
+`<key_prefix>tool:<tool>:caller:<caller>`, and expire by themselves once they hold nothing
+that matters (a TAT in the past, returned turns in the past, a window with no call in it).
 
 When the store cannot decide, the process decides alone with an in-process limiter whose
 rate (and burst) or limit is divided by `[coordination] replicas`, so that N processes
 without the store still stay within the deployment's limits; concurrency in flight is a
-per-process cap either way.
+per-process cap either way. The engine's share never starts from a bucket that refilled
+while the store decided: every answer of the store carries how far the shared schedule runs
+ahead, and the share follows it (`EngineLimiter.follow`), so that a process left alone has
+at most its part of what the shared bucket held. Going back, the first admission of a
+process that decided alone (or whose connection is new: the store may have restarted
+empty) sends its share's schedule as a floor the shared TAT is raised to, so that what was
+admitted alone is spent in the shared bucket too, and coming back grants no burst.
 """
 
 from __future__ import annotations
@@ -32,21 +42,28 @@ import math
 import secrets
 from typing import TYPE_CHECKING, Final
 
+import attrs
 import trio
 
 from rypsok.core import telemetry
 from rypsok.core.coordination.scripts import ADMIT_SCRIPT, GIVE_BACK_SCRIPT, WINDOW_SCRIPT
 from rypsok.core.coordination.store import Store, StoreUnavailable
-from rypsok.core.engines.limiter import EngineLimiter
+from rypsok.core.pacing import EngineLimiter
 from rypsok.core.ratelimit import WINDOW_S, ToolRateLimiter
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from contextlib import AbstractAsyncContextManager
 
-    from rypsok.core.engines.base import AdmissionRecord
+    from rypsok.core.pacing import PaceRecord
 
-__all__ = ["SharedEngineLimiter", "SharedToolLimiter", "count_fallback", "max_wait_us"]
+__all__ = [
+    "SharedEngineLimiter",
+    "SharedToolLimiter",
+    "StoreTurn",
+    "count_fallback",
+    "max_wait_us",
+]
 
 _US: Final = 1_000_000
 
@@ -75,9 +92,23 @@ def count_fallback() -> None:
     telemetry.COUNTERS.coordination_unavailable()
 
 
-def max_wait_us(deadline: float, now: float) -> int:
-    """How long a call may wait for its turn, as the scripts take it (-1: no deadline)."""
-    return -1 if math.isinf(deadline) else max(0, math.floor((deadline - now) * _US))
+def max_wait_us(deadline: float, now: float, round_trip_s: float) -> int:
+    """How long a call may wait for its turn, as the scripts take it (-1: no deadline): the
+    time to its deadline less the round trip that asking costs, since the call starts its
+    wait only once the answer is back."""
+    if math.isinf(deadline):
+        return -1
+    return max(0, math.floor((deadline - now - round_trip_s) * _US))
+
+
+@attrs.frozen
+class StoreTurn:
+    """A turn the store gave, as its answer named it; `wait_s` None: refused."""
+
+    wait_s: float | None
+    mine: str = ""  # the TAT the turn set ("" for a returned turn it took)
+    previous: str = ""  # the TAT it replaced
+    at: str = ""  # the turn's time on the store's clock, in microseconds
 
 
 class SharedEngineLimiter:
@@ -86,13 +117,14 @@ class SharedEngineLimiter:
     def __init__(
         self,
         engine_id: str,
-        record: AdmissionRecord,
+        record: PaceRecord,
         store: Store,
         *,
         per_engine_in_flight: int,
     ) -> None:
         self._store = store
         self.key: Final = store.key("engine", engine_id, "turns")
+        self.keys: Final = (self.key, store.key("engine", engine_id, "returned"))
         # Rounded up: a shared turn is never shorter than the provider's interval.
         interval_us = math.ceil(record.interval_s * _US)
         self._interval = str(interval_us)
@@ -102,6 +134,10 @@ class SharedEngineLimiter:
             record, per_engine_in_flight=per_engine_in_flight, share=store.replicas
         )
         self._refused_until = -math.inf  # the turn the store named when it last refused
+        # Whether the store may not hold what this process admitted: it decided alone since
+        # its last answer, or that answer came over an earlier connection (`script_args`).
+        self._alone = False
+        self._epoch = -1
 
     @property
     def concurrency(self) -> int:
@@ -112,55 +148,94 @@ class SharedEngineLimiter:
         whichever is later (the store is not asked for a status)."""
         return max(self.local.next_turn(now), self._refused_until)
 
-    def script_args(self, max_wait: int) -> list[str]:
-        """The arguments of one admission (ADMIT_SCRIPT's, and each engine's in a search's)."""
-        return [self._interval, self._tolerance, str(max_wait)]
+    def max_wait(self, deadline: float, now: float) -> int:
+        """The longest wait to ask for: `max_wait_us` with the store's round trip."""
+        return max_wait_us(deadline, now, self._store.round_trip_s)
 
-    def read_answer(self, answer: Sequence[object]) -> tuple[int, str, str]:
-        """(wait_us, mine, previous) from one admission's answer; wait_us -1: refused.
+    def script_args(self, max_wait: int) -> list[str]:
+        """The arguments of one admission (ADMIT_SCRIPT's, and each engine's in a search's):
+        with this process's share's schedule as the floor when the store may not hold it."""
+        floor = -1
+        if self._alone or self._epoch != self._store.epoch:
+            ahead = self.local.ahead(trio.current_time())
+            floor = math.ceil(ahead * _US)
+        return [self._interval, self._tolerance, str(max_wait), str(floor)]
+
+    def read_answer(self, answer: Sequence[object]) -> StoreTurn:
+        """The turn one admission's answer names (`StoreTurn`); the share follows the
+        shared schedule it shows.
 
         Raises the store's bad answer when it has another shape."""
+        refused_us = None
         try:
             wait_us = _int(answer[0])
+            ahead_us = _int(answer[4])
+            if ahead_us < 0:
+                raise ValueError("out of range")
             if wait_us < 0:
-                turn_us = _int(answer[1])
-                if wait_us != -1 or turn_us < 0:
+                refused_us = _int(answer[1])
+                if wait_us != -1 or refused_us < 0:
                     raise ValueError("out of range")
-                self._refused_until = trio.current_time() + turn_us / _US
-                return -1, "", ""
-            return wait_us, _text(answer[1]), _text(answer[2])
+                turn = StoreTurn(None)
+            else:
+                turn = StoreTurn(
+                    wait_us / _US, _text(answer[1]), _text(answer[2]), _text(answer[3])
+                )
         except (ValueError, TypeError, IndexError, KeyError):
             raise self._store.bad_answer() from None
+        now = trio.current_time()
+        if refused_us is not None:
+            self._refused_until = now + refused_us / _US
+        # Read now, the answer is at least this far behind the store's clock: the share
+        # follows a schedule that ends no earlier than the shared one.
+        self.local.follow(now + ahead_us / _US)
+        self._alone = False
+        self._epoch = self._store.epoch
+        return turn
 
     async def admit(self, deadline: float) -> bool:
-        max_wait = max_wait_us(deadline, trio.current_time())
+        max_wait = self.max_wait(deadline, trio.current_time())
         try:
-            answer = await self._store.run(ADMIT_SCRIPT, [self.key], self.script_args(max_wait))
-            wait_us, mine, previous = self.read_answer(answer)
+            answer = await self._store.run(ADMIT_SCRIPT, self.keys, self.script_args(max_wait))
+            turn = self.read_answer(answer)
         except StoreUnavailable:
-            count_fallback()
-            return await self.local.admit(deadline)
-        return await self.take_turn(wait_us, mine, previous)
+            return await self.admit_alone(deadline)
+        return await self.take_turn(turn, trio.current_time(), deadline)
 
-    async def take_turn(self, wait_us: int, mine: str, previous: str) -> bool:
-        """Wait out a turn the store gave; False for a refusal. A call cancelled while it
-        waits gives the turn back."""
-        if wait_us < 0:
+    async def admit_alone(self, deadline: float) -> bool:
+        """The decision without the store: this process's share of the rate and burst."""
+        count_fallback()
+        self._alone = True
+        return await self.local.admit(deadline)
+
+    async def take_turn(self, turn: StoreTurn, received: float, deadline: float) -> bool:
+        """Wait out a turn the store gave, whose answer came back at `received`; False for a
+        refusal, and for a turn that would start after `deadline`, which is given back at
+        once (in the Store's own task) for the next call. A call cancelled while it waits
+        gives the turn back before it ends."""
+        if turn.wait_s is None:
             return False
-        if wait_us > 0:
+        start = received + turn.wait_s
+        if start > deadline:
+            self._store.soon(GIVE_BACK_SCRIPT, self.keys, self._give_back_args(turn))
+            return False
+        if turn.wait_s > 0:
             try:
-                await trio.sleep(wait_us / _US)
+                await trio.sleep_until(start)
             except trio.Cancelled:
                 with trio.CancelScope(shield=True):
-                    await self._give_back(mine, previous)
+                    await self._give_back(turn)
                 raise
         return True
 
-    async def _give_back(self, mine: str, previous: str) -> None:
+    def _give_back_args(self, turn: StoreTurn) -> list[str]:
+        return [turn.mine, turn.previous, turn.at, secrets.token_hex(8)]
+
+    async def _give_back(self, turn: StoreTurn) -> None:
         # When the store cannot take it back, the turn stays taken: the deployment stays
         # within its rate, at the cost of one unused turn.
         with contextlib.suppress(StoreUnavailable):
-            await self._store.run(GIVE_BACK_SCRIPT, [self.key], [mine, previous])
+            await self._store.run(GIVE_BACK_SCRIPT, self.keys, self._give_back_args(turn))
 
     def slot(self) -> AbstractAsyncContextManager[None]:
         """This process's in-flight places (the local limiter's own context manager)."""

@@ -5,10 +5,22 @@ one; the scripts read the server's own clock (`TIME`), the one clock all process
 
 The store is a help, never a dependency (issue "replicas"): every round trip is bounded by
 `[coordination] timeout_ms`, and any failure — no connection, a slow answer, an error reply,
-an answer of the wrong shape — makes the caller decide alone with its in-process limiter
-(see `limits`), logs `coordination_unavailable` at most once a minute and counts the
-decision. After a failure the store is left alone for a second, then asked again; the first
-answer it gives brings every limiter back to it.
+an answer of the wrong shape, a connection found closed — makes the caller decide alone
+with its in-process limiter (see `limits`) and counts the decision. After a failure the
+store is left alone for a second, then asked again; the first answer it gives brings every
+limiter back to it.
+
+Every change of the store's state is one log line, whatever came before it: the store lost
+(`coordination_unavailable`, with the reason's word), another reason while it is still lost
+(the same event with the new word), and its first answer after (`coordination_restored`).
+Failures with the reason already logged write nothing more. A store that flaps writes two
+lines a flap, at most about one flap a second: a connection is opened at most once a
+second, and each loss needs an answer before it.
+
+Each answer's round trip is measured (`round_trip_s`): a call asks for a turn no later than
+its deadline less the round trip the asking costs, since the turn starts only once the
+answer is back. Each connection opened counts (`epoch`): a limiter whose last answer came
+over an earlier one cannot tell whether the store kept its schedule (a restart empties it).
 
 A call never opens a connection. Opening one (TCP, then coredis's handshake: HELLO with the
 password, SELECT) is not a decision's round trip, and on a loaded host it can take longer
@@ -23,6 +35,7 @@ when the rest after a failure is over, and when a call finds the connection clos
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 from typing import TYPE_CHECKING, Any, Final
@@ -31,6 +44,7 @@ import trio
 
 from rypsok.config.coordination import describe_url, parse_store_url
 from rypsok.core import telemetry
+from rypsok.core.coordination.scripts import SCRIPTS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -39,10 +53,9 @@ if TYPE_CHECKING:
     from rypsok.config.schema import CoordinationConfig
     from rypsok.core.telemetry import Secret
 
-__all__ = ["OPEN_FLOOR_S", "RETRY_AFTER_S", "WARN_EVERY_S", "Store", "StoreUnavailable"]
+__all__ = ["OPEN_FLOOR_S", "RETRY_AFTER_S", "Store", "StoreUnavailable"]
 
 RETRY_AFTER_S: Final = 1.0  # how long a failed store is left alone
-WARN_EVERY_S: Final = 60.0
 # The least time a connection may take to open (the TCP connection; the handshake has as
 # much again): a loopback store opens one in about a millisecond, a loaded host in tens.
 OPEN_FLOOR_S: Final = 1.0
@@ -75,8 +88,10 @@ class Store:
         # for the handshake's replies (`_open`).
         self.open_s: Final = max(OPEN_FLOOR_S, self._timeout_s)
         self._down_until: float | None = None
-        self._was_down = False
-        self._last_warned: float | None = None
+        self._lost_reason: str | None = None  # the reason last logged while the store is lost
+        # The round trip of recent answers: the longest, decaying toward newer ones.
+        self.round_trip_s = 0.0
+        self.epoch = 0  # connections opened so far
         self._entered = False
         self._closing = False
         # The connection `_open` made (None: none open): read for `usable` only, coredis's
@@ -145,7 +160,7 @@ class Store:
             # entered, so leave it here, the nursery first.
             await self.__aexit__(type(exc), exc, exc.__traceback__)
             raise
-        if self._connection is None and not self._was_down:
+        if self._connection is None and self._lost_reason is None:
             self._warn("timeout", StoreUnavailable("timeout"))
         return self
 
@@ -183,11 +198,15 @@ class Store:
         if connection is None:
             raise StoreUnavailable("opening")  # `_keep` is opening one: decide alone
         if not connection.usable:
-            # Closed since (the store restarted, a peer on the way dropped it): opened
-            # again in the background at once; this call decides alone meanwhile.
+            # Closed since (the store restarted, a client killed it, a peer on the way
+            # dropped it): opened again in the background at once, with no rest; this call
+            # decides alone meanwhile.
             self._give_up(connection)
-            raise StoreUnavailable("opening")
+            exc = StoreUnavailable("closed")
+            self._warn("closed", exc)
+            raise exc
         scope = trio.move_on_after(self._timeout_s)
+        sent = trio.current_time()
         try:
             with scope:
                 result = await self._evaluate(script, keys, args)
@@ -205,16 +224,36 @@ class Store:
             self._failed(exc.reason, exc)
             raise
         except Exception as exc:
+            if connection is not self._connection and not scope.cancel_called:
+                # The connection was given up meanwhile (another round trip's timeout): this
+                # one ends with it, for the reason already logged.
+                raise StoreUnavailable(self._lost_reason or "closed") from None
             reason = "timeout" if scope.cancel_called else _reason(exc)
             if scope.cancel_called or not connection.usable:
                 self._give_up(connection)
             self._failed(reason, exc)
             raise StoreUnavailable(reason) from None
-        if self._was_down:
-            self._was_down = False
+        elapsed = trio.current_time() - sent
+        self.round_trip_s = max(elapsed, 0.75 * self.round_trip_s + 0.25 * elapsed)
+        if self._lost_reason is not None:
+            self._lost_reason = None
             telemetry.info("coordination_restored", store=self.description)
         self._down_until = None
         return result
+
+    def soon(self, script: str, keys: Sequence[str], args: Sequence[str]) -> None:
+        """Run one script in the Store's own task, for a caller that does not wait for it
+        (a turn given back); its failure is logged and counted as any round trip's."""
+        if not self._entered or self._closing or self._nursery is None:
+            return
+
+        async def run() -> None:
+            # When it fails, what it would have changed stays as it was (a turn stays
+            # taken: one unused turn, never one too many).
+            with contextlib.suppress(StoreUnavailable):
+                await self.run(script, keys, args)
+
+        self._nursery.start_soon(run)
 
     async def _evaluate(self, script: str, keys: Sequence[str], args: Sequence[str]) -> Any:
         # The script by its digest; sent whole once when the store does not know it (it
@@ -276,6 +315,8 @@ class Store:
                 with scope:
                     async with pool.acquire() as connection:
                         usable = bool(connection.usable)
+                    if usable:
+                        await self._load_scripts()
                 if scope.cancelled_caught:
                     raise StoreUnavailable("timeout")
                 if not usable:
@@ -293,6 +334,16 @@ class Store:
         finally:
             self._first_open.set()
         self._connection = connection
+        self.epoch += 1
+
+    async def _load_scripts(self) -> None:
+        """Every script the limiters run, sent whole once per connection opened (SCRIPT
+        LOAD), so that a call's round trip is always one EVALSHA: a script the store did
+        not know would cost a call two round trips, the second past a timeout_ms set near
+        the store's round trip. A store that lost them since (SCRIPT FLUSH) is still asked
+        by EVAL when it answers NOSCRIPT."""
+        for script in SCRIPTS:
+            await self._client.script_load(script)
 
     def bad_answer(self) -> StoreUnavailable:
         """An answer of the wrong shape: the store is not the one rypsok expects."""
@@ -305,11 +356,11 @@ class Store:
         self._warn(reason, exc)
 
     def _warn(self, reason: str, exc: BaseException) -> None:
-        now = trio.current_time()
-        self._was_down = True
-        if self._last_warned is not None and 0 <= now - self._last_warned < WARN_EVERY_S:
+        """One line per change: the store lost, or lost for another reason than the one
+        logged; nothing for a failure whose reason is logged already."""
+        if reason == self._lost_reason:
             return
-        self._last_warned = now
+        self._lost_reason = reason
         # The type and a fixed word only: an error's text could echo a key or the URL.
         telemetry.log_exception(
             "coordination_unavailable", exc, level="warn", reason=reason, store=self.description

@@ -27,11 +27,11 @@ from rypsok.core.engines.crossref import CrossrefEngine
 from rypsok.core.engines.duckduckgo import DuckDuckGoEngine
 from rypsok.core.engines.hackernews import HackerNewsEngine
 from rypsok.core.engines.latency import LatencyWindow
-from rypsok.core.engines.limiter import EngineLimiter
 from rypsok.core.engines.searxng import SearxngEngine
 from rypsok.core.engines.stackexchange import StackExchangeEngine
 from rypsok.core.engines.wikipedia import WikipediaEngine
 from rypsok.core.model import Category, DisabledReason, EngineState, EngineStatus
+from rypsok.core.pacing import EngineLimiter
 from rypsok.core.telemetry import log
 from rypsok.shared.drivers import DRIVER_TYPES as TRAITS
 from rypsok.shared.drivers import SHIPPED_TYPES
