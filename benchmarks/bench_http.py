@@ -114,6 +114,7 @@ def serve_rypsok(port: int, max_connections: int, idle: int, auth: bool = False)
 
     from rypsok.config.load import load_config_text
     from rypsok.core import telemetry
+    from rypsok.core.services import Rypsok
     from rypsok.mcp.listener import run_http
     from rypsok.shared import own_process
     from testkit.instant import InstantEngine
@@ -128,7 +129,11 @@ def serve_rypsok(port: int, max_connections: int, idle: int, auth: bool = False)
     limits = attrs.evolve(config.limits, engine_status_per_minute=10**9)
     config = attrs.evolve(config, limits=limits)
     telemetry.configure(config.logging.level)
-    return run_http(config, env, engines=[InstantEngine("wikipedia")])
+    return run_http(
+        config,
+        env,
+        service=lambda: Rypsok(config, env=env, engines=[InstantEngine("wikipedia")]),
+    )
 
 
 async def _fixed_answer(scope: dict[str, Any], receive: Any, send: Any) -> None:

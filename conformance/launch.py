@@ -22,7 +22,7 @@ from rypsok.config.load import load_config
 from rypsok.core import telemetry
 from rypsok.core.egress import TcpBackend
 from rypsok.core.egress.testing import MapResolver
-from rypsok.core.services import FetchNetwork
+from rypsok.core.services import FetchNetwork, Rypsok
 from rypsok.mcp.stdio import run_stdio
 from rypsok.shared import own_process
 from testkit.instant import InstantEngine
@@ -98,23 +98,21 @@ def main(argv: list[str] | None = None) -> int:
     network = _fetch_network(args.fetch_site, args.fetch_ca)
     # The engines reach their fixtures through the production stack, TLS included.
     engines_network = TlsFronts(routes).engine_network if routes else None
-    if args.transport == "http":
-        from rypsok.mcp.listener import run_http
 
-        return run_http(
+    def service() -> Rypsok:
+        return Rypsok(
             config,
-            env,
+            env=env,
             engine_network=engines_network,
             engines=engines,
             fetch_network=network,
         )
-    return run_stdio(
-        config,
-        env,
-        engine_network=engines_network,
-        engines=engines,
-        fetch_network=network,
-    )
+
+    if args.transport == "http":
+        from rypsok.mcp.listener import run_http
+
+        return run_http(config, env, service=service)
+    return run_stdio(config, env, service=service)
 
 
 if __name__ == "__main__":

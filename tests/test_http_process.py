@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -192,6 +193,7 @@ async def test_lim_m5_serving_over_http_runs_the_collector_with_start_up_frozen(
     import gc
 
     from rypsok.config.load import load_config_text
+    from rypsok.core.services import Rypsok
     from rypsok.mcp.caller_tokens import Callers
     from rypsok.mcp.listener import _serve_process, listening_socket
     from rypsok.shared import own_process as own_process_module
@@ -207,10 +209,8 @@ async def test_lim_m5_serving_over_http_runs_the_collector_with_start_up_frozen(
     monkeypatch.setattr(own_process_module, "_own", own_process)  # as the console script sets it
     try:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(
-                _serve_process, config, {}, Callers(), sock, None, [InstantEngine("wikipedia")],
-                None,
-            )  # fmt: skip
+            service = partial(Rypsok, config, env={}, engines=[InstantEngine("wikipedia")])
+            nursery.start_soon(_serve_process, config, Callers(), sock, service)
             async with httpx.AsyncClient() as client:
                 with trio.fail_after(10):
                     while True:

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from functools import partial
 from typing import TYPE_CHECKING
 
 import pytest
@@ -72,14 +73,8 @@ async def test_req_arch_007_serving_tunes_the_interpreter_only_in_rypsoks_own_pr
     console script claimed it, and leaves it alone in any other program."""
     monkeypatch.setattr(own_process, "_own", own)  # as the console script sets it
     config = make_config(engine_config("alpha"))
-    async with serving(
-        config,
-        {},
-        [signal.SIGUSR1],
-        engine_network=None,
-        engines=[FakeEngine("alpha")],
-        fetch_network=None,
-    ) as (rypsok, stop):
+    service = partial(Rypsok, config, env={}, engines=[FakeEngine("alpha")])
+    async with serving(service, [signal.SIGUSR1]) as (rypsok, stop):
         await rypsok.status()
         assert not stop.is_set()
     if own:

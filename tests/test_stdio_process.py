@@ -225,6 +225,7 @@ import os, sys
 sys.path.insert(0, {root!r})
 from testkit.instant import InstantEngine
 from rypsok.config.load import load_config
+from rypsok.core.services import Rypsok
 from rypsok.mcp.stdio import run_stdio
 
 
@@ -239,7 +240,13 @@ class NoisyEngine(InstantEngine):
 
 
 config = load_config({config!r}, os.environ)
-sys.exit(run_stdio(config, os.environ, engines=[NoisyEngine("wikipedia")]))
+sys.exit(
+    run_stdio(
+        config,
+        os.environ,
+        service=lambda: Rypsok(config, env=os.environ, engines=[NoisyEngine("wikipedia")]),
+    )
+)
 """
 
 

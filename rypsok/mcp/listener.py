@@ -75,15 +75,15 @@ from rypsok.mcp.http_app import (
     RefusalLog,
 )
 from rypsok.mcp.http_framing import H2FrameParser, Http1RequestParser
-from rypsok.mcp.process import Activity, serving
+from rypsok.mcp.process import Activity, default_service, serving
 from rypsok.mcp.sessions import SESSION_TTL_S
 from rypsok.shared.allocator import malloc_trim
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, MutableMapping, Sequence
+    from collections.abc import Callable, Mapping, MutableMapping
 
     from rypsok.config.schema import Config
-    from rypsok.core.services import Engine, EngineNetwork, FetchNetwork
+    from rypsok.core.services import Rypsok
     from rypsok.mcp.tool_calls import ToolService
 
 __all__ = [
@@ -1102,21 +1102,11 @@ async def serve_http(
 
 async def _serve_process(
     config: Config,
-    env: Mapping[str, str],
     callers: Callers,
     sock: stdlib_socket.socket,
-    engine_network: EngineNetwork | None,
-    engines: Sequence[Engine] | None,
-    fetch_network: FetchNetwork | None,
+    service: Callable[[], Rypsok],
 ) -> None:
-    async with serving(
-        config,
-        env,
-        (signal.SIGTERM, signal.SIGINT),
-        engine_network=engine_network,
-        engines=engines,
-        fetch_network=fetch_network,
-    ) as (rypsok, stop):
+    async with serving(service, (signal.SIGTERM, signal.SIGINT)) as (rypsok, stop):
         await serve_http(rypsok, config, callers, stop=stop, listen_socket=sock, trim=malloc_trim())
 
 
@@ -1124,14 +1114,12 @@ def run_http(
     config: Config,
     env: Mapping[str, str],
     *,
-    engine_network: EngineNetwork | None = None,
-    engines: Sequence[Engine] | None = None,
-    fetch_network: FetchNetwork | None = None,
+    service: Callable[[], Rypsok] | None = None,
 ) -> int:
     """`rypsok serve --transport http`: serve until SIGTERM; exit code 0.
 
     The tokens are read once, here; the configuration was validated with the same reading.
-    `engine_network`, `engines` and `fetch_network` are the test seams of `run_stdio`.
+    `service` builds the core to serve (`default_service`, the production one, when None).
     """
     callers = Callers.from_config(config, env)
     try:
@@ -1147,7 +1135,8 @@ def run_http(
     previous = signal.getsignal(signal.SIGTERM)
     _early.install()
     try:
-        trio.run(_serve_process, config, env, callers, sock, engine_network, engines, fetch_network)
+        built = service or default_service(config, env)
+        trio.run(_serve_process, config, callers, sock, built)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

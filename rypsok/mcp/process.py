@@ -24,12 +24,26 @@ from rypsok.shared import own_process
 
 if TYPE_CHECKING:
     import signal
-    from collections.abc import AsyncIterator, Mapping, Sequence
+    from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
     from rypsok.config.schema import Config
-    from rypsok.core.services import Engine, EngineNetwork, FetchNetwork, Rypsok
+    from rypsok.core.services import Rypsok
 
-__all__ = ["Activity", "serving", "startup_done"]
+__all__ = ["Activity", "default_service", "serving", "startup_done"]
+
+
+def default_service(config: Config, env: Mapping[str, str]) -> Callable[[], Rypsok]:
+    """What `rypsok serve` serves: the production core of `config`, engine keys read from
+    `env`. A transport takes a function that builds its core, called once the signal
+    receiver is in place; a test, the conformance harness or a bench hands in one that builds
+    the core with its own engines or network, and the transport never knows."""
+
+    def build() -> Rypsok:
+        from rypsok.core.services import Rypsok
+
+        return Rypsok(config, env=env)
+
+    return build
 
 
 class Activity:
@@ -54,18 +68,10 @@ class Activity:
 
 @contextlib.asynccontextmanager
 async def serving(
-    config: Config,
-    env: Mapping[str, str],
-    signals: Sequence[signal.Signals],
-    *,
-    engine_network: EngineNetwork | None,
-    engines: Sequence[Engine] | None,
-    fetch_network: FetchNetwork | None,
+    service: Callable[[], Rypsok], signals: Sequence[signal.Signals]
 ) -> AsyncIterator[tuple[Rypsok, trio.Event]]:
-    """The core, and the event that any of `signals` (logged as `sigterm_received`), or one
-    that came before, sets: the transport serves until it is set."""
-    from rypsok.core.services import Rypsok
-
+    """The core `service` builds, and the event that any of `signals` (logged as
+    `sigterm_received`), or one that came before, sets: the transport serves until it is set."""
     stop = trio.Event()
     with trio.open_signal_receiver(*signals) as received:
         # Read after the receiver is in place, so no signal falls between the two.
@@ -80,13 +86,7 @@ async def serving(
 
             nursery.start_soon(watch_signals)
             own_process.tune_for_serving()
-            async with Rypsok(
-                config,
-                env=env,
-                engine_network=engine_network,
-                engines=engines,
-                fetch_network=fetch_network,
-            ) as rypsok:
+            async with service() as rypsok:
                 startup_done()
                 yield rypsok, stop
             nursery.cancel_scope.cancel()

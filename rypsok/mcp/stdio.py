@@ -25,16 +25,16 @@ import trio
 
 from rypsok import _early
 from rypsok.core import telemetry
-from rypsok.mcp.process import Activity, serving
+from rypsok.mcp.process import Activity, default_service, serving
 from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Nothing, Reply, jsonrpc
 from rypsok.mcp.protocol.stdio_lines import MAX_LINE_BYTES, LineDecoder
 from rypsok.mcp.tool_calls import ToolService, execute, make_dispatcher
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping
 
     from rypsok.config.schema import Config
-    from rypsok.core.services import Engine, EngineNetwork, FetchNetwork
+    from rypsok.core.services import Rypsok
     from rypsok.mcp.protocol.dispatch import Action
 
 __all__ = ["run_stdio", "serve_stdio"]
@@ -324,26 +324,13 @@ async def serve_stdio(
         nursery.cancel_scope.cancel()
 
 
-async def _serve_process(
-    config: Config,
-    env: Mapping[str, str],
-    engine_network: EngineNetwork | None,
-    engines: Sequence[Engine] | None,
-    fetch_network: FetchNetwork | None = None,
-) -> None:
+async def _serve_process(config: Config, service: Callable[[], Rypsok]) -> None:
     out_fd = os.dup(1)
     os.dup2(2, 1)  # from here a stray write to fd 1 goes to the log stream
     in_fd = os.dup(0)
     stdin = trio.lowlevel.FdStream(in_fd)
     stdout = trio.lowlevel.FdStream(out_fd)
-    async with serving(
-        config,
-        env,
-        (signal.SIGTERM,),
-        engine_network=engine_network,
-        engines=engines,
-        fetch_network=fetch_network,
-    ) as (rypsok, stop):
+    async with serving(service, (signal.SIGTERM,)) as (rypsok, stop):
         telemetry.info("serving", transport="stdio")
         await serve_stdio(rypsok, config, stdin=stdin, stdout=stdout, stop=stop)
     await stdout.aclose()
@@ -354,24 +341,18 @@ def run_stdio(
     config: Config,
     env: Mapping[str, str],
     *,
-    engine_network: EngineNetwork | None = None,
-    engines: Sequence[Engine] | None = None,
-    fetch_network: FetchNetwork | None = None,
+    service: Callable[[], Rypsok] | None = None,
 ) -> int:
     """`rypsok serve --transport stdio`: serve until end of input or SIGTERM; exit code 0.
 
-    `engine_network` replaces what lies below the engines' egress stack (the lookup, the
-    connect, the trust) and `engines` replaces their
-    drivers (the conformance harness and the stdio bench use local fixtures);
-    `fetch_network` lets web_fetch reach a local fixture site through allow rules added in
-    code. The command line sets none of them.
+    `service` builds the core to serve (`default_service`, the production one, when None).
     """
     # A SIGTERM before the event loop listens (the entry point catches it while the modules
     # import) must still mean a graceful stop: `_early` remembers it until Trio takes over.
     previous = signal.getsignal(signal.SIGTERM)
     _early.install()
     try:
-        trio.run(_serve_process, config, env, engine_network, engines, fetch_network)
+        trio.run(_serve_process, config, service or default_service(config, env))
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
