@@ -28,6 +28,7 @@ from rypsok.core.engines.circuit import Circuit
 from rypsok.core.engines.client import EngineClient, EngineNetwork
 from rypsok.core.engines.latency import LatencyWindow
 from rypsok.core.engines.limiter import EngineLimiter
+from rypsok.core.engines.recent import RecentRequests
 from rypsok.core.engines.registry import (
     RegisteredEngine,
     Registry,
@@ -135,6 +136,7 @@ def _substitute(registry: Registry, engines: Sequence[Engine], config: Config) -
                     engine.record, per_engine_in_flight=config.limits.per_engine_in_flight
                 ),
                 latency=LatencyWindow(),
+                recent=RecentRequests(),
             )
         )
     return Registry(entries=tuple(entries))
@@ -168,6 +170,7 @@ def _slots(registry: Registry, store: Store | None, config: Config) -> tuple[Eng
                     per_engine_in_flight=config.limits.per_engine_in_flight,
                 ),
                 latency=entry.latency,
+                recent=entry.recent,
             )
         )
     return tuple(slots)

@@ -28,6 +28,7 @@ from rypsok.core.engines.duckduckgo import DuckDuckGoEngine
 from rypsok.core.engines.hackernews import HackerNewsEngine
 from rypsok.core.engines.latency import LatencyWindow
 from rypsok.core.engines.limiter import EngineLimiter
+from rypsok.core.engines.recent import RecentRequests
 from rypsok.core.engines.searxng import SearxngEngine
 from rypsok.core.engines.stackexchange import StackExchangeEngine
 from rypsok.core.engines.wikipedia import WikipediaEngine
@@ -64,8 +65,8 @@ class RegistryError(ValueError):
 class RegisteredEngine:
     """One `[engines.<id>]` table as the process uses it.
 
-    `engine`, `circuit`, `limiter` and `latency` are set for an active engine and None for
-    one that is disabled or inactive.
+    `engine`, `circuit`, `limiter`, `latency` and `recent` are set for an active engine and
+    None for one that is disabled or inactive.
     """
 
     id: str
@@ -76,6 +77,7 @@ class RegisteredEngine:
     circuit: Circuit | None = None
     limiter: EngineLimiter | None = None
     latency: LatencyWindow | None = None
+    recent: RecentRequests | None = None
 
     @property
     def active(self) -> bool:
@@ -186,6 +188,7 @@ def build_registry(
                     engine.record, per_engine_in_flight=config.limits.per_engine_in_flight
                 ),
                 latency=LatencyWindow(),
+                recent=RecentRequests(),
             )
         )
     return Registry(entries=tuple(entries))
@@ -214,6 +217,7 @@ def status_entries(registry: Registry) -> tuple[EngineStatus, ...]:
                 id=entry.id,
                 state=entry.circuit.state(),
                 latency_ms=entry.latency.median_ms(),
+                recent_failures=None if entry.recent is None else entry.recent.failures(),
             )
         )
     return tuple(out)
