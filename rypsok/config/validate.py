@@ -476,7 +476,8 @@ class Validator(Reader):
             )
         traits = DRIVER_TYPES.get(kind)
         if traits is None:
-            raise self.fail((*e.path, "type"), "no such driver")
+            error = self.fail((*e.path, "type"), "no such driver")
+            raise ConfigError(f"{error}; the driver types are {', '.join(DRIVER_TYPES)}")
         if traits.scrapes and not scraping_on:
             # The book gives this sentence word for word (Tutorial 5): it names the engine's
             # table, the type and the operator's responsibility, and carries no place.
