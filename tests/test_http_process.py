@@ -194,7 +194,8 @@ async def test_lim_m5_serving_over_http_runs_the_collector_with_start_up_frozen(
     from rypsok import _entry
     from rypsok.config.load import load_config_text
     from rypsok.mcp.caller_tokens import Callers
-    from rypsok.mcp.listener import _serve_process, listening_socket
+    from rypsok.mcp.listener import listening_socket
+    from rypsok.mcp.listener.serve import _serve_process
     from testkit.instant import InstantEngine
 
     port = _free_port()

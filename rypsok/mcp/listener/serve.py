@@ -1,0 +1,150 @@
+"""`rypsok serve --transport http`: the listening socket bound, the listener served until the
+stop, then the shutdown within `service.shutdown_ms`.
+
+`serve_http` serves until its `stop` event; then the listening socket is closed (new
+connections are refused), idle connections close, and calls in flight get what is left of
+`service.shutdown_ms` before they are cancelled.
+"""
+
+from __future__ import annotations
+
+import errno
+import signal
+import socket as stdlib_socket
+from typing import TYPE_CHECKING, Any, Final
+
+import trio
+
+from rypsok import _early
+from rypsok.core import telemetry
+from rypsok.mcp.caller_tokens import Callers
+from rypsok.mcp.http_app import McpHttpApp
+from rypsok.mcp.listener.accept import listening_socket
+from rypsok.mcp.listener.lifecycle import Listener
+from rypsok.mcp.process import serving
+from rypsok.mcp.sessions import SESSION_TTL_S
+from rypsok.shared.allocator import malloc_trim
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from rypsok.config.schema import Config
+    from rypsok.core.services import Engine, EngineNetwork, FetchNetwork
+    from rypsok.mcp.tool_calls import ToolService
+
+__all__ = ["run_http", "serve_http"]
+
+_EXIT_MARGIN_MS: Final = 300
+
+
+async def serve_http(
+    service: ToolService,
+    config: Config,
+    callers: Callers,
+    *,
+    stop: trio.Event,
+    port: int | None = None,
+    session_ttl_s: float = SESSION_TTL_S,
+    listen_socket: Any = None,
+    counters_interval_s: float = 60.0,
+    trim: Callable[[], object] | None = None,
+    task_status: trio.TaskStatus[tuple[int, Listener]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve MCP over HTTP until `stop`, then shut down within `service.shutdown_ms`.
+
+    `port` replaces the configured one (tests bind port 0); `listen_socket` replaces the
+    socket itself (a test's socket whose accept fails); `counters_interval_s` is the minute
+    of the `counters` event; `trim` returns the allocator's free memory after a flood
+    (`malloc_trim`, which `run_http` passes; None: kept).
+    """
+    if listen_socket is None:
+        listen_socket = listening_socket(config.service.http.bind, port)
+    sock = (
+        trio.socket.from_stdlib_socket(listen_socket)
+        if isinstance(listen_socket, stdlib_socket.socket)
+        else listen_socket
+    )
+    host, bound_port = sock.getsockname()[:2]
+    app = McpHttpApp(service, config, callers, session_ttl_s=session_ttl_s, bound_port=bound_port)
+    listener = Listener(app, config)
+    shown = f"[{host}]:{bound_port}" if ":" in host else f"{host}:{bound_port}"
+    telemetry.info("listening", address=shown, transport="http", callers=len(callers))
+    shutdown_ms = config.service.shutdown_ms
+    async with trio.open_nursery() as nursery:
+        await nursery.start(telemetry.run_counters_reporter, counters_interval_s)
+        await nursery.start(app.refusals.run)
+        await nursery.start(listener.return_memory, trim)
+        async with trio.open_nursery() as connections:
+            accepting = trio.CancelScope()
+
+            async def accept() -> None:
+                with accepting:
+                    await listener.accept_loop(sock, connections)
+
+            connections.start_soon(accept)
+            task_status.started((bound_port, listener))
+            await stop.wait()
+            stopped_at = trio.current_time()
+            accepting.cancel()
+            sock.close()  # from here a new connection is refused by the kernel
+            telemetry.info("shutdown_started", in_flight=listener.calls.count)
+            grace = max(shutdown_ms - _EXIT_MARGIN_MS, 0) / 1000
+            await listener.drain(stopped_at + grace)
+            # What still runs (idle connections, cancelled calls) ends with the nursery.
+            connections.cancel_scope.cancel()
+        app.refusals.flush(final=True)
+        nursery.cancel_scope.cancel()
+
+
+async def _serve_process(
+    config: Config,
+    env: Mapping[str, str],
+    callers: Callers,
+    sock: stdlib_socket.socket,
+    engine_network: EngineNetwork | None,
+    engines: Sequence[Engine] | None,
+    fetch_network: FetchNetwork | None,
+) -> None:
+    async with serving(
+        config,
+        env,
+        (signal.SIGTERM, signal.SIGINT),
+        engine_network=engine_network,
+        engines=engines,
+        fetch_network=fetch_network,
+    ) as (rypsok, stop):
+        await serve_http(rypsok, config, callers, stop=stop, listen_socket=sock, trim=malloc_trim())
+
+
+def run_http(
+    config: Config,
+    env: Mapping[str, str],
+    *,
+    engine_network: EngineNetwork | None = None,
+    engines: Sequence[Engine] | None = None,
+    fetch_network: FetchNetwork | None = None,
+) -> int:
+    """`rypsok serve --transport http`: serve until SIGTERM; exit code 0.
+
+    The tokens are read once, here; the configuration was validated with the same reading.
+    `engine_network`, `engines` and `fetch_network` are the test seams of `run_stdio`.
+    """
+    callers = Callers.from_config(config, env)
+    try:
+        sock = listening_socket(config.service.http.bind)
+    except OSError as exc:
+        telemetry.error(
+            "listen_failed",
+            address=config.service.http.bind,
+            error=errno.errorcode.get(exc.errno or 0, "OSError"),
+            note="another process may hold the port; change service.http.bind",
+        )
+        return 1
+    previous = signal.getsignal(signal.SIGTERM)
+    _early.install()
+    try:
+        trio.run(_serve_process, config, env, callers, sock, engine_network, engines, fetch_network)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    return 0
