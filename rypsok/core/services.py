@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from rypsok.core.egress import FetchClient
     from rypsok.core.fetch.pipeline import FetchPipeline
     from rypsok.core.fetch.robots import RobotsCache
+    from rypsok.core.readiness import Readiness
     from rypsok.core.search.cache import AnswerCache
     from rypsok.core.search.pipeline import SearchRun
 
@@ -295,6 +296,12 @@ class Rypsok:
     @property
     def registry(self) -> Registry:
         return self._registry
+
+    def readiness(self) -> Readiness:
+        """Whether a search can be served now (`GET /readyz`); it makes no request."""
+        from rypsok.core.readiness import readiness
+
+        return readiness(self._registry, self._store, trio.current_time())
 
     @property
     def served_categories(self) -> tuple[Category, ...]:

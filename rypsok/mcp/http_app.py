@@ -1,7 +1,7 @@
 """MCP over Streamable HTTP: the ASGI application, the gate first, then the protocol.
 
-The gate answers before any JSON is parsed: 401 (no or a wrong bearer token), 404 (another
-path), 413 (a body above LIM-H2), 408 (a request still running after LIM-H5, its body
+`GET /healthz` and `GET /readyz` are answered before the gate (`rypsok.mcp.health`). The gate
+answers before any JSON is parsed: 401 (no or a wrong bearer token), 404 (another path), 413 (a body above LIM-H2), 408 (a request still running after LIM-H5, its body
 included). Then the listener's contract (external design §2): 403 (Host or Origin not
 allowed), 405, 406 (Accept), 415 (Content-Type, or not a JSON-RPC message), 400 (protocol
 headers missing or disagreeing with the body, a handshake-era POST without its session), 503
@@ -23,6 +23,7 @@ import trio
 
 from rypsok.core import telemetry
 from rypsok.core.model import StatusResponse
+from rypsok.mcp.health import HEALTH_PATHS, Health
 from rypsok.mcp.http_refusals import RefusalLog
 from rypsok.mcp.http_request import (
     CONNECTION_CANCELS,
@@ -141,6 +142,8 @@ class McpHttpApp:
         self._hosts = allowed_hosts(config, bound_port)
         self._origins = tuple(o.lower() for o in http.allowed_origins)
         self.refusals = RefusalLog()
+        # /healthz and /readyz; a service without `readiness` (a test's fake) is ready.
+        self.health = Health(getattr(service, "readiness", None))
 
     def _new_dispatcher(self) -> Dispatcher:
         return make_dispatcher(self._service, self._config)
@@ -217,6 +220,10 @@ class McpHttpApp:
             # h11 bounds a header block that arrives in pieces; this bounds one that came
             # whole. Before the gate, as the contract says: neither logged nor counted.
             raise Refused(431, headers=((b"connection", b"close"),))
+        if request.path in HEALTH_PATHS:
+            # A probe's: before the gate (no token, no Host check), never a refusal.
+            await respond(*self.health.answer(request.method, request.path))
+            return
         if request.method == "OPTIONS" and b"access-control-request-method" in request.headers:
             # A browser's CORS preflight carries no token (Fetch standard): answered before
             # the token is asked for, for a listed origin only.

@@ -22,6 +22,7 @@ from rypsok.mcp.http_app import McpHttpApp
 from rypsok.mcp.listener.accept import listening_socket
 from rypsok.mcp.listener.lifecycle import Listener
 from rypsok.mcp.process import serving
+from rypsok.mcp.sd_notify import READY, STOPPING, Notifier
 from rypsok.mcp.sessions import SESSION_TTL_S
 from rypsok.shared.allocator import malloc_trim
 
@@ -48,6 +49,7 @@ async def serve_http(
     listen_socket: Any = None,
     counters_interval_s: float = 60.0,
     trim: Callable[[], object] | None = None,
+    notify_env: Mapping[str, str] | None = None,
     task_status: trio.TaskStatus[tuple[int, Listener]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve MCP over HTTP until `stop`, then shut down within `service.shutdown_ms`.
@@ -55,7 +57,8 @@ async def serve_http(
     `port` replaces the configured one (tests bind port 0); `listen_socket` replaces the
     socket itself (a test's socket whose accept fails); `counters_interval_s` is the minute
     of the `counters` event; `trim` returns the allocator's free memory after a flood
-    (`malloc_trim`, which `run_http` passes; None: kept).
+    (`malloc_trim`, which `run_http` passes; None: kept); `notify_env` holds the service
+    manager's NOTIFY_SOCKET and WATCHDOG_USEC (`rypsok.mcp.sd_notify`; None: no manager).
     """
     if listen_socket is None:
         listen_socket = listening_socket(config.service.http.bind, port)
@@ -70,8 +73,10 @@ async def serve_http(
     shown = f"[{host}]:{bound_port}" if ":" in host else f"{host}:{bound_port}"
     telemetry.info("listening", address=shown, transport="http", callers=len(callers))
     shutdown_ms = config.service.shutdown_ms
+    notifier = Notifier(notify_env or {})
     async with trio.open_nursery() as nursery:
         await nursery.start(telemetry.run_counters_reporter, counters_interval_s)
+        await nursery.start(notifier.run_watchdog)
         await nursery.start(app.refusals.run)
         await nursery.start(listener.return_memory, trim)
         async with trio.open_nursery() as connections:
@@ -82,9 +87,13 @@ async def serve_http(
                     await listener.accept_loop(sock, connections)
 
             connections.start_soon(accept)
+            app.health.accepting = True
+            notifier.notify(READY)
             task_status.started((bound_port, listener))
             await stop.wait()
             stopped_at = trio.current_time()
+            app.health.stopping = True
+            notifier.notify(STOPPING)
             accepting.cancel()
             sock.close()  # from here a new connection is refused by the kernel
             telemetry.info("shutdown_started", in_flight=listener.calls.count)
@@ -113,7 +122,15 @@ async def _serve_process(
         engines=engines,
         fetch_network=fetch_network,
     ) as (rypsok, stop):
-        await serve_http(rypsok, config, callers, stop=stop, listen_socket=sock, trim=malloc_trim())
+        await serve_http(
+            rypsok,
+            config,
+            callers,
+            stop=stop,
+            listen_socket=sock,
+            trim=malloc_trim(),
+            notify_env=env,
+        )
 
 
 def run_http(
