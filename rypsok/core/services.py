@@ -209,6 +209,10 @@ def _ms_since(start: float) -> int:
     return max(0, round((trio.current_time() - start) * 1000))
 
 
+def _seconds_since(start: float) -> float:
+    return max(0.0, trio.current_time() - start)
+
+
 def _call_start(received_at: float | None) -> float:
     """When a call's clock starts: when its transport read it, or now."""
     now = trio.current_time()
@@ -423,8 +427,12 @@ class Rypsok:
                     telemetry.info(
                         "call", tool=WEB_SEARCH, outcome="cancelled", latency_ms=_ms_since(start)
                     )
+                    telemetry.COUNTERS.call_ended(WEB_SEARCH, "cancelled", _seconds_since(start))
                 raise
             self._returned.add(run.urls)
+            telemetry.COUNTERS.call_ended(
+                WEB_SEARCH, str(run.response.outcome), _seconds_since(start)
+            )
             telemetry.info(
                 "call",
                 tool=WEB_SEARCH,
@@ -461,7 +469,9 @@ class Rypsok:
                     telemetry.info(
                         "call", tool=WEB_FETCH, outcome="cancelled", latency_ms=_ms_since(start)
                     )
+                    telemetry.COUNTERS.call_ended(WEB_FETCH, "cancelled", _seconds_since(start))
                 raise
+            telemetry.COUNTERS.call_ended(WEB_FETCH, str(response.outcome), _seconds_since(start))
             telemetry.info(
                 "call",
                 tool=WEB_FETCH,
@@ -484,6 +494,9 @@ class Rypsok:
                 self._log_error(ENGINE_STATUS, exc, start)
                 raise
             response = StatusResponse(engines=status_entries(self._registry))
+            telemetry.COUNTERS.call_ended(
+                ENGINE_STATUS, str(response.outcome), _seconds_since(start)
+            )
             telemetry.info(
                 "call",
                 tool=ENGINE_STATUS,
@@ -509,6 +522,7 @@ class Rypsok:
         if exc.detail.parameter is not None:
             fields["parameter"] = exc.detail.parameter
         telemetry.COUNTERS.call_error(tool, str(exc.kind))
+        telemetry.COUNTERS.call_ended(tool, "error", _seconds_since(start))
         if reason is DetailReason.RATE_LIMITED or exc.kind in _REFUSAL_KINDS:
             # A refusal of the call itself (REQ-OBS-007): counted per tool and reason.
             counted = str(reason) if reason is not None else str(exc.kind)

@@ -1,7 +1,8 @@
 """MCP over Streamable HTTP: the ASGI application, the gate first, then the protocol.
 
-`GET /healthz` and `GET /readyz` are answered before the gate (`rypsok.mcp.health`). The gate
-answers before any JSON is parsed: 401 (no or a wrong bearer token), 404 (another path), 413 (a body above LIM-H2), 408 (a request still running after LIM-H5, its body
+`GET /healthz` and `GET /readyz` are answered before the gate (`rypsok.mcp.health`). The
+gate answers before any JSON is parsed: 401 (no or a wrong bearer token), 404 (another
+path), 413 (a body above LIM-H2), 408 (a request still running after LIM-H5, its body
 included). Then the listener's contract (external design §2): 403 (Host or Origin not
 allowed), 405, 406 (Accept), 415 (Content-Type, or not a JSON-RPC message), 400 (protocol
 headers missing or disagreeing with the body, a handshake-era POST without its session), 503

@@ -90,6 +90,7 @@ class _Child:
         # A probe must reach the provider to tell whether it recovered (LIM-B5).
         if cache is not None and slot.record.cacheable and not self.ticket.probe:
             hit = cache.lookup(slot.id, query, trio.current_time())
+            telemetry.COUNTERS.cache_lookup(hit is not None)
             if hit is not None:
                 # Answered without a request: neither the provider's rate nor the
                 # circuit is charged (REQ-CACHE-001).
@@ -180,8 +181,10 @@ class _Child:
         if failure is not Reason.TIMEOUT and heard:
             # A completed request: the provider answered, with results or a failure.
             slot.latency.record(now - started)
+            telemetry.COUNTERS.engine_answered(slot.id, now - started)
         if failure is None and results is not None:
             slot.circuit.succeeded(self.ticket, now)
+            telemetry.COUNTERS.engine_request(slot.id, None)
             if slot.recent is not None:
                 slot.recent.ended(None)
             assert isinstance(answer, EngineAnswer)  # _well_formed checked it
@@ -198,6 +201,7 @@ class _Child:
     def _fail(self, now: float, failure: Reason, retry_after: float | None) -> None:
         """A request made that ended in `failure` (its own, or the deadline's timeout)."""
         self.slot.circuit.failed(self.ticket, failure, now, retry_after)
+        telemetry.COUNTERS.engine_request(self.slot.id, str(failure))
         if self.slot.recent is not None:
             self.slot.recent.ended(failure)
         _count_failure(self.slot.id, failure)

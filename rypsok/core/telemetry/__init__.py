@@ -13,7 +13,16 @@ from ._context import (
     current_request_id,
     new_request_id,
 )
-from ._counters import COUNTERS, Counters, CountersSnapshot, run_counters_reporter
+from ._counters import (
+    CALL_BUCKETS_S,
+    COUNTERS,
+    ENGINE_BUCKETS_S,
+    Activity,
+    Counters,
+    CountersSnapshot,
+    Durations,
+    run_counters_reporter,
+)
 from ._hooks import install_excepthook
 from ._log import (
     LEVELS,
@@ -31,13 +40,17 @@ from ._log import (
 from ._secret import REDACTED, Secret
 
 __all__ = [
+    "CALL_BUCKETS_S",
     "COUNTERS",
+    "ENGINE_BUCKETS_S",
     "LEVELS",
     "LOCAL_CALLER",
     "REDACTED",
+    "Activity",
     "CallContext",
     "Counters",
     "CountersSnapshot",
+    "Durations",
     "Secret",
     "call_scope",
     "configure",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from rypsok import _early
+from rypsok.config.metrics import metrics_token
 from rypsok.core import telemetry
 from rypsok.mcp.caller_tokens import Callers
 from rypsok.mcp.http_app import McpHttpApp
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
     from rypsok.config.schema import Config
     from rypsok.core.services import Engine, EngineNetwork, FetchNetwork
+    from rypsok.core.telemetry import Secret
     from rypsok.mcp.tool_calls import ToolService
 
 __all__ = ["run_http", "serve_http"]
@@ -50,6 +52,8 @@ async def serve_http(
     counters_interval_s: float = 60.0,
     trim: Callable[[], object] | None = None,
     notify_env: Mapping[str, str] | None = None,
+    metrics_socket: stdlib_socket.socket | None = None,
+    metrics_token: Secret | None = None,
     task_status: trio.TaskStatus[tuple[int, Listener]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve MCP over HTTP until `stop`, then shut down within `service.shutdown_ms`.
@@ -59,6 +63,8 @@ async def serve_http(
     of the `counters` event; `trim` returns the allocator's free memory after a flood
     (`malloc_trim`, which `run_http` passes; None: kept); `notify_env` holds the service
     manager's NOTIFY_SOCKET and WATCHDOG_USEC (`rypsok.mcp.sd_notify`; None: no manager).
+    With `[service.metrics]` the exposition is served on `metrics_socket` (bound here from
+    the configuration when None), guarded by `metrics_token` when the operator gave one.
     """
     if listen_socket is None:
         listen_socket = listening_socket(config.service.http.bind, port)
@@ -77,6 +83,10 @@ async def serve_http(
     async with trio.open_nursery() as nursery:
         await nursery.start(telemetry.run_counters_reporter, counters_interval_s)
         await nursery.start(notifier.run_watchdog)
+        if config.service.metrics is not None:
+            await nursery.start(
+                _serve_metrics, service, listener, config, metrics_socket, metrics_token
+            )
         await nursery.start(app.refusals.run)
         await nursery.start(listener.return_memory, trim)
         async with trio.open_nursery() as connections:
@@ -105,11 +115,33 @@ async def serve_http(
         nursery.cancel_scope.cancel()
 
 
+async def _serve_metrics(
+    service: ToolService,
+    listener: Listener,
+    config: Config,
+    sock: stdlib_socket.socket | None,
+    token: Secret | None,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """`[service.metrics]`: prometheus_client is imported here, by such a process only."""
+    from rypsok.mcp.metrics import metrics_registry
+    from rypsok.mcp.metrics_server import serve_metrics
+
+    assert config.service.metrics is not None
+    registry = getattr(service, "registry", None)
+    if sock is None:
+        sock = listening_socket(config.service.metrics.bind)
+    exposition = metrics_registry(registry, lambda: listener.calls.count)
+    await serve_metrics(sock, exposition, token, task_status=task_status)
+
+
 async def _serve_process(
     config: Config,
     env: Mapping[str, str],
     callers: Callers,
     sock: stdlib_socket.socket,
+    metrics: tuple[stdlib_socket.socket | None, Secret | None],
     engine_network: EngineNetwork | None,
     engines: Sequence[Engine] | None,
     fetch_network: FetchNetwork | None,
@@ -130,6 +162,8 @@ async def _serve_process(
             listen_socket=sock,
             trim=malloc_trim(),
             notify_env=env,
+            metrics_socket=metrics[0],
+            metrics_token=metrics[1],
         )
 
 
@@ -157,10 +191,36 @@ def run_http(
             note="another process may hold the port; change service.http.bind",
         )
         return 1
+    metrics: tuple[stdlib_socket.socket | None, Secret | None] = (None, None)
+    if config.service.metrics is not None:
+        try:
+            metrics = (
+                listening_socket(config.service.metrics.bind),
+                metrics_token(config, env),
+            )
+        except OSError as exc:
+            sock.close()
+            telemetry.error(
+                "listen_failed",
+                address=config.service.metrics.bind,
+                error=errno.errorcode.get(exc.errno or 0, "OSError"),
+                note="another process may hold the port; change service.metrics.bind",
+            )
+            return 1
     previous = signal.getsignal(signal.SIGTERM)
     _early.install()
     try:
-        trio.run(_serve_process, config, env, callers, sock, engine_network, engines, fetch_network)
+        trio.run(
+            _serve_process,
+            config,
+            env,
+            callers,
+            sock,
+            metrics,
+            engine_network,
+            engines,
+            fetch_network,
+        )
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
