@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from rypsok.config.reader import Table
     from rypsok.config.schema import Config
-    from rypsok.core.telemetry import Secret
+    from rypsok.shared.secret import Secret
 
 __all__ = ["metrics_line", "metrics_token", "read_metrics"]
 
