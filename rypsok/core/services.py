@@ -42,6 +42,7 @@ from rypsok.core.model import (
     Category,
     DetailReason,
     DisabledReason,
+    EngineStatus,
     ErrorKind,
     FetchRequest,
     FetchResponse,
@@ -300,6 +301,10 @@ class Rypsok:
     @property
     def registry(self) -> Registry:
         return self._registry
+
+    def engine_states(self) -> tuple[EngineStatus, ...]:
+        """Each engine's state as engine_status gives it, without a call (the metrics)."""
+        return status_entries(self._registry)
 
     def readiness(self) -> Readiness:
         """Whether a search can be served now (`GET /readyz`); it makes no request."""

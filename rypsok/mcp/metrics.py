@@ -22,7 +22,6 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from rypsok.core import telemetry
-from rypsok.core.engines.registry import status_entries
 from rypsok.core.model import EngineState
 
 if TYPE_CHECKING:
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
 
     from prometheus_client.metrics_core import Metric
 
-    from rypsok.core.engines.registry import Registry
+    from rypsok.core.model import EngineStatus
     from rypsok.core.telemetry import Durations
 
 __all__ = ["RypsokCollector", "metrics_registry"]
@@ -69,16 +68,16 @@ def _pairs(nested: dict[str, dict[str, int]]) -> Iterator[tuple[tuple[str, str],
 
 
 class RypsokCollector(Collector):
-    """The families of one process, made afresh at each scrape; `registry` is the engines'
-    (None for a service without engines' state, a test's fake: no circuit family rows)."""
+    """The families of one process, made afresh at each scrape; `engine_states` is the
+    facade's (None for a service without engines' state, a test's fake: no circuit rows)."""
 
     def __init__(
         self,
-        registry: Registry | None,
+        engine_states: Callable[[], Iterable[EngineStatus]] | None,
         in_flight: Callable[[], int],
         counters: telemetry.Counters = telemetry.COUNTERS,
     ) -> None:
-        self._registry = registry
+        self._engine_states = engine_states
         self._in_flight = in_flight
         self._counters = counters
 
@@ -148,17 +147,19 @@ class RypsokCollector(Collector):
             "1 for each engine's state (closed, open, half_open, disabled), 0 for the others.",
             labels=["engine", "state"],
         )
-        entries = () if self._registry is None else status_entries(self._registry)
+        entries = () if self._engine_states is None else self._engine_states()
         for entry in entries:
             for state in EngineState:
                 family.add_metric([entry.id, str(state)], 1.0 if entry.state is state else 0.0)
         return family
 
 
-def metrics_registry(registry: Registry | None, in_flight: Callable[[], int]) -> CollectorRegistry:
+def metrics_registry(
+    engine_states: Callable[[], Iterable[EngineStatus]] | None, in_flight: Callable[[], int]
+) -> CollectorRegistry:
     """A registry of this process's families and its process collector (memory, CPU, open
     files), apart from prometheus_client's global one."""
     out = CollectorRegistry(auto_describe=False)
-    out.register(RypsokCollector(registry, in_flight))
+    out.register(RypsokCollector(engine_states, in_flight))
     ProcessCollector(registry=out)
     return out

@@ -129,10 +129,10 @@ async def _serve_metrics(
     from rypsok.mcp.metrics_server import serve_metrics
 
     assert config.service.metrics is not None
-    registry = getattr(service, "registry", None)
+    engine_states = getattr(service, "engine_states", None)
     if sock is None:
         sock = listening_socket(config.service.metrics.bind)
-    exposition = metrics_registry(registry, lambda: listener.calls.count)
+    exposition = metrics_registry(engine_states, lambda: listener.calls.count)
     await serve_metrics(sock, exposition, token, task_status=task_status)
 
 
