@@ -208,8 +208,8 @@ async def test_lim_m5_serving_over_http_runs_the_collector_with_start_up_frozen(
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
-                _serve_process, config, {}, Callers(), sock, None, [InstantEngine("wikipedia")],
-                None,
+                _serve_process, config, {}, Callers(), sock, (None, None), None,
+                [InstantEngine("wikipedia")], None,
             )  # fmt: skip
             async with httpx.AsyncClient() as client:
                 with trio.fail_after(10):
