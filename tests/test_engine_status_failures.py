@@ -133,7 +133,7 @@ def test_req_status_001_recent_failures_keep_the_last_twenty_requests() -> None:
     )
 
 
-async def test_req_status_001_a_disabled_engine_has_no_recent_failures() -> None:
+async def test_req_status_001_recent_failures_appear_with_the_first_request() -> None:
     config = load_config_text(
         'config_version = 1\n[engines.brave]\ntype = "brave"\ncategories = ["general"]\n'
         'api_key_env = "RYPSOK_TEST_NO_SUCH_KEY"\n'
@@ -144,6 +144,13 @@ async def test_req_status_001_a_disabled_engine_has_no_recent_failures() -> None
         async with Rypsok(config, env={}) as service:
             status = await service.status()
     shown = {e["id"]: e for e in status.to_json()["engines"]}
-    assert "recent_failures" not in shown["brave"]
-    assert shown["wikipedia"]["recent_failures"] == {"requests": 0, "count": 0, "classes": {}}
+    # A disabled engine makes no request; an active one before its first shows as the
+    # book's examples do, without the field.
+    assert shown["brave"] == {
+        "id": "brave",
+        "state": "disabled",
+        "latency_ms": None,
+        "reason": "no_credential",
+    }
+    assert shown["wikipedia"] == {"id": "wikipedia", "state": "closed", "latency_ms": None}
     jsonschema.validate(status.to_json(), _status_schema())

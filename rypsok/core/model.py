@@ -281,8 +281,8 @@ class RecentFailures:
 
 @attrs.frozen(kw_only=True)
 class EngineStatus:
-    """One engine in engine_status; `recent_failures` is set for an engine that is not
-    disabled (a disabled one makes no request)."""
+    """One engine in engine_status; `recent_failures` is set for an active engine once it
+    made a request (a disabled one makes none)."""
 
     id: str
     state: EngineState

@@ -32,7 +32,13 @@ from rypsok.core.engines.recent import RecentRequests
 from rypsok.core.engines.searxng import SearxngEngine
 from rypsok.core.engines.stackexchange import StackExchangeEngine
 from rypsok.core.engines.wikipedia import WikipediaEngine
-from rypsok.core.model import Category, DisabledReason, EngineState, EngineStatus
+from rypsok.core.model import (
+    Category,
+    DisabledReason,
+    EngineState,
+    EngineStatus,
+    RecentFailures,
+)
 from rypsok.core.telemetry import log
 from rypsok.shared.drivers import DRIVER_TYPES as TRAITS
 from rypsok.shared.drivers import SHIPPED_TYPES
@@ -194,6 +200,15 @@ def build_registry(
     return Registry(entries=tuple(entries))
 
 
+def _recent(entry: RegisteredEngine) -> RecentFailures | None:
+    """The engine's recent failures once it made a request; None before (the field is then
+    absent, and a fresh engine's status reads as the book's examples show it)."""
+    if entry.recent is None:
+        return None
+    failures = entry.recent.failures()
+    return failures if failures.requests else None
+
+
 def status_entries(registry: Registry) -> tuple[EngineStatus, ...]:
     """engine_status's list: identifier order; a reason only for a disabled engine.
 
@@ -217,7 +232,7 @@ def status_entries(registry: Registry) -> tuple[EngineStatus, ...]:
                 id=entry.id,
                 state=entry.circuit.state(),
                 latency_ms=entry.latency.median_ms(),
-                recent_failures=None if entry.recent is None else entry.recent.failures(),
+                recent_failures=_recent(entry),
             )
         )
     return tuple(out)
