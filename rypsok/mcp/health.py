@@ -35,9 +35,9 @@ Answer = tuple[int, bytes, tuple[tuple[bytes, bytes], ...]]
 
 
 class Health:
-    """The two answers; `accepting` is set by the listener once it accepts, and cleared when
-    the graceful stop begins (`stopping`). `source` is the core's part (the service's
-    `readiness`); None counts the core as ready (a test's service without engines' state)."""
+    """The two answers. The listener sets `accepting` once it accepts and `stopping` when the
+    graceful stop begins. `source` is the core's part (the service's `readiness`); None
+    counts the core as ready (a test's service without engines' state)."""
 
     def __init__(self, source: Callable[[], Readiness] | None) -> None:
         self._source = source
