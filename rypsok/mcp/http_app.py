@@ -190,7 +190,7 @@ class McpHttpApp:
                 if refusal.reason is not None:
                     self.refusals.refuse(refusal.reason, request.family)
                 body = b"" if refusal.body is None else jsonrpc.encode(refusal.body)
-                await respond(refusal.status, body, refusal.headers)
+                await respond(refusal.status, body, request.closing(refusal.headers))
             finally:
                 if cancels is not None:
                     cancels.discard(timer)
@@ -299,6 +299,7 @@ class McpHttpApp:
                 raise Refused(413, reason="body_too_large", headers=((b"connection", b"close"),))
             chunks.append(chunk)
             if not message.get("more_body", False):
+                request.body_unread = False
                 return b"".join(chunks)
 
     async def _delete(

@@ -4,6 +4,7 @@ Every name other modules use is re-exported here; the implementation lives in th
 modules beside this one.
 """
 
+from ._aggregate import AggregatedLines
 from ._context import (
     LOCAL_CALLER,
     CallContext,
@@ -35,6 +36,7 @@ __all__ = [
     "LEVELS",
     "LOCAL_CALLER",
     "REDACTED",
+    "AggregatedLines",
     "CallContext",
     "Counters",
     "CountersSnapshot",
