@@ -22,6 +22,7 @@ LOGGED_REASONS: Final = frozenset(
         "unauthorized",
         "request_timeout",
         "session_limit",
+        "session_share",
         "sdk_forbidden",
         "caller_share",
     }

@@ -119,8 +119,9 @@ def refusal(
     reason: str | None = None,
     request_id: jsonrpc.RequestId | None = None,
     headers: tuple[tuple[bytes, bytes], ...] = (),
+    data: dict[str, Any] | None = None,
 ) -> Refused:
-    body = jsonrpc.error_response(request_id, code, message)
+    body = jsonrpc.error_response(request_id, code, message, data)
     return Refused(status, reason=reason, body=body, headers=headers)
 
 
