@@ -39,9 +39,11 @@ class RefusalLog:
     error of its peer's socket is written the same way (`connection_failed`)."""
 
     def __init__(self) -> None:
-        self._lines = telemetry.AggregatedLines("http_refused", REFUSAL_LOG_INTERVAL_S)
+        self._lines = telemetry.AggregatedLines(
+            REFUSAL_LOG_INTERVAL_S, lambda fields: telemetry.info("http_refused", **fields)
+        )
         self._failures = telemetry.AggregatedLines(
-            "connection_failed", REFUSAL_LOG_INTERVAL_S, level="warn"
+            REFUSAL_LOG_INTERVAL_S, lambda fields: telemetry.warn("connection_failed", **fields)
         )
 
     def refuse(self, reason: str, family: str) -> None:

@@ -18,6 +18,7 @@ from ._counters import COUNTERS, Counters, CountersSnapshot, run_counters_report
 from ._hooks import install_excepthook
 from ._log import (
     LEVELS,
+    TOOL_REFUSALS,
     configure,
     debug,
     error,
@@ -36,6 +37,7 @@ __all__ = [
     "LEVELS",
     "LOCAL_CALLER",
     "REDACTED",
+    "TOOL_REFUSALS",
     "AggregatedLines",
     "CallContext",
     "Counters",

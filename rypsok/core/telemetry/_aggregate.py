@@ -10,21 +10,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._log import log
-
 if TYPE_CHECKING:
-    from collections.abc import Hashable, Mapping
+    from collections.abc import Callable, Hashable, Mapping
 
 __all__ = ["AggregatedLines"]
 
 
 class AggregatedLines:
-    """The lines of one event, aggregated per key (each key with the fields of its line)."""
+    """The lines of one event, aggregated per key (each key with the fields of its line);
+    `write` writes one line's fields (`count` among them)."""
 
-    def __init__(self, event: str, interval_s: float, level: str = "info") -> None:
-        self.event = event
+    def __init__(self, interval_s: float, write: Callable[[Mapping[str, object]], None]) -> None:
         self.interval_s = interval_s
-        self._level = level
+        self._write = write
         self._logged_at: dict[Hashable, float] = {}
         self._pending: dict[Hashable, int] = {}
         self._fields: dict[Hashable, Mapping[str, object]] = {}
@@ -36,7 +34,7 @@ class AggregatedLines:
             self._logged_at[key] = now
             count = self._pending.pop(key, 0) + 1
             self._fields.pop(key, None)
-            log(self._level, self.event, **fields, count=count)
+            self._write({**fields, "count": count})
         else:
             self._pending[key] = self._pending.get(key, 0) + 1
             self._fields[key] = fields
@@ -48,8 +46,4 @@ class AggregatedLines:
             if final or now - self._logged_at[key] >= self.interval_s:
                 del self._pending[key]
                 self._logged_at[key] = now
-                log(self._level, self.event, **self._fields.pop(key), count=count)
-
-    def pending(self) -> int:
-        """Occurrences counted and not yet written."""
-        return sum(self._pending.values())
+                self._write({**self._fields.pop(key), "count": count})
