@@ -48,21 +48,25 @@ def descriptor_limit() -> int | None:
 
 @attrs.frozen
 class DescriptorPlan:
-    """How the descriptor limit is shared: `connections` is the cap on connections,
-    `sockets` the accepted sockets open at once, `reserve` what the rest of the process
-    keeps; `limit` is None when the process has none."""
+    """How the descriptor limit is shared: `connections` is the cap on connections (at
+    most `max_connections`), `sockets` the accepted sockets open at once, `reserve` what the
+    rest of the process keeps; `limit` is None when the process has none."""
 
     limit: int | None
     reserve: int
+    max_connections: int
     connections: int
     sockets: int
 
     @property
     def short(self) -> bool:
         """Whether the limit lowers the cap below `max_connections`."""
-        return self.limit is not None and self.connections + self.reserve + ACCEPT_HEADROOM > (
-            self.limit
-        )
+        return self.connections < self.max_connections
+
+    @property
+    def needed(self) -> int:
+        """The descriptor limit that leaves `max_connections` whole."""
+        return self.max_connections + self.reserve + ACCEPT_HEADROOM
 
 
 def plan_descriptors(config: Config, limit: int | None) -> DescriptorPlan:
@@ -79,6 +83,7 @@ def plan_descriptors(config: Config, limit: int | None) -> DescriptorPlan:
     return DescriptorPlan(
         limit=limit,
         reserve=reserve,
+        max_connections=wanted,
         connections=connections,
         sockets=connections + ACCEPT_HEADROOM,
     )

@@ -20,7 +20,7 @@ from rypsok.core import telemetry
 from rypsok.mcp.caller_tokens import Callers
 from rypsok.mcp.http_app import McpHttpApp
 from rypsok.mcp.listener.accept import listening_socket
-from rypsok.mcp.listener.descriptors import ACCEPT_HEADROOM, descriptor_limit
+from rypsok.mcp.listener.descriptors import descriptor_limit
 from rypsok.mcp.listener.lifecycle import Listener
 from rypsok.mcp.process import serving
 from rypsok.mcp.sessions import SESSION_TTL_S
@@ -76,8 +76,7 @@ async def serve_http(
             reserve=plan.reserve,
             connections=plan.connections,
             max_connections=config.service.http.max_connections,
-            note=f"raise the descriptor limit (LimitNOFILE) to at least "
-            f"{config.service.http.max_connections + plan.reserve + ACCEPT_HEADROOM}, "
+            note=f"raise the descriptor limit (LimitNOFILE) to at least {plan.needed}, "
             "or lower service.http.max_connections",
         )
     shown = f"[{host}]:{bound_port}" if ":" in host else f"{host}:{bound_port}"
