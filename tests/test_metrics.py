@@ -264,3 +264,16 @@ def test_req_obs_008_check_names_the_metrics_keys(tmp_path: Path) -> None:
         "token_env=RYPSOK_METRICS_TOKEN" in done.stderr.splitlines()
     )
     assert METRICS_TOKEN not in done.stderr
+
+
+def test_lim_h8_the_metrics_descriptors_are_kept_back_from_the_connections() -> None:
+    from rypsok.mcp.listener.descriptors import METRICS_DESCRIPTORS, plan_descriptors
+
+    without = plan_descriptors(load_config_text("config_version = 1\n", {}), 128)
+    with_metrics = plan_descriptors(
+        load_config_text("config_version = 1\n[service.metrics]\n", {}), 128
+    )
+    assert METRICS_DESCRIPTORS == 9
+    assert (without.connections, without.short) == (64, False)
+    assert with_metrics.reserve == without.reserve + METRICS_DESCRIPTORS
+    assert (with_metrics.connections, with_metrics.needed) == (55, 137)

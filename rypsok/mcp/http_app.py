@@ -51,7 +51,7 @@ from rypsok.mcp.http_request import (
 )
 from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Reply, StatusCall, jsonrpc, revisions
 from rypsok.mcp.protocol.dispatch import META_VERSION
-from rypsok.mcp.sessions import SESSION_TTL_S, SessionTable
+from rypsok.mcp.sessions import SESSION_TTL_S, SessionsFull, SessionTable
 from rypsok.mcp.tool_calls import execute, make_dispatcher, outcome
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ class McpHttpApp:
         self._modern = self._new_dispatcher()
         self._status_replies = _StatusReplies()
         self._legacy_enabled = http.legacy_revisions
-        self.sessions = SessionTable(http.max_sessions, session_ttl_s)
+        self.sessions = SessionTable(http.max_sessions, session_ttl_s, len(http.auth.callers))
         self._max_body = http.max_request_bytes
         self._timeout_s = float(http.request_timeout_s)
         self._hosts = allowed_hosts(config, bound_port)
@@ -194,7 +194,7 @@ class McpHttpApp:
                 if refusal.reason is not None:
                     self.refusals.refuse(refusal.reason, request.family)
                 body = b"" if refusal.body is None else jsonrpc.encode(refusal.body)
-                await respond(refusal.status, body, refusal.headers)
+                await respond(refusal.status, body, request.closing(refusal.headers))
             finally:
                 if cancels is not None:
                     cancels.discard(timer)
@@ -307,6 +307,7 @@ class McpHttpApp:
                 raise Refused(413, reason="body_too_large", headers=((b"connection", b"close"),))
             chunks.append(chunk)
             if not message.get("more_body", False):
+                request.body_unread = False
                 return b"".join(chunks)
 
     async def _delete(
@@ -372,15 +373,8 @@ class McpHttpApp:
         if "error" in action.payload:
             return 400, jsonrpc.encode(action.payload), ()
         session = self.sessions.open(caller, dispatcher)
-        if session is None:
-            raise refusal(
-                503,
-                jsonrpc.INTERNAL_ERROR,
-                "Service Unavailable: too many sessions; retry later or use 2026-07-28",
-                reason="session_limit",
-                request_id=message.id,
-                headers=((b"retry-after", RETRY_AFTER_S),),
-            )
+        if isinstance(session, SessionsFull):
+            raise _sessions_full(session, message.id)
         telemetry.debug("http_session_opened", sessions=len(self.sessions))
         session_id = session.session_id.encode("ascii")
         return 200, jsonrpc.encode(action.payload), ((b"mcp-session-id", session_id),)
@@ -495,6 +489,32 @@ class McpHttpApp:
                     pass  # over HTTP a closed stream is the cancellation
         replies = [a for a in answers if a is not None]
         return (200, jsonrpc.encode(replies), ()) if replies else (202, b"", ())
+
+
+def _sessions_full(full: SessionsFull, request_id: jsonrpc.RequestId) -> Refused:
+    """503 for an initialize that gets no session: LIM-H6 reached (`Retry-After: 30`), or
+    the caller's share of it, with the wait until its oldest session expires (the header in
+    seconds, `retry_after_ms` in the error's data) and what else it can do."""
+    if not full.share:
+        return refusal(
+            503,
+            jsonrpc.INTERNAL_ERROR,
+            "Service Unavailable: too many sessions; retry later or use 2026-07-28",
+            reason="session_limit",
+            request_id=request_id,
+            headers=((b"retry-after", RETRY_AFTER_S),),
+        )
+    seconds = b"%d" % -(-full.retry_after_ms // 1000)
+    return refusal(
+        503,
+        jsonrpc.INTERNAL_ERROR,
+        "Service Unavailable: this caller holds its share of the sessions; end one with "
+        "DELETE, retry after retry_after_ms, or use 2026-07-28",
+        reason="session_share",
+        request_id=request_id,
+        headers=((b"retry-after", seconds),),
+        data={"reason": "session_share", "retry_after_ms": full.retry_after_ms},
+    )
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

@@ -4,6 +4,7 @@ aggregate: the first at once, those after it in one line with their count per in
 
 from __future__ import annotations
 
+import errno
 from typing import Final
 
 import trio
@@ -21,6 +22,7 @@ LOGGED_REASONS: Final = frozenset(
         "unauthorized",
         "request_timeout",
         "session_limit",
+        "session_share",
         "sdk_forbidden",
         "caller_share",
     }
@@ -33,35 +35,37 @@ REFUSAL_LOG_INTERVAL_S: Final = 10.0
 class RefusalLog:
     """The refusals of one listener: counted, always; the logged reasons written in
     aggregate, so that a flood writes two lines per reason and family per interval at most,
-    whatever its rate (never the address, never a header value)."""
+    whatever its rate (never the address, never a header value). A connection ended by an
+    error of its peer's socket is written the same way (`connection_failed`)."""
 
     def __init__(self) -> None:
-        self._logged_at: dict[tuple[str, str], float] = {}
-        self._pending: dict[tuple[str, str], int] = {}
+        self._lines = telemetry.AggregatedLines(
+            REFUSAL_LOG_INTERVAL_S, lambda fields: telemetry.info("http_refused", **fields)
+        )
+        self._failures = telemetry.AggregatedLines(
+            REFUSAL_LOG_INTERVAL_S, lambda fields: telemetry.warn("connection_failed", **fields)
+        )
 
     def refuse(self, reason: str, family: str) -> None:
         telemetry.COUNTERS.http_refused(reason)
         if reason not in LOGGED_REASONS:
             return
-        key = (reason, family)
-        now = trio.current_time()
-        last = self._logged_at.get(key)
-        if last is None or now - last >= REFUSAL_LOG_INTERVAL_S:
-            self._logged_at[key] = now
-            count = self._pending.pop(key, 0) + 1
-            telemetry.info("http_refused", reason=reason, family=family, count=count)
-        else:
-            self._pending[key] = self._pending.get(key, 0) + 1
+        fields = {"reason": reason, "family": family}
+        self._lines.note((reason, family), trio.current_time(), fields)
+
+    def connection_failed(self, exc: OSError, family: str) -> None:
+        """A connection ended by an error of its socket (`EBADF`, `ENOTCONN` ...): that
+        connection's end only, written in aggregate per error and family."""
+        error = errno.errorcode.get(exc.errno or 0, "OSError")
+        fields = {"error": error, "family": family}
+        self._failures.note((error, family), trio.current_time(), fields)
 
     def flush(self, *, final: bool = False) -> None:
         """The line of each reason whose interval has ended with refusals not yet logged
         (`final`: all of them, at the shutdown)."""
         now = trio.current_time()
-        for key, count in list(self._pending.items()):
-            if final or now - self._logged_at[key] >= REFUSAL_LOG_INTERVAL_S:
-                del self._pending[key]
-                self._logged_at[key] = now
-                telemetry.info("http_refused", reason=key[0], family=key[1], count=count)
+        self._lines.flush(now, final=final)
+        self._failures.flush(now, final=final)
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Write the aggregated lines as their intervals end (beside the listener)."""

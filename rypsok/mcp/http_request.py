@@ -119,8 +119,9 @@ def refusal(
     reason: str | None = None,
     request_id: jsonrpc.RequestId | None = None,
     headers: tuple[tuple[bytes, bytes], ...] = (),
+    data: dict[str, Any] | None = None,
 ) -> Refused:
-    body = jsonrpc.error_response(request_id, code, message)
+    body = jsonrpc.error_response(request_id, code, message, data)
     return Refused(status, reason=reason, body=body, headers=headers)
 
 
@@ -209,6 +210,7 @@ class Request:
     """The parts of one HTTP request the handler reads."""
 
     __slots__ = (
+        "body_unread",
         "claim",
         "connection_cancels",
         "cors",
@@ -239,6 +241,22 @@ class Request:
             headers[name] = None if name in headers else value
         self.headers = headers
         self.head_bytes = size + 2
+        # A body announced and not yet read to its end (`McpHttpApp._body` reads it).
+        length = headers.get(b"content-length")
+        self.body_unread = b"transfer-encoding" in headers or (
+            length is not None and length.strip() not in (b"", b"0")
+        )
+
+    def closing(self, headers: tuple[tuple[bytes, bytes], ...]) -> tuple[tuple[bytes, bytes], ...]:
+        """`headers` of an answer sent before the request's body was read, with HTTP/1's
+        `Connection: close`: the connection ends with the answer instead of reading a body
+        nobody wants (a refused peer would otherwise hold its connection, unable to be
+        closed for room, as long as it trickles that body). HTTP/2 ends the stream alone."""
+        if not self.body_unread or self.connection_cancels is None:
+            return headers
+        if any(name == b"connection" for name, _ in headers):
+            return headers
+        return (*headers, (b"connection", b"close"))
 
     def disconnect_watch(self, receive: Receive) -> Receive | None:
         """What a call watches for its peer going away: nothing when the listener cancels

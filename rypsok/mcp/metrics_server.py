@@ -1,7 +1,7 @@
 """`GET /metrics` on `[service.metrics] bind`: the Prometheus exposition, on a socket of its
 own apart from the MCP listener.
 
-One request a connection (`Connection: close`), at most `_CONNECTIONS` at once (a connection
+One request a connection (`Connection: close`), at most `METRICS_CONNECTIONS` at once (a connection
 past them is closed unanswered), the request head within `_HEAD_S` and `_HEAD_BYTES`. With
 an operator token the request must carry `Authorization: Bearer <token>` (401 otherwise);
 an MCP caller's token is never asked for or accepted here. Another path is 404, another
@@ -25,10 +25,10 @@ if TYPE_CHECKING:
 
     from rypsok.core.telemetry import Secret
 
-__all__ = ["serve_metrics"]
+__all__ = ["METRICS_CONNECTIONS", "serve_metrics"]
 
 METRICS_PATH: Final = b"/metrics"
-_CONNECTIONS: Final = 8
+METRICS_CONNECTIONS: Final = 8
 _HEAD_S: Final = 5.0
 _HEAD_BYTES: Final = 8192
 _SEND_S: Final = 10.0
@@ -56,7 +56,7 @@ async def serve_metrics(
             except OSError:
                 await trio.sleep(0.1)  # out of descriptors: the MCP listener's rule
                 continue
-            if open_connections[0] >= _CONNECTIONS:
+            if open_connections[0] >= METRICS_CONNECTIONS:
                 await stream.aclose()
                 continue
             open_connections[0] += 1

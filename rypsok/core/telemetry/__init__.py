@@ -4,6 +4,7 @@ Every name other modules use is re-exported here; the implementation lives in th
 modules beside this one.
 """
 
+from ._aggregate import AggregatedLines
 from ._context import (
     LOCAL_CALLER,
     CallContext,
@@ -26,6 +27,7 @@ from ._counters import (
 from ._hooks import install_excepthook
 from ._log import (
     LEVELS,
+    TOOL_REFUSALS,
     configure,
     debug,
     error,
@@ -46,7 +48,9 @@ __all__ = [
     "LEVELS",
     "LOCAL_CALLER",
     "REDACTED",
+    "TOOL_REFUSALS",
     "Activity",
+    "AggregatedLines",
     "CallContext",
     "Counters",
     "CountersSnapshot",

@@ -22,7 +22,8 @@ from typing import Final, TypedDict
 import attrs
 import trio
 
-from ._log import info
+from ._log import TOOL_REFUSALS, info
+from ._refusals import TOOL_REFUSAL_LOG_INTERVAL_S
 
 __all__ = [
     "CALL_BUCKETS_S",
@@ -240,14 +241,25 @@ async def run_counters_reporter(
     counters: Counters = COUNTERS,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Log a `counters` event every `interval_s` seconds until cancelled.
+    """Log a `counters` event every `interval_s` seconds until cancelled, and the tool
+    refusals written in aggregate (`TOOL_REFUSALS`) as their intervals end, the rest of
+    them when it is cancelled (at the shutdown).
 
     The transport starts it in its own nursery. The beats are on a fixed schedule from the
     start, so a slow write does not make the minute drift.
     """
     if not interval_s > 0:
         raise ValueError("interval_s must be positive")
-    task_status.started()
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_flush_tool_refusals)
+            task_status.started()
+            await _report(interval_s, counters)
+    finally:
+        TOOL_REFUSALS.flush(final=True)
+
+
+async def _report(interval_s: float, counters: Counters) -> None:
     due = trio.current_time() + interval_s
     while True:
         await trio.sleep_until(due)
@@ -261,3 +273,9 @@ async def run_counters_reporter(
             log_lines_dropped=snapshot["log_lines_dropped"],
         )
         due += interval_s
+
+
+async def _flush_tool_refusals() -> None:
+    while True:
+        await trio.sleep(TOOL_REFUSAL_LOG_INTERVAL_S)
+        TOOL_REFUSALS.flush()

@@ -24,6 +24,8 @@ from rypsok.core import telemetry
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from rypsok.mcp.listener.descriptors import Descriptors
+
 __all__ = ["ACCEPT_BACKOFF_S", "ACCEPT_LOG_INTERVAL_S", "AcceptLoop", "listening_socket"]
 
 ACCEPT_BACKOFF_S: Final = 0.1
@@ -40,6 +42,7 @@ _CROWDED_PAUSE_S: Final = 0.02
 # A client writes its request right after its connect; one that stays silent is accepted a
 # second late and then bounded by LIM-H3 as before.
 DEFER_ACCEPT_S: Final = 1
+_NO_DESCRIPTOR: Final = frozenset({errno.EMFILE, errno.ENFILE})
 # Accept errors that say "not now" (descriptors or buffers exhausted), not "never".
 _TRANSIENT_ACCEPT: Final = frozenset(
     {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.ECONNABORTED, errno.EPROTO}
@@ -48,10 +51,18 @@ _TRANSIENT_ACCEPT: Final = frozenset(
 
 class AcceptLoop:
     """Accepts connections on one listening socket and hands each to `admit` (False: the
-    newcomer was closed unanswered)."""
+    newcomer was closed unanswered), never more sockets at once than `descriptors` allows;
+    `exhausted` makes room when the system has no descriptor left all the same."""
 
-    def __init__(self, admit: Callable[[Any, str], bool]) -> None:
+    def __init__(
+        self,
+        admit: Callable[[Any, str], bool],
+        descriptors: Descriptors,
+        exhausted: Callable[[], object],
+    ) -> None:
         self._admit = admit
+        self._descriptors = descriptors
+        self._exhausted = exhausted
         self._last_accept_log = -math.inf
 
     async def run(self, sock: Any) -> None:
@@ -60,11 +71,15 @@ class AcceptLoop:
         backlog = stdlib_socket.socket(fileno=sock.fileno())
         try:
             while True:
+                # At the descriptor plan's bound the next socket waits in the backlog until
+                # one closes (an eviction's, a refused newcomer's): the cap is met, not EMFILE.
+                await self._descriptors.wait_for_room()
                 try:
                     client, _ = await sock.accept()
                 except OSError as exc:
                     await self._accept_failed(exc)
                     continue
+                self._descriptors.taken()
                 refused = not self._admit(client, family)
                 # trio's accept ends with a checkpoint that no cancel interrupts: the shutdown
                 # may have cancelled this loop and closed the socket meanwhile, and an accept
@@ -75,6 +90,8 @@ class AcceptLoop:
                 # would wait in the backlog one round per connection queued before it,
                 # each round running every connection's work.
                 for _ in range(_ACCEPT_BURST):
+                    if not self._descriptors.room():
+                        break
                     try:
                         raw, _ = backlog.accept()
                     except BlockingIOError:
@@ -82,6 +99,7 @@ class AcceptLoop:
                     except OSError as exc:
                         await self._accept_failed(exc)
                         break
+                    self._descriptors.taken()
                     raw_client = trio.socket.from_stdlib_socket(raw)
                     refused = not self._admit(raw_client, family) or refused
                 if refused:
@@ -101,6 +119,10 @@ class AcceptLoop:
         most once per interval; any other is raised."""
         if exc.errno not in _TRANSIENT_ACCEPT:
             raise exc
+        if exc.errno in _NO_DESCRIPTOR:
+            # Taken by the rest of the process after all: a connection waiting without a
+            # request makes room, as at the cap.
+            self._exhausted()
         now = trio.current_time()
         if now - self._last_accept_log >= ACCEPT_LOG_INTERVAL_S:
             self._last_accept_log = now

@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from rypsok.mcp.listener.connection import ROOM_GRACE_S, Connection
-from rypsok.mcp.listener.heads import authorization, peek, waiting_request, whole_http1_head
+from rypsok.mcp.listener.heads import (
+    Socket,
+    authorization,
+    peek,
+    waiting_request,
+    whole_http1_head,
+)
 
 if TYPE_CHECKING:
     from rypsok.config.schema import Config
@@ -44,9 +50,12 @@ class Admission:
         callers: Callers | None,
         refusals: RefusalLog,
         memory: MemoryReturn,
+        *,
+        cap: int | None = None,
     ) -> None:
         http = config.service.http
-        self._max_connections = http.max_connections
+        # `max_connections`, or fewer when the descriptor limit allows fewer (`descriptors`).
+        self.cap = http.max_connections if cap is None else cap
         self.refusals = refusals
         self._memory = memory
         # Who a newcomer at the cap is, from the token of a head already in its buffer.
@@ -54,20 +63,21 @@ class Admission:
         # A caller's share of the connections: all of them with one caller (or none), else
         # an equal part, so that another caller always finds room.
         count = len(http.auth.callers)
-        self.share = max(1, http.max_connections // count) if count > 1 else math.inf
+        self.share = max(1, self.cap // count) if count > 1 else math.inf
         self._held: dict[str, int] = {}
         self.connections = 0
         self._all: set[Connection] = set()  # every accepted connection not yet closed
 
-    def admit(self, client: Any, family: str) -> Connection | None:
-        """The new connection of `client`, room made for it at the cap; None when it was
-        closed unanswered (`too_many_connections`, `caller_share`)."""
+    def admit(self, client: Socket, family: str) -> Connection | None:
+        """The new connection of `client`, room made for it at the cap; None when it is to
+        be closed unanswered (`too_many_connections`, `caller_share`: the caller closes it,
+        the owner of its socket until a connection holds it)."""
         # Whose it is, when its head is in its buffer already: a flood's renewed
         # connections queue in the backlog with their heads, and are known here, before
         # hypercorn parses them and the app answers them.
-        crowded = self.connections >= self._max_connections
+        crowded = self.connections >= self.cap
         shared = self._callers is not None and self.share != math.inf
-        head = waiting_request(peek(client.fileno())) if crowded or shared else None
+        head = waiting_request(peek(client)) if crowded or shared else None
         holder = self._caller_of(head)
         victim = None
         if self._past_share(holder):
@@ -78,9 +88,15 @@ class Admission:
             victim = self._longest_waiting(holder)
             if victim is None:
                 self.refusals.refuse("caller_share", family)
-                client.close()
                 return None
         elif crowded:
+            if self.tokenless(head):
+                # A request no caller's token opens would only be answered 401: at the cap
+                # it makes no room, it goes at once (a tokenless flood renewing itself
+                # costs an accept and a peek each, and a caller behind it in the backlog
+                # is reached within a few bursts).
+                self.refusals.refuse("too_many_connections", family)
+                return None
             # At the cap room is made, not refused: the connection that has waited
             # longest without a request goes; only when every connection has a request
             # running is the new one closed unanswered. A newcomer without its request
@@ -88,16 +104,26 @@ class Admission:
             victim = self._longest_waiting(settled=head is None)
             if victim is None:
                 self.refusals.refuse("too_many_connections", family)
-                client.close()
                 return None
         if victim is not None:
             self._evict(victim)
-        connection = Connection(family, client.fileno())
+        connection = Connection(family, client)
+        connection.tokenless = self.tokenless(head)
         self._all.add(connection)
         self.connections += 1
         if holder is not None:
             self.claim(connection, holder)
         return connection
+
+    def make_room(self) -> bool:
+        """Close the connection that has waited longest without a request, settled past
+        the grace, for a newcomer the system has no descriptor for (`EMFILE`); False when
+        every connection has a request."""
+        victim = self._longest_waiting(settled=True)
+        if victim is None:
+            return False
+        self._evict(victim)
+        return True
 
     def _evict(self, connection: Connection) -> None:
         """Close a connection with no request running, to make room (counted, not logged per
@@ -140,12 +166,15 @@ class Admission:
         return None
 
     def _can_make_room(self, connection: Connection, now: float) -> bool:
-        """Whether closing `connection` loses no request: it has none running and none
+        """Whether closing `connection` loses no request: its request carries no caller's
+        token (`Connection.tokenless`: it would be refused), or it has none running and none
         complete and about to run (its head passed through the gate, or whole in its
         socket's buffer unread: under a flood a new connection can wait many scheduling
         rounds before its first read, it is not one that waits), or one whose caller holds
         its share (it would be refused), or only requests whose bodies cannot arrive in
         time (`Body.doomed`: LIM-H5 would end them anyway)."""
+        if connection.tokenless:
+            return True  # its request would be refused 401: nothing is lost
         if connection.in_flight:
             bodies = connection.bodies
             return len(bodies) == connection.in_flight and all(b.doomed(now) for b in bodies)
@@ -153,6 +182,14 @@ class Admission:
             return False
         head = connection.waiting_head()
         return head is None or self._past_share(self._caller_of(head), connection)
+
+    def tokenless(self, head: bytes | None) -> bool:
+        """Whether a whole HTTP/1 head carries no caller's token where tokens are needed
+        (a CORS preflight, which carries none by design, aside)."""
+        callers = self._callers
+        if not head or callers is None or not callers.required or head.startswith(b"OPTIONS "):
+            return False
+        return callers.identify(authorization(head)) is None
 
     def _caller_of(self, head: bytes | None) -> str | None:
         """The caller an HTTP/1 head names by its token, when there are shares to keep."""
@@ -186,5 +223,6 @@ class Admission:
         if connection.holder is not None:
             self._held[connection.holder] -= 1
         connection.holder = caller
+        connection.tokenless = False
         self._held[caller] = self._held.get(caller, 0) + 1
         return True

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
-from rypsok.mcp.listener.heads import peek, waiting_request
+from rypsok.mcp.listener.heads import Socket, peek, waiting_request
 
 if TYPE_CHECKING:
     from rypsok.mcp.http_framing import H2FrameParser, Http1RequestParser
@@ -33,7 +33,6 @@ class Connection:
         "closed_by_peer",
         "evicted",
         "family",
-        "fd",
         "gate",
         "h2",
         "head_since",
@@ -45,12 +44,16 @@ class Connection:
         "replay",
         "scope",
         "scopes",
+        "sock",
+        "tokenless",
         "wake",
     )
 
-    def __init__(self, family: str, fd: int) -> None:
+    def __init__(self, family: str, sock: Socket) -> None:
         self.family = family
-        self.fd = fd
+        # Its socket, read here only through the object that owns the descriptor: once the
+        # connection's task (or hypercorn through it) closes it, a peek finds nothing.
+        self.sock = sock
         self.ready = False  # a complete head passed to hypercorn, its app not yet started
         self.ready_since = 0.0  # when `ready` was last set (HTTP/2: it holds for a grace)
         self.in_flight = 0
@@ -61,6 +64,9 @@ class Connection:
         self.closed_by_peer = False
         self.evicted = False
         self.holder: str | None = None  # the caller whose token its requests carried
+        # Its first request carries no caller's token (read at its accept or first read):
+        # it would only be refused, so it may make room at the cap, until a caller claims it.
+        self.tokenless = False
         self.wake = trio.Event()
         self.scope = trio.CancelScope()  # the whole connection
         self.scopes: set[trio.CancelScope] = set()  # HTTP/1 requests running
@@ -100,7 +106,7 @@ class Connection:
             return None
         if gate is not None and (self.in_flight or gate.head_started or gate.in_body):
             return None
-        head = waiting_request(peek(self.fd))
+        head = waiting_request(peek(self.sock))
         if gate is not None and head == b"":
             return None  # an HTTP/2 preface after HTTP/1 requests is no request
         return head

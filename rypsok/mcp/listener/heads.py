@@ -9,12 +9,13 @@ head there is a request about to start, and its token names its caller.
 from __future__ import annotations
 
 import socket as stdlib_socket
-from typing import Final
+from typing import Final, Protocol
 
 from rypsok.mcp.http_app import HEADER_BLOCK_BYTES
 
 __all__ = [
     "H2_PREFACE",
+    "Socket",
     "authorization",
     "peek",
     "waiting_request",
@@ -31,15 +32,32 @@ _H2_END_HEADERS: Final = 0x4
 _PEEK: Final = stdlib_socket.MSG_PEEK | stdlib_socket.MSG_DONTWAIT
 
 
-def peek(fd: int) -> bytes:
-    """What the socket `fd` has received and nobody has read yet (nothing is consumed)."""
-    probe = stdlib_socket.socket(fileno=fd)
+class Socket(Protocol):
+    """A socket object that owns its descriptor (trio's or the standard library's): its
+    `fileno()` is -1 once it is closed, so a descriptor number is never kept past its
+    socket's life (the number is reused by the next accept or file)."""
+
+    def fileno(self) -> int: ...
+
+
+def peek(sock: Socket) -> bytes:
+    """What `sock` has received and nobody has read yet (nothing is consumed); b"" once it
+    is closed, or when the peer's socket fails (that error is its reader's to meet)."""
+    fd = sock.fileno()
+    if fd < 0:
+        return b""
+    try:
+        # A second object on the same descriptor, for a non-blocking peek trio does not
+        # offer; detached below, so that the descriptor stays `sock`'s.
+        probe = stdlib_socket.socket(fileno=fd)
+    except OSError:
+        return b""
     try:
         return probe.recv(HEADER_BLOCK_BYTES, _PEEK)
     except OSError:
         return b""
     finally:
-        probe.detach()  # the descriptor stays its owner's
+        probe.detach()
 
 
 def whole_http1_head(peeked: bytes) -> bytes | None:

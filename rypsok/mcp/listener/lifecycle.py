@@ -35,7 +35,8 @@ from rypsok.mcp.http_framing import H2FrameParser, Http1RequestParser
 from rypsok.mcp.listener.accept import AcceptLoop
 from rypsok.mcp.listener.admission import Admission
 from rypsok.mcp.listener.connection import Body, Connection
-from rypsok.mcp.listener.heads import H2_PREFACE
+from rypsok.mcp.listener.descriptors import Descriptors, plan_descriptors
+from rypsok.mcp.listener.heads import H2_PREFACE, whole_http1_head
 from rypsok.mcp.listener.memory import MemoryReturn
 from rypsok.mcp.listener.stream import NO_IDLE_TASK, RECEIVE, Replay, hypercorn_config
 from rypsok.mcp.process import Activity
@@ -53,7 +54,9 @@ _HTTP1: Final = frozenset({"1.0", "1.1"})
 class Listener:
     """The accept loop, the connection bounds and the hand-over to hypercorn."""
 
-    def __init__(self, app: McpHttpApp, config: Config) -> None:
+    def __init__(
+        self, app: McpHttpApp, config: Config, *, descriptor_limit: int | None = None
+    ) -> None:
         http = config.service.http
         self.app = app
         # The app's own, so that the gate's refusals and the listener's share their lines.
@@ -66,7 +69,12 @@ class Listener:
         self.max_body = http.max_request_bytes  # LIM-H2
         self.memory = MemoryReturn()
         callers = app.callers if isinstance(app, McpHttpApp) else None
-        self.admission = Admission(config, callers, self.refusals, self.memory)
+        # The share of the descriptor limit the connections get (LIM-H8; None: no limit).
+        self.descriptor_plan = plan_descriptors(config, descriptor_limit)
+        self.descriptors = Descriptors(self.descriptor_plan.sockets)
+        self.admission = Admission(
+            config, callers, self.refusals, self.memory, cap=self.descriptor_plan.connections
+        )
         self._open: set[Connection] = set()  # past the first bytes, for the shutdown
         self._silent: set[trio.CancelScope] = set()  # waiting for their first bytes
         self.calls = Activity()  # requests running; the drain waits for them
@@ -96,66 +104,87 @@ class Listener:
 
     async def accept_loop(self, sock: Any, nursery: trio.Nursery) -> None:
         """Accept connections on `sock` and serve each in `nursery`, until cancelled."""
-        await AcceptLoop(partial(self._admit, nursery=nursery)).run(sock)
+        admit = partial(self._admit, nursery=nursery)
+        await AcceptLoop(admit, self.descriptors, self.admission.make_room).run(sock)
 
     def _admit(self, client: Any, family: str, *, nursery: trio.Nursery) -> bool:
-        connection = self.admission.admit(client, family)
+        """Hand an accepted socket to its connection's task, which owns it from then on;
+        else (refused, or its socket failed) close it here, its owner until then."""
+        try:
+            connection = self.admission.admit(client, family)
+        except OSError as exc:
+            self.refusals.connection_failed(exc, family)
+            connection = None
         if connection is None:
+            client.close()
+            self.descriptors.released()
             return False
         nursery.start_soon(self._serve_connection, client, connection)
         return True
 
     async def _serve_connection(self, client: Any, connection: Connection) -> None:
-        stream = trio.SocketStream(client)
-        family = connection.family
+        """Serve one connection. Its socket is this task's: closed here at the end, whatever
+        ends it, and only then is its descriptor counted free. An error of the peer's socket
+        ends this connection alone (`connection_failed`), never the listener."""
         try:
             with connection.scope:
-                first = await self._first_bytes(stream, connection)
-                if first is None:
-                    return
-                if first == b"":
-                    self.refusals.refuse("idle_connection", family)
-                    return
-                if first.startswith(H2_PREFACE):
-                    connection.h2 = H2FrameParser(HEADER_BLOCK_BYTES)
-                    connection.ready = len(first) > len(H2_PREFACE)
-                    connection.ready_since = trio.current_time()
-                    # The preface is whole: from here only a header block has a head bound.
-                    connection.head_since = None
-                else:
-                    connection.gate = Http1RequestParser(HEADER_BLOCK_BYTES)
-                    # Read, not yet through the gate: hypercorn reads it some rounds later.
-                    connection.ready = b"\r\n\r\n" in first
-                    if connection.holder is None and not self.admission.claimed(connection, first):
-                        # Its caller holds its share, each connection with a request: it
-                        # goes before hypercorn parses it (its head came after the accept).
-                        self.refusals.refuse("caller_share", family)
-                        return
-                app = ASGIWrapper(cast("Any", ConnectionApp(self, connection)))
-                replay = Replay(stream, first, connection, self.refusals)
-                connection.replay = replay
-                # cleartext: hypercorn's no-TLS path
-                server = TCPServer(
-                    app, self._hconfig, self._context, ConnectionState({}), cast("Any", replay)
-                )
-                replay.server = server
-                server.idle_task = cast("Any", NO_IDLE_TASK)
-                self._open.add(connection)
-                if self.stopping:
-                    # Its first bytes came in the same round as the drain's start, which
-                    # woke only the connections open then.
-                    connection.wake.set()
-                try:
-                    async with trio.open_nursery() as nursery:
-                        nursery.start_soon(self._watchdog, connection, nursery.cancel_scope)
-                        await server.run()
-                        nursery.cancel_scope.cancel()
-                finally:
-                    self._open.discard(connection)
+                await self._serve_stream(trio.SocketStream(client), connection)
+        except* OSError as failed:
+            error = failed.exceptions[0]
+            assert isinstance(error, OSError)
+            self.refusals.connection_failed(error, connection.family)
         finally:
             self.admission.forget(connection)
-            with trio.CancelScope(shield=True):
-                await stream.aclose()
+            client.close()  # the descriptor's one close: a peek finds -1 from here
+            self.descriptors.released()
+
+    async def _serve_stream(self, stream: trio.SocketStream, connection: Connection) -> None:
+        """The connection from its first bytes (LIM-H3) through hypercorn to its end."""
+        family = connection.family
+        first = await self._first_bytes(stream, connection)
+        if first is None:
+            return
+        if first == b"":
+            self.refusals.refuse("idle_connection", family)
+            return
+        if first.startswith(H2_PREFACE):
+            connection.h2 = H2FrameParser(HEADER_BLOCK_BYTES)
+            connection.ready = len(first) > len(H2_PREFACE)
+            connection.ready_since = trio.current_time()
+            # The preface is whole: from here only a header block has a head bound.
+            connection.head_since = None
+        else:
+            connection.gate = Http1RequestParser(HEADER_BLOCK_BYTES)
+            # Read, not yet through the gate: hypercorn reads it some rounds later.
+            connection.ready = b"\r\n\r\n" in first
+            if connection.holder is None:
+                connection.tokenless = self.admission.tokenless(whole_http1_head(first))
+            if connection.holder is None and not self.admission.claimed(connection, first):
+                # Its caller holds its share, each connection with a request: it
+                # goes before hypercorn parses it (its head came after the accept).
+                self.refusals.refuse("caller_share", family)
+                return
+        app = ASGIWrapper(cast("Any", ConnectionApp(self, connection)))
+        replay = Replay(stream, first, connection, self.refusals)
+        connection.replay = replay
+        # cleartext: hypercorn's no-TLS path
+        server = TCPServer(
+            app, self._hconfig, self._context, ConnectionState({}), cast("Any", replay)
+        )
+        replay.server = server
+        server.idle_task = cast("Any", NO_IDLE_TASK)
+        self._open.add(connection)
+        if self.stopping:
+            # Its first bytes came in the same round as the drain's start, which
+            # woke only the connections open then.
+            connection.wake.set()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._watchdog, connection, nursery.cancel_scope)
+                await server.run()
+                nursery.cancel_scope.cancel()
+        finally:
+            self._open.discard(connection)
 
     async def _first_bytes(self, stream: trio.SocketStream, connection: Connection) -> bytes | None:
         """The bytes that show the protocol; b"" when LIM-H3 passed first (or the head

@@ -21,6 +21,7 @@ from rypsok.core import telemetry
 from rypsok.mcp.caller_tokens import Callers
 from rypsok.mcp.http_app import McpHttpApp
 from rypsok.mcp.listener.accept import listening_socket
+from rypsok.mcp.listener.descriptors import descriptor_limit
 from rypsok.mcp.listener.lifecycle import Listener
 from rypsok.mcp.process import serving
 from rypsok.mcp.sd_notify import READY, STOPPING, Notifier
@@ -75,7 +76,18 @@ async def serve_http(
     )
     host, bound_port = sock.getsockname()[:2]
     app = McpHttpApp(service, config, callers, session_ttl_s=session_ttl_s, bound_port=bound_port)
-    listener = Listener(app, config)
+    listener = Listener(app, config, descriptor_limit=descriptor_limit())
+    plan = listener.descriptor_plan
+    if plan.short:
+        telemetry.warn(
+            "descriptor_limit",
+            limit=plan.limit,
+            reserve=plan.reserve,
+            connections=plan.connections,
+            max_connections=config.service.http.max_connections,
+            note=f"raise the descriptor limit (LimitNOFILE) to at least {plan.needed}, "
+            "or lower service.http.max_connections",
+        )
     shown = f"[{host}]:{bound_port}" if ":" in host else f"{host}:{bound_port}"
     telemetry.info("listening", address=shown, transport="http", callers=len(callers))
     shutdown_ms = config.service.shutdown_ms

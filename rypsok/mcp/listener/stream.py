@@ -232,7 +232,15 @@ class Replay(trio.abc.HalfCloseableStream):
         await self._stream.wait_send_all_might_not_block()
 
     async def send_eof(self) -> None:
-        await self._stream.send_eof()
+        # hypercorn closes a connection (`_close`) without its send lock, while the app may
+        # be sending an answer under it: two senders on one stream would fail the app's
+        # send (BusyResourceError). After the lock, a later send finds the stream closed,
+        # which hypercorn takes as the connection's end.
+        if self.server is None:
+            await self._stream.send_eof()
+            return
+        async with self.server.send_lock:
+            await self._stream.send_eof()
 
     async def aclose(self) -> None:
         await self._stream.aclose()
