@@ -1,7 +1,8 @@
-"""The command line (REQ-OPS-001): `serve`, `check`, `--version`; exit 0, 1 or 2.
+"""The command line (REQ-OPS-001): `serve`, `check`, `init`, `--version`; exit 0, 1 or 2.
 
-Nothing here writes to standard output except `--version`: the stdio transport owns stdout,
-and every diagnostic goes to standard error.
+Nothing here writes to standard output except `--version` and `init`'s host entry (what a
+user pastes, so it can be redirected alone): the stdio transport owns stdout, and every
+diagnostic goes to standard error.
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ def _parser() -> _Parser:
         description="A headless meta-search service for AI agents (MCP over stdio or HTTP).",
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
-    commands = parser.add_subparsers(dest="command", metavar="{serve,check}", parser_class=_Parser)
+    commands = parser.add_subparsers(
+        dest="command", metavar="{serve,check,init}", parser_class=_Parser
+    )
     serve = commands.add_parser("serve", help="serve MCP until end of input or SIGTERM")
     serve.add_argument(
         "--transport",
@@ -71,6 +74,10 @@ def _parser() -> _Parser:
     serve.add_argument("--config", metavar="PATH", help="the configuration file")
     check = commands.add_parser("check", help="validate the configuration and print it")
     check.add_argument("--config", metavar="PATH", help="the configuration file")
+    init = commands.add_parser(
+        "init", help="write a commented starter configuration and print its host entry"
+    )
+    init.add_argument("path", metavar="PATH", help="the file to create (never replaced)")
     return parser
 
 
@@ -111,9 +118,30 @@ def main(argv: list[str] | None = None) -> int:
         return report.exit_code
     if args.command == "serve":
         return _serve(args.transport, args.config, env)
+    if args.command == "init":
+        return _init(args.path)
     parser.print_usage(sys.stderr)
-    _err("rypsok: error: a command is required: serve or check")
+    _err("rypsok: error: a command is required: serve, check or init")
     return EXIT_USAGE
+
+
+def _init(path: str) -> int:
+    from rypsok.config.starter import StarterExists, host_entry, write_starter
+
+    try:
+        written = write_starter(path)
+    except StarterExists:
+        _err(PREFIX + "init: the file exists; init never replaces one: give another PATH")
+        return EXIT_CONFIG
+    except OSError as exc:
+        _err(PREFIX + f"init: the file cannot be created ({exc.strerror or 'error'})")
+        return EXIT_CONFIG
+    _err(PREFIX + f"wrote a starter configuration to {written}")
+    _err(PREFIX + "the host entry that uses it (write the full path of rypsok as the command")
+    _err(PREFIX + "where the host does not inherit your PATH; `command -v rypsok` prints it):")
+    sys.stdout.write(host_entry(written))
+    sys.stdout.flush()
+    return EXIT_OK
 
 
 def _serve(transport: str, path: str | None, env: Mapping[str, str]) -> int:

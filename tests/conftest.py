@@ -48,6 +48,16 @@ def _check_address(family: int, address: Any) -> None:
             raise NetworkRefused(f"test tried to connect off loopback (family {family})")
 
 
+@pytest.fixture(autouse=True)
+def _fresh_tool_refusals() -> None:
+    """The aggregation of tool refusals is process-wide: each test starts it afresh (its
+    trio run's clock is not the last test's). Nothing is imported for a test that has not
+    loaded rypsok yet."""
+    log = sys.modules.get("rypsok.core.telemetry._log")
+    if log is not None:
+        log.TOOL_REFUSALS.reset()
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _loopback_only() -> Iterator[None]:
     original_connect = socket.socket.connect

@@ -16,6 +16,7 @@ import httpx
 import trio
 
 from rypsok.config.load import load_config_text
+from rypsok.config.metrics import metrics_token
 from rypsok.core import telemetry
 from rypsok.core.services import Rypsok
 from rypsok.mcp.caller_tokens import Callers
@@ -122,6 +123,7 @@ async def serving(
             listen_socket=listen_socket,
             counters_interval_s=counters_interval_s,
             trim=trim,
+            metrics_token=metrics_token(config, env),
         )
         port, listener = await nursery.start(start)
         try:

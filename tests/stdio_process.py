@@ -45,13 +45,16 @@ class Child:
         self._stderr_grew = trio.Event()
 
     @classmethod
-    async def start(cls, nursery: trio.Nursery, argv: list[str]) -> Child:
+    async def start(
+        cls, nursery: trio.Nursery, argv: list[str], env: dict[str, str] | None = None
+    ) -> Child:
         process = await trio.lowlevel.open_process(
             argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=ROOT,
+            env=env,
         )
         child = cls(process)
         nursery.start_soon(child._drain_stderr)

@@ -17,6 +17,7 @@ from rypsok.config.schema import Config, EngineConfig, default_engines
 from rypsok.config.secrets import engine_credential, read_caller_tokens
 from rypsok.core.model import Category, SafeSearch
 from rypsok.core.telemetry import Secret
+from rypsok.shared.drivers import DRIVER_TYPES
 
 TOKEN = "t" * 32
 
@@ -265,7 +266,7 @@ def test_req_cfg_005_the_connect_timeout_and_the_shutdown_time_are_keys():
 
 def test_req_cfg_005_unknown_keys_and_tables_are_refused():
     assert refuse(v1("[search]\nmax_resluts = 5\n")) == (
-        "search.max_resluts: unknown key (line 3, column 15)"
+        "search.max_resluts: unknown key (line 3, column 15); did you mean max_results?"
     )
     assert refuse(v1("[serch]\nmax_results = 5\n")).startswith("serch: unknown table")
     assert refuse(v1("transport = 1\n")).startswith("transport: unknown key")
@@ -559,7 +560,8 @@ def test_req_cfg_005_proxy_is_validated_and_never_repeated():
 
 def test_req_eng_004_an_unknown_driver_is_refused():
     assert refuse(v1('[engines.x]\ntype = "bing"\ncategories = ["general"]\n')) == (
-        "engines.x.type: no such driver (line 3, column 8)"
+        "engines.x.type: no such driver (line 3, column 8); the driver types are "
+        + ", ".join(DRIVER_TYPES)
     )
 
 

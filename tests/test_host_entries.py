@@ -10,6 +10,7 @@ listener configured as network mode describes.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sys
@@ -21,14 +22,16 @@ import pytest
 import trio
 from http_helpers import modern_body, serving
 from mcp_helpers import modern
-from stdio_process import ROOT, Child, write_config
+from stdio_process import ROOT, Child
 
 from rypsok.config.load import load_config_text
 
 pytestmark = pytest.mark.usefixtures("keep_exception_hooks")
 
 GUIDE = ROOT / "book" / "integration.md"
-ENTRY = re.compile(r"<!-- host-entry: ([\w-]+) (stdio|http) -->\n```json\n(.*?)\n```", re.DOTALL)
+ENTRY = re.compile(
+    r"<!-- host-entry: ([\w-]+) (stdio|stdio-config|http) -->\n```json\n(.*?)\n```", re.DOTALL
+)
 # The placeholders each host expands for a secret: environment or a prompted input.
 PLACEHOLDER = re.compile(r"\$\{(?:env:|input:)?[\w-]+\}")
 HOSTS = {"claude-desktop", "claude-code", "vscode", "cursor", "inspector"}
@@ -57,6 +60,7 @@ def test_req_ops_001_the_guide_has_an_entry_for_every_host() -> None:
     entries = _entries()
     assert {host for host, _, _ in entries} == HOSTS
     assert {host for host, kind, _ in entries if kind == "stdio"} == HOSTS
+    assert {host for host, kind, _ in entries if kind == "stdio-config"} == HOSTS
     assert {host for host, kind, _ in entries if kind == "http"} == {
         "claude-code",
         "vscode",
@@ -64,10 +68,68 @@ def test_req_ops_001_the_guide_has_an_entry_for_every_host() -> None:
     }
 
 
+def _child_env(extra: dict[str, str]) -> dict[str, str]:
+    """The environment a host gives its server: its own (here the test's, without a
+    configuration path or a Brave key), plus the entry's `env`."""
+    env = {k: v for k, v in os.environ.items() if k not in ("RYPSOK_CONFIG", "BRAVE_API_KEY")}
+    env.update(extra)
+    return env
+
+
+async def _engines_of(argv: list[str], env: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Start the entry's command as the host does, list the tools and ask engine_status."""
+    async with trio.open_nursery() as nursery:
+        child = await Child.start(nursery, argv, env)
+        await child.send(
+            modern("server/discover", request_id=1),
+            modern("tools/list", 2),
+            modern("tools/call", 3, name="engine_status", arguments={}),
+        )
+        await child.close_stdin()
+        answers = {}
+        for _ in range(3):
+            answer = await child.line()
+            answers[answer["id"]] = answer
+        assert await child.wait() == 0
+        nursery.cancel_scope.cancel()
+    assert set(answers) == {1, 2, 3}
+    tools = [tool["name"] for tool in answers[2]["result"]["tools"]]
+    assert tools == ["web_search", "web_fetch", "engine_status"]
+    engines = answers[3]["result"]["structuredContent"]["engines"]
+    return {engine["id"]: engine for engine in engines}
+
+
 @pytest.mark.parametrize(
     ("host", "entry"), [(h, e) for h, k, e in _entries() if k == "stdio"], ids=lambda v: str(v)[:20]
 )
-async def test_req_ops_001_a_stdio_host_entry_starts_rypsok(
+async def test_req_ops_001_a_stdio_host_entry_works_as_pasted_with_no_file(
+    host: str, entry: dict[str, Any]
+) -> None:
+    server = _server(entry)
+    assert server.get("type", "stdio") == "stdio"
+    assert server["command"] == "rypsok"
+    assert server["args"] == ["serve"], host  # no file: the book's defaults
+    assert "env" not in server
+    engines = await _engines_of([_console_script(), *server["args"]], _child_env({}))
+    assert engines["wikipedia"]["state"] == "closed"
+    assert (engines["brave"]["state"], engines["brave"]["reason"]) == ("disabled", "no_credential")
+
+
+KEYED_CONFIG = (
+    "config_version = 1\n"
+    '[engines.wikipedia]\ntype = "wikipedia"\ncategories = ["general"]\n'
+    '[engines.brave]\ntype = "brave"\ncategories = ["general", "news"]\n'
+    'api_key_env = "BRAVE_API_KEY"\n'
+)
+TEST_KEY = "BSA" + "k" * 29
+
+
+@pytest.mark.parametrize(
+    ("host", "entry"),
+    [(h, e) for h, k, e in _entries() if k == "stdio-config"],
+    ids=lambda v: str(v)[:20],
+)
+async def test_req_ops_001_a_stdio_host_entry_with_a_file_gives_the_key_by_env(
     host: str, entry: dict[str, Any], tmp_path: Path
 ) -> None:
     server = _server(entry)
@@ -75,15 +137,16 @@ async def test_req_ops_001_a_stdio_host_entry_starts_rypsok(
     assert server["command"] == "rypsok"
     args = list(server["args"])
     assert args[0] == "serve"
-    args[args.index("--config") + 1] = str(write_config(tmp_path))
-    async with trio.open_nursery() as nursery:
-        child = await Child.start(nursery, [_console_script(), *args])
-        await child.send(modern("server/discover", request_id=1), modern("tools/list", 2))
-        await child.close_stdin()
-        answers = {(await child.line())["id"]: None for _ in range(2)}
-        assert await child.wait() == 0
-        nursery.cancel_scope.cancel()
-    assert set(answers) == {1, 2}, host
+    config = tmp_path / "rypsok.toml"
+    config.write_text(KEYED_CONFIG, encoding="utf-8")
+    args[args.index("--config") + 1] = str(config)
+    assert list(server["env"]) == ["BRAVE_API_KEY"], host
+    given = server["env"]["BRAVE_API_KEY"]
+    # The host puts the key where the entry says: its own expansion, or the value written.
+    assert PLACEHOLDER.fullmatch(given) or given == "your key", host
+    engines = await _engines_of([_console_script(), *args], _child_env({"BRAVE_API_KEY": TEST_KEY}))
+    assert engines["brave"]["state"] == "closed", host  # the key reached rypsok
+    assert engines["wikipedia"]["state"] == "closed"
 
 
 def _tokens(tmp_path: Path) -> tuple[str, str]:

@@ -245,36 +245,7 @@ async def test_req_sec_024_a_handshake_beyond_max_sessions_is_503_with_retry_aft
     assert [e["reason"] for e in logs.named("http_refused")] == ["session_limit"]
 
 
-async def test_req_sec_024_sessions_expire_without_traffic() -> None:
-    config = make_config("[service.http]\nmax_sessions = 1\n")
-    async with serving(config, session_ttl_s=0.5) as server, httpx.AsyncClient() as client:
-        first = await _initialize(client, server.url)
-        session = first.headers["mcp-session-id"]
-        assert (await _initialize(client, server.url)).status_code == 503
-        await trio.sleep(0.6)
-        renewed = await _initialize(client, server.url)
-        assert renewed.status_code == 200
-        listed = await client.post(
-            server.url,
-            content=json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
-            headers=legacy_headers(**{"Mcp-Session-Id": session}),
-        )
-    assert listed.status_code == 404  # the expired session is gone: initialize again
-
-
-async def test_req_sec_024_traffic_keeps_a_session_alive() -> None:
-    config = make_config("[service.http]\nmax_sessions = 1\n")
-    async with serving(config, session_ttl_s=0.5) as server, httpx.AsyncClient() as client:
-        session = (await _initialize(client, server.url)).headers["mcp-session-id"]
-        for _ in range(4):
-            await trio.sleep(0.3)
-            pinged = await client.post(
-                server.url,
-                content=json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}),
-                headers=legacy_headers(**{"Mcp-Session-Id": session}),
-            )
-            assert pinged.status_code == 200
-        assert (await _initialize(client, server.url)).status_code == 503
+# The sessions' expiry and renewal by traffic: tests/test_http_sessions.py, on MockClock.
 
 
 async def test_req_mcp_003_a_handshake_session_lists_and_calls() -> None:
@@ -702,8 +673,11 @@ async def test_req_obs_007_the_counters_event_counts_every_refusal_of_the_listen
             await call_status(client, server, "wrong-token-wrong-token-wrong-token-x")
             await call_status(client, server, "wrong-token-wrong-token-wrong-token-x")
             await call_status_with(client, server, Authorization=f"Bearer {TOKEN_A}", Accept="x/y")
+            # The first event written after the three refusals (the counters are totals): on
+            # a loaded machine the calls may outlast an interval or two.
+            before = len(logs.named("counters"))
             with trio.fail_after(5):
-                while not logs.named("counters"):  # noqa: ASYNC110 # the log, no event
+                while len(logs.named("counters")) <= before:  # noqa: ASYNC110 # the log
                     await trio.sleep(0.05)
-    http = logs.named("counters")[0]["refusals"]["http"]
+    http = logs.named("counters")[before]["refusals"]["http"]
     assert http == {"unauthorized": 2, "sdk_not_acceptable": 1}

@@ -31,7 +31,7 @@ from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.typing import ConnectionState
 
-from rypsok.mcp.listener import _hypercorn_config, _NoIdleTask, refuse_streams_alone
+from rypsok.mcp.listener.stream import NoIdleTask, hypercorn_config, refuse_streams_alone
 
 # -- hypercorn ---------------------------------------------------------------------------------
 
@@ -39,7 +39,7 @@ from rypsok.mcp.listener import _hypercorn_config, _NoIdleTask, refuse_streams_a
 def test_req_sec_018_hypercorn_tcp_server_takes_what_the_listener_passes() -> None:
     """`TCPServer(app, config, context, state, stream)`, a `run()` coroutine, a `send_lock`
     (the listener writes its own refusals and `100 Continue` under it) and an `idle_task`
-    the listener replaces (`_NoIdleTask`)."""
+    the listener replaces (`NoIdleTask`)."""
     parameters = list(inspect.signature(TCPServer.__init__).parameters)
     assert parameters == ["self", "app", "config", "context", "state", "stream"]
     assert inspect.iscoroutinefunction(TCPServer.run)
@@ -52,12 +52,12 @@ def test_req_sec_018_hypercorn_tcp_server_takes_what_the_listener_passes() -> No
         method = getattr(idle, name)
         assert inspect.iscoroutinefunction(method)
         assert list(inspect.signature(method).parameters) == expected
-        ours = getattr(_NoIdleTask(), name)
+        ours = getattr(NoIdleTask(), name)
         assert list(inspect.signature(ours).parameters) == expected
 
 
-def test_req_sec_018_hypercorn_config_has_the_settings_the_listener_sets() -> None:
-    """Each attribute `_hypercorn_config` writes is one hypercorn reads (a renamed one would
+def test_req_sec_018hypercorn_config_has_the_settings_the_listener_sets() -> None:
+    """Each attribute `hypercorn_config` writes is one hypercorn reads (a renamed one would
     be set silently on the object and read nowhere)."""
     written = {
         "keep_alive_timeout",
@@ -72,7 +72,7 @@ def test_req_sec_018_hypercorn_config_has_the_settings_the_listener_sets() -> No
     }
     defaults = HypercornConfig()
     assert {name for name in written if hasattr(defaults, name)} == written
-    configured = _hypercorn_config(make_config("[service.http]\nmax_streams = 3\n"))
+    configured = hypercorn_config(make_config("[service.http]\nmax_streams = 3\n"))
     assert configured.h2_max_concurrent_streams == 3
     assert configured.include_server_header is False
 
@@ -155,7 +155,7 @@ async def _run_tcp_server(first: bytes) -> tuple[TCPServer, _RecordingIdleTask, 
 
 async def test_req_sec_022_hypercorn_calls_the_idle_task_the_listener_replaces() -> None:
     """hypercorn restarts its idle task when the connection starts and after each answer
-    and stops it while a request runs: the calls `_NoIdleTask` takes and ignores (the
+    and stops it while a request runs: the calls `NoIdleTask` takes and ignores (the
     listener's watchdog keeps LIM-H3 instead). A hypercorn that kept its timer elsewhere
     would close connections behind the watchdog's back."""
     _, idle, received = await _run_tcp_server(_request())

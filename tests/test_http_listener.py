@@ -36,12 +36,9 @@ from search_fakes import capture_logs
 
 from rypsok.core import telemetry
 from rypsok.mcp.http_framing import Http1RequestParser
-from rypsok.mcp.listener import (
-    TRIM_AFTER_CLOSES,
-    TRIM_QUIET_S,
-    _Connection,
-    listening_socket,
-)
+from rypsok.mcp.listener import listening_socket
+from rypsok.mcp.listener.connection import Connection
+from rypsok.mcp.listener.memory import TRIM_AFTER_CLOSES, TRIM_QUIET_S
 
 
 @pytest.fixture(autouse=True)
@@ -789,7 +786,7 @@ async def test_req_sec_018_a_connection_whose_request_waits_unread_is_not_one_th
     server_side, client_side = socket.socketpair()
     with server_side, client_side:
         client_side.sendall(sent)
-        connection = _Connection("ipv4", server_side.fileno())
+        connection = Connection("ipv4", server_side)
         assert (connection.waiting_head() is not None) is has_request
         server_side.setblocking(False)
         assert (server_side.recv(65536) if sent else b"") == sent
@@ -1022,7 +1019,7 @@ async def test_req_sec_018_a_kept_alive_connections_next_request_unread_is_not_o
     closing it for room would drop that request unanswered."""
     server_side, client_side = socket.socketpair()
     with server_side, client_side:
-        connection = _Connection("ipv4", server_side.fileno())
+        connection = Connection("ipv4", server_side)
         connection.gate = Http1RequestParser(16384)
         # The first request, whole and passed on: the gate waits for the next head.
         assert connection.gate.feed(_request_bytes())

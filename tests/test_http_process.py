@@ -195,7 +195,8 @@ async def test_lim_m5_serving_over_http_runs_the_collector_with_start_up_frozen(
     from rypsok.config.load import load_config_text
     from rypsok.core.services import Rypsok
     from rypsok.mcp.caller_tokens import Callers
-    from rypsok.mcp.listener import _serve_process, listening_socket
+    from rypsok.mcp.listener import listening_socket
+    from rypsok.mcp.listener.serve import _serve_process
     from rypsok.shared import own_process as own_process_module
     from testkit.instant import InstantEngine
 
@@ -210,7 +211,7 @@ async def test_lim_m5_serving_over_http_runs_the_collector_with_start_up_frozen(
     try:
         async with trio.open_nursery() as nursery:
             service = partial(Rypsok, config, env={}, engines=[InstantEngine("wikipedia")])
-            nursery.start_soon(_serve_process, config, Callers(), sock, service)
+            nursery.start_soon(_serve_process, config, {}, Callers(), sock, (None, None), service)
             async with httpx.AsyncClient() as client:
                 with trio.fail_after(10):
                     while True:

@@ -143,7 +143,12 @@ async def test_req_status_001_status_lists_every_engine_in_identifier_order(
     assert status.to_json()["engines"] == [
         {"id": "brave", "state": "disabled", "latency_ms": None, "reason": "no_credential"},
         {"id": "off", "state": "disabled", "latency_ms": None, "reason": "disabled"},
-        {"id": "zeta", "state": "closed", "latency_ms": 0},
+        {
+            "id": "zeta",
+            "state": "closed",
+            "latency_ms": 0,
+            "recent_failures": {"requests": 1, "count": 0, "classes": {}},
+        },
     ]
 
 
@@ -265,8 +270,18 @@ async def test_req_status_002_status_carries_no_endpoint_credential_or_provider_
     for leak in (key, "private-wiki", "api.search.brave.com", "upstream", "oops", "BRAVE_API_KEY"):
         assert leak not in text
     assert json.loads(text)["engines"] == [
-        {"id": "brave", "state": "closed", "latency_ms": 0},
-        {"id": "wiki", "state": "closed", "latency_ms": 0},
+        {
+            "id": "brave",
+            "state": "closed",
+            "latency_ms": 0,
+            "recent_failures": {"requests": 1, "count": 1, "classes": {"auth_failure": 1}},
+        },
+        {
+            "id": "wiki",
+            "state": "closed",
+            "latency_ms": 0,
+            "recent_failures": {"requests": 1, "count": 1, "classes": {"request_failure": 1}},
+        },
     ]
 
 

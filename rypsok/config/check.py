@@ -13,6 +13,7 @@ import attrs
 
 from rypsok.config.coordination import describe_url, parse_store_url
 from rypsok.config.load import ConfigError, ConfigSource, load_source, locate_config
+from rypsok.config.metrics import metrics_line
 from rypsok.config.rules import parse_bind, parse_egress_rule
 from rypsok.config.schema import Config, CoordinationConfig
 from rypsok.config.secrets import Credential, engine_credential, file_is_world_readable
@@ -152,6 +153,8 @@ def report_lines(config: Config, env: Mapping[str, str]) -> list[str]:
             "permissions are first tried by serve, which logs coordination_unavailable "
             "with the reason when it cannot use them)"
         )
+    if config.service.metrics is not None:
+        lines.append(metrics_line(config.service.metrics))
     # Last, as the book shows it: the line that names the build its figure is for.
     lines.append(_memory_line(config))
     return lines

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from rypsok.config.messages import ConfigError, Place, with_place
+from rypsok.config.metrics import metrics_token
 from rypsok.config.secrets import read_caller_tokens, store_password
 from rypsok.config.toml import parse_toml
 from rypsok.config.validate import Validator
@@ -105,6 +106,7 @@ def load_config_text(text: str, env: Mapping[str, str], source: str = "text") ->
             read_caller_tokens(config, env)
         # The store's password, like the tokens: what serve would refuse, check refuses.
         store_password(config, env)
+        metrics_token(config, env)
     except ConfigError as exc:
         exc.source = source
         raise

@@ -113,7 +113,7 @@ SESSION_BYTES: Final = 60 * KIB  # LIM-M4; a session's state is the same in kind
 # (1000 connections), and while a flood of longer blocks is read and closed (each read and
 # h2's copy of it held at once) at most 185 KiB (64 connections; 168 KiB with 256), all by
 # `tools/bench-http --only-floods`; rounded up. After a flood the memory goes back
-# (`rypsok.mcp.listener.Listener.return_memory`, issue 18.3).
+# (`rypsok.mcp.listener.memory.MemoryReturn`).
 CONNECTION_BYTES: Final = 192 * KIB
 
 

@@ -22,7 +22,7 @@ from rypsok.config.toml import Path, Positions, format_path
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["PRINTABLE_KEY", "Reader", "Table"]
+__all__ = ["PRINTABLE_KEY", "Reader", "Table", "nearest_name"]
 
 # A key shown in a message: a plain word. Any other key is not repeated: it could be anything.
 PRINTABLE_KEY: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -71,6 +71,17 @@ class Reader:
         return Table(self, path, data, schema)
 
 
+def nearest_name(written: str, names: set[str] | frozenset[str]) -> str | None:
+    """The name of `names` closest to `written` (a mistyped key), when one is close enough
+    to be the one meant; None otherwise. Case is ignored in the comparison, so that
+    `Max_Results` finds `max_results`."""
+    import difflib  # on the first mistake only: a valid file never needs it
+
+    by_folded = {name.lower(): name for name in sorted(names)}
+    close = difflib.get_close_matches(written.lower(), list(by_folded), n=1, cutoff=0.6)
+    return by_folded[close[0]] if close else None
+
+
 class Table:
     """One table of the file, read key by key; a missing key gives its default, the one
     of `schema` (the table's class) unless the getter is given another."""
@@ -103,7 +114,11 @@ class Table:
                 continue
             what = "unknown table" if isinstance(value, dict) else "unknown key"
             if PRINTABLE_KEY.fullmatch(key):
-                raise self.v.fail(self.key(key), what)
+                error = self.v.fail(self.key(key), what)
+                nearest = nearest_name(key, keys | tables)
+                if nearest is None:
+                    raise error
+                raise ConfigError(f"{error}; did you mean {nearest}?")
             parent = format_path(self.path) or "the top level"
             # A key that is not a plain word is not repeated: it could be anything.
             raise ConfigError(with_place(f"{parent}: an {what}", self.v.place(self.key(key))))

@@ -89,11 +89,22 @@ class HttpConfig:
 
 
 @attrs.frozen(kw_only=True)
+class MetricsConfig:
+    """`[service.metrics]`: the Prometheus exposition on a bind of its own (off when the
+    table is absent); an operator's token by `token_env` or `token_file`, or none."""
+
+    bind: str = "127.0.0.1:9464"
+    token_env: str | None = None
+    token_file: str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class ServiceConfig:
     structured_content: bool = True
     user_agent_contact: str = ""
     shutdown_ms: int = ranged(3000, 500, 10000)  # LIM-O1
     http: HttpConfig = attrs.field(factory=HttpConfig)
+    metrics: MetricsConfig | None = None
 
 
 @attrs.frozen(kw_only=True)

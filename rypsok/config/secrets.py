@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MIN_TOKEN_BYTES",
     "Credential",
+    "caller_token",
     "engine_credential",
     "file_is_world_readable",
     "read_caller_tokens",
@@ -72,7 +73,12 @@ def file_is_world_readable(path: str) -> bool:
 
 
 def _caller_token(index: int, caller: CallerConfig, env: Mapping[str, str]) -> Secret:
-    key = f"service.http.auth.callers[{index}]"
+    return caller_token(f"service.http.auth.callers[{index}]", caller, env)
+
+
+def caller_token(key: str, caller: CallerConfig, env: Mapping[str, str]) -> Secret:
+    """A token given as a caller's is (`token_env` or `token_file`, at least 32 bytes); the
+    messages name `key`, the table that holds it. ConfigError for a token serve refuses."""
     source = f"{key}.token_env" if caller.token_env is not None else f"{key}.token_file"
     if caller.token_env is not None:
         value = env.get(caller.token_env, "").strip()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from rypsok.config.coordination import read_coordination
 from rypsok.config.messages import ConfigError, kind_of, with_place
+from rypsok.config.metrics import read_metrics
 from rypsok.config.reader import PRINTABLE_KEY, Reader, Table
 from rypsok.config.rules import (
     RuleError,
@@ -39,6 +40,7 @@ from rypsok.config.schema import (
     HttpConfig,
     LimitsConfig,
     LoggingConfig,
+    MetricsConfig,
     PrivacyConfig,
     ResilienceConfig,
     ScrapingConfig,
@@ -281,7 +283,10 @@ class Validator(Reader):
                 )
 
     def service(self, t: Table, *, fetch_deadline_ms: int) -> ServiceConfig:
-        t.known(keys={"structured_content", "user_agent_contact", "shutdown_ms"}, tables={"http"})
+        t.known(
+            keys={"structured_content", "user_agent_contact", "shutdown_ms"},
+            tables={"http", "metrics"},
+        )
         out: dict[str, Any] = {
             "structured_content": t.get_bool("structured_content"),
             "user_agent_contact": t.get_text("user_agent_contact", check=_contact),
@@ -354,6 +359,13 @@ class Validator(Reader):
                 placed=False,
             )
         out["http"] = HttpConfig(**http)
+        if "metrics" in t.data:
+            out["metrics"] = read_metrics(
+                t.sub("metrics", MetricsConfig),
+                mcp_bind=http["bind"],
+                env_name=_env_name,
+                path=_path,
+            )
         return ServiceConfig(**out)
 
     def callers(self, auth: Table) -> tuple[CallerConfig, ...]:
@@ -476,7 +488,8 @@ class Validator(Reader):
             )
         traits = DRIVER_TYPES.get(kind)
         if traits is None:
-            raise self.fail((*e.path, "type"), "no such driver")
+            error = self.fail((*e.path, "type"), "no such driver")
+            raise ConfigError(f"{error}; the driver types are {', '.join(DRIVER_TYPES)}")
         if traits.scrapes and not scraping_on:
             # The book gives this sentence word for word (Tutorial 5): it names the engine's
             # table, the type and the operator's responsibility, and carries no place.

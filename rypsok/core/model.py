@@ -36,6 +36,7 @@ __all__ = [
     "NoticeCode",
     "Outcome",
     "Reason",
+    "RecentFailures",
     "SafeSearch",
     "SearchRequest",
     "SearchResponse",
@@ -261,11 +262,33 @@ class SearchResponse:
 
 
 @attrs.frozen(kw_only=True)
+class RecentFailures:
+    """The failures among an engine's last requests (LIM-S14): `requests` made (at most the
+    window), `count` of them failed, and how many ended in each failure class (REQ-ENG-006),
+    in the order of the class names; a class without a failure is absent."""
+
+    requests: int
+    count: int
+    classes: tuple[tuple[Reason, int], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "count": self.count,
+            "classes": {str(reason): n for reason, n in self.classes},
+        }
+
+
+@attrs.frozen(kw_only=True)
 class EngineStatus:
+    """One engine in engine_status; `recent_failures` is set for an active engine once it
+    made a request (a disabled one makes none)."""
+
     id: str
     state: EngineState
     latency_ms: int | None = None
     reason: DisabledReason | None = None
+    recent_failures: RecentFailures | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -275,6 +298,8 @@ class EngineStatus:
         }
         if self.reason is not None:
             out["reason"] = str(self.reason)
+        if self.recent_failures is not None:
+            out["recent_failures"] = self.recent_failures.to_json()
         return out
 
 

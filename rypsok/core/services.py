@@ -26,6 +26,7 @@ from rypsok.core.engines.base import Engine
 from rypsok.core.engines.circuit import Circuit
 from rypsok.core.engines.client import EngineClient, EngineNetwork
 from rypsok.core.engines.latency import LatencyWindow
+from rypsok.core.engines.recent import RecentRequests
 from rypsok.core.engines.registry import (
     RegisteredEngine,
     Registry,
@@ -39,6 +40,7 @@ from rypsok.core.model import (
     Category,
     DetailReason,
     DisabledReason,
+    EngineStatus,
     ErrorKind,
     FetchRequest,
     FetchResponse,
@@ -59,6 +61,7 @@ if TYPE_CHECKING:
     from rypsok.core.egress import FetchClient
     from rypsok.core.fetch.pipeline import FetchPipeline
     from rypsok.core.fetch.robots import RobotsCache
+    from rypsok.core.readiness import Readiness
     from rypsok.core.search.cache import AnswerCache
     from rypsok.core.search.pipeline import SearchRun
 
@@ -131,6 +134,7 @@ def _substitute(registry: Registry, engines: Sequence[Engine], config: Config) -
                     engine.record, per_engine_in_flight=config.limits.per_engine_in_flight
                 ),
                 latency=LatencyWindow(),
+                recent=RecentRequests(),
             )
         )
     return Registry(entries=tuple(entries))
@@ -164,6 +168,7 @@ def _slots(registry: Registry, store: Store | None, config: Config) -> tuple[Eng
                     per_engine_in_flight=config.limits.per_engine_in_flight,
                 ),
                 latency=entry.latency,
+                recent=entry.recent,
             )
         )
     return tuple(slots)
@@ -199,6 +204,10 @@ def _load_pipeline() -> tuple[Callable[..., Awaitable[SearchRun]], float]:
 
 def _ms_since(start: float) -> int:
     return max(0, round((trio.current_time() - start) * 1000))
+
+
+def _seconds_since(start: float) -> float:
+    return max(0.0, trio.current_time() - start)
 
 
 def _call_start(received_at: float | None) -> float:
@@ -279,6 +288,16 @@ class Rypsok:
     @property
     def registry(self) -> Registry:
         return self._registry
+
+    def engine_states(self) -> tuple[EngineStatus, ...]:
+        """Each engine's state as engine_status gives it, without a call (the metrics)."""
+        return status_entries(self._registry)
+
+    def readiness(self) -> Readiness:
+        """Whether a search can be served now (`GET /readyz`); it makes no request."""
+        from rypsok.core.readiness import readiness
+
+        return readiness(self._registry, self._store, trio.current_time())
 
     @property
     def served_categories(self) -> tuple[Category, ...]:
@@ -400,8 +419,12 @@ class Rypsok:
                     telemetry.info(
                         "call", tool=WEB_SEARCH, outcome="cancelled", latency_ms=_ms_since(start)
                     )
+                    telemetry.COUNTERS.call_ended(WEB_SEARCH, "cancelled", _seconds_since(start))
                 raise
             self._returned.add(run.urls)
+            telemetry.COUNTERS.call_ended(
+                WEB_SEARCH, str(run.response.outcome), _seconds_since(start)
+            )
             telemetry.info(
                 "call",
                 tool=WEB_SEARCH,
@@ -438,7 +461,9 @@ class Rypsok:
                     telemetry.info(
                         "call", tool=WEB_FETCH, outcome="cancelled", latency_ms=_ms_since(start)
                     )
+                    telemetry.COUNTERS.call_ended(WEB_FETCH, "cancelled", _seconds_since(start))
                 raise
+            telemetry.COUNTERS.call_ended(WEB_FETCH, str(response.outcome), _seconds_since(start))
             telemetry.info(
                 "call",
                 tool=WEB_FETCH,
@@ -461,6 +486,9 @@ class Rypsok:
                 self._log_error(ENGINE_STATUS, exc, start)
                 raise
             response = StatusResponse(engines=status_entries(self._registry))
+            telemetry.COUNTERS.call_ended(
+                ENGINE_STATUS, str(response.outcome), _seconds_since(start)
+            )
             telemetry.info(
                 "call",
                 tool=ENGINE_STATUS,
@@ -486,6 +514,7 @@ class Rypsok:
         if exc.detail.parameter is not None:
             fields["parameter"] = exc.detail.parameter
         telemetry.COUNTERS.call_error(tool, str(exc.kind))
+        telemetry.COUNTERS.call_ended(tool, "error", _seconds_since(start))
         if reason is DetailReason.RATE_LIMITED or exc.kind in _REFUSAL_KINDS:
             # A refusal of the call itself (REQ-OBS-007): counted per tool and reason.
             counted = str(reason) if reason is not None else str(exc.kind)

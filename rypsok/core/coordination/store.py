@@ -189,6 +189,15 @@ class Store:
     def key(self, *parts: str) -> str:
         return self.prefix + ":".join(parts)
 
+    def reachable(self) -> bool:
+        """Whether the store decides now: a connection open and usable, and no failure's
+        wait running (the limiters then decide alone). It asks nothing of the store."""
+        if not self._entered or self._connection is None:
+            return False
+        if self._down_until is not None and trio.current_time() < self._down_until:
+            return False
+        return bool(self._connection.usable)
+
     async def run(self, script: str, keys: Sequence[str], args: Sequence[str]) -> Any:
         """Run one script; raises StoreUnavailable (after logging and counting it)."""
         now = trio.current_time()

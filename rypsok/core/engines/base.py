@@ -86,10 +86,14 @@ class EngineFailure(Exception):
     """A failed engine request, classified by its driver into exactly one class (REQ-ENG-006).
 
     It carries no provider text: the class and, for rate_limited, the provider's wait.
+    `heard` is False when no answer came from the provider at all (the connection refused
+    or reset, TLS or protocol failure, the egress judgment): such a request is not a
+    completed one and has no latency to keep (LIM-S11).
     """
 
     failure_class: Reason
     retry_after_s: float | None = None
+    heard: bool = True
 
 
 class Engine(Protocol):

@@ -472,7 +472,7 @@ class EngineClient:
         ):
             # Refused by the egress judgment, connection refused or reset, TLS, protocol
             # errors: the provider was not heard.
-            raise EngineFailure(failure_class=Reason.REQUEST_FAILURE) from None
+            raise EngineFailure(failure_class=Reason.REQUEST_FAILURE, heard=False) from None
         except (OverBound, UnreadableCoding):
             raise EngineFailure(failure_class=Reason.PARSE_FAILURE) from None
 

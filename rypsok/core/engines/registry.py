@@ -27,10 +27,17 @@ from rypsok.core.engines.crossref import CrossrefEngine
 from rypsok.core.engines.duckduckgo import DuckDuckGoEngine
 from rypsok.core.engines.hackernews import HackerNewsEngine
 from rypsok.core.engines.latency import LatencyWindow
+from rypsok.core.engines.recent import RecentRequests
 from rypsok.core.engines.searxng import SearxngEngine
 from rypsok.core.engines.stackexchange import StackExchangeEngine
 from rypsok.core.engines.wikipedia import WikipediaEngine
-from rypsok.core.model import Category, DisabledReason, EngineState, EngineStatus
+from rypsok.core.model import (
+    Category,
+    DisabledReason,
+    EngineState,
+    EngineStatus,
+    RecentFailures,
+)
 from rypsok.core.pacing import EngineLimiter
 from rypsok.core.telemetry import log
 from rypsok.shared.drivers import DRIVER_TYPES as TRAITS
@@ -64,8 +71,8 @@ class RegistryError(ValueError):
 class RegisteredEngine:
     """One `[engines.<id>]` table as the process uses it.
 
-    `engine`, `circuit`, `limiter` and `latency` are set for an active engine and None for
-    one that is disabled or inactive.
+    `engine`, `circuit`, `limiter`, `latency` and `recent` are set for an active engine and
+    None for one that is disabled or inactive.
     """
 
     id: str
@@ -76,6 +83,7 @@ class RegisteredEngine:
     circuit: Circuit | None = None
     limiter: EngineLimiter | None = None
     latency: LatencyWindow | None = None
+    recent: RecentRequests | None = None
 
     @property
     def active(self) -> bool:
@@ -186,9 +194,19 @@ def build_registry(
                     engine.record, per_engine_in_flight=config.limits.per_engine_in_flight
                 ),
                 latency=LatencyWindow(),
+                recent=RecentRequests(),
             )
         )
     return Registry(entries=tuple(entries))
+
+
+def _recent(entry: RegisteredEngine) -> RecentFailures | None:
+    """The engine's recent failures once it made a request; None before (the field is then
+    absent, and a fresh engine's status reads as the book's examples show it)."""
+    if entry.recent is None:
+        return None
+    failures = entry.recent.failures()
+    return failures if failures.requests else None
 
 
 def status_entries(registry: Registry) -> tuple[EngineStatus, ...]:
@@ -214,6 +232,7 @@ def status_entries(registry: Registry) -> tuple[EngineStatus, ...]:
                 id=entry.id,
                 state=entry.circuit.state(),
                 latency_ms=entry.latency.median_ms(),
+                recent_failures=_recent(entry),
             )
         )
     return tuple(out)

@@ -329,6 +329,7 @@ class FetchPipeline:
                 body = await self._read_body(response)
                 # The host only after the policy admitted it, never the path (REQ-PRIV-004).
                 telemetry.info("fetched", host=host, status=status, bytes=len(body))
+                telemetry.COUNTERS.fetched(len(body))
                 return _Page(
                     url=hop.text,
                     status=status,

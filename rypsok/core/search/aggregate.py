@@ -90,6 +90,7 @@ class _Child:
         # A probe must reach the provider to tell whether it recovered (LIM-B5).
         if cache is not None and slot.record.cacheable and not self.ticket.probe:
             hit = cache.lookup(slot.id, query, trio.current_time())
+            telemetry.COUNTERS.cache_lookup(hit is not None)
             if hit is not None:
                 # Answered without a request: neither the provider's rate nor the
                 # circuit is charged (REQ-CACHE-001).
@@ -157,6 +158,7 @@ class _Child:
         answer: object = None
         failure: Reason | None = None
         retry_after: float | None = None
+        heard = True
         with trio.move_on_at(started + timeout_s) as scope:
             try:
                 answer = await slot.engine.search(query)
@@ -164,6 +166,7 @@ class _Child:
                 known = exc.failure_class in FAILURE_CLASSES
                 failure = exc.failure_class if known else Reason.REQUEST_FAILURE
                 retry_after = exc.retry_after_s
+                heard = exc.heard is not False
             except Exception as exc:
                 # A driver bug ends this engine's part only; the log names the type,
                 # never the message, which may hold provider text.
@@ -175,11 +178,15 @@ class _Child:
         results = _well_formed(answer) if failure is None else None
         if failure is None and results is None:
             failure = Reason.PARSE_FAILURE
-        if failure is not Reason.TIMEOUT:
+        if failure is not Reason.TIMEOUT and heard:
             # A completed request: the provider answered, with results or a failure.
             slot.latency.record(now - started)
+            telemetry.COUNTERS.engine_answered(slot.id, now - started)
         if failure is None and results is not None:
             slot.circuit.succeeded(self.ticket, now)
+            telemetry.COUNTERS.engine_request(slot.id, None)
+            if slot.recent is not None:
+                slot.recent.ended(None)
             assert isinstance(answer, EngineAnswer)  # _well_formed checked it
             unresponsive = answer.unresponsive
             if isinstance(unresponsive, bool) or not isinstance(unresponsive, int):
@@ -192,7 +199,11 @@ class _Child:
         self._fail(now, failure, retry_after)
 
     def _fail(self, now: float, failure: Reason, retry_after: float | None) -> None:
+        """A request made that ended in `failure` (its own, or the deadline's timeout)."""
         self.slot.circuit.failed(self.ticket, failure, now, retry_after)
+        telemetry.COUNTERS.engine_request(self.slot.id, str(failure))
+        if self.slot.recent is not None:
+            self.slot.recent.ended(failure)
         _count_failure(self.slot.id, failure)
         self.outcome = EngineOutcome(slot=self.slot, failure=failure, retry_after_s=retry_after)
 

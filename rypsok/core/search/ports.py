@@ -25,6 +25,7 @@ __all__ = [
     "EngineSlot",
     "LatencyPort",
     "LimiterPort",
+    "RecentPort",
     "TicketPort",
     "TurnPort",
 ]
@@ -92,6 +93,12 @@ class LatencyPort(Protocol):
     def record(self, seconds: float) -> None: ...
 
 
+class RecentPort(Protocol):
+    def ended(self, failure: Reason | None) -> None:
+        """One request made: None when it answered with results, else its failure class."""
+        ...
+
+
 @attrs.frozen(kw_only=True)
 class EngineSlot:
     """One active engine as the pipeline sees it; `preference` is its selection rank."""
@@ -105,3 +112,4 @@ class EngineSlot:
     circuit: CircuitPort
     limiter: LimiterPort
     latency: LatencyPort
+    recent: RecentPort | None = None

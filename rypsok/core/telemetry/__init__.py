@@ -4,6 +4,7 @@ Every name other modules use is re-exported here; the implementation lives in th
 modules beside this one.
 """
 
+from ._aggregate import AggregatedLines
 from ._context import (
     LOCAL_CALLER,
     CallContext,
@@ -13,10 +14,20 @@ from ._context import (
     current_request_id,
     new_request_id,
 )
-from ._counters import COUNTERS, Counters, CountersSnapshot, run_counters_reporter
+from ._counters import (
+    CALL_BUCKETS_S,
+    COUNTERS,
+    ENGINE_BUCKETS_S,
+    Activity,
+    Counters,
+    CountersSnapshot,
+    Durations,
+    run_counters_reporter,
+)
 from ._hooks import install_excepthook
 from ._log import (
     LEVELS,
+    TOOL_REFUSALS,
     configure,
     debug,
     error,
@@ -31,13 +42,19 @@ from ._log import (
 from ._secret import REDACTED, Secret
 
 __all__ = [
+    "CALL_BUCKETS_S",
     "COUNTERS",
+    "ENGINE_BUCKETS_S",
     "LEVELS",
     "LOCAL_CALLER",
     "REDACTED",
+    "TOOL_REFUSALS",
+    "Activity",
+    "AggregatedLines",
     "CallContext",
     "Counters",
     "CountersSnapshot",
+    "Durations",
     "Secret",
     "call_scope",
     "configure",

@@ -16,16 +16,22 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime
-from typing import Final, TextIO
+from typing import TYPE_CHECKING, Final, TextIO
 
 import attrs
+import trio
 
 from ._context import current_call
+from ._refusals import ToolRefusals
 from ._secret import REDACTED, Secret
 from ._writer import BackgroundWriter
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 __all__ = [
     "LEVELS",
+    "TOOL_REFUSALS",
     "configure",
     "debug",
     "error",
@@ -101,11 +107,33 @@ def is_enabled(level: str) -> bool:
 
 
 def log(level: str, event: str, /, **fields: object) -> None:
-    """Write one event if `level` passes the configured level; never raises for a value."""
+    """Write one event if `level` passes the configured level; never raises for a value.
+    A tool call's refusal, and the refused call's own line, go through `TOOL_REFUSALS`."""
     settings = _settings
     if _rank(level) > settings.rank:
         return
+    if event in _AGGREGATED and TOOL_REFUSALS.absorbs(event, fields):
+        return
     _emit(settings, level, event, fields, ())
+
+
+def _write_aggregated(event: str, fields: Mapping[str, object], caller: str | None) -> None:
+    own = () if caller is None else (("caller", caller),)
+    settings = _settings
+    if _rank("info") <= settings.rank:
+        _emit(settings, "info", event, dict(fields), own)
+
+
+def _now() -> float:
+    """Trio's clock inside a run (a MockClock in the tests), the monotonic one outside."""
+    try:
+        return trio.current_time()
+    except RuntimeError:
+        return time.monotonic()
+
+
+_AGGREGATED: Final = frozenset({"refused", "call"})
+TOOL_REFUSALS: Final = ToolRefusals(_write_aggregated, _now)
 
 
 def error(event: str, /, **fields: object) -> None:

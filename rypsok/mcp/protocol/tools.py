@@ -22,6 +22,7 @@ import attrs
 
 from rypsok.core import errors
 from rypsok.core.model import (
+    FAILURE_CLASSES,
     MAX_MESSAGE_CHARS,
     DisabledReason,
     EngineState,
@@ -182,6 +183,23 @@ def _status_output_schema() -> dict[str, Any]:
             "state": {"type": "string", "enum": [str(s) for s in EngineState]},
             "latency_ms": {"type": ["integer", "null"], "minimum": 0},
             "reason": {"type": "string", "enum": [str(r) for r in DisabledReason]},
+            "recent_failures": {
+                "type": "object",
+                "properties": {
+                    "requests": {"type": "integer", "minimum": 0},
+                    "count": {"type": "integer", "minimum": 0},
+                    "classes": {
+                        "type": "object",
+                        "properties": {
+                            str(c): {"type": "integer", "minimum": 1}
+                            for c in sorted(FAILURE_CLASSES)
+                        },
+                        "additionalProperties": False,
+                    },
+                },
+                "required": ["requests", "count", "classes"],
+                "additionalProperties": False,
+            },
         },
         "required": ["id", "state", "latency_ms"],
         "additionalProperties": False,

@@ -1,0 +1,70 @@
+"""`GET /healthz` and `GET /readyz` on the MCP listener, for a proxy, an orchestrator or the
+image's HEALTHCHECK.
+
+Both are answered before the gate: no token (a probe holds none), no Host or Origin check
+(a probe names the address it dials), never counted as a refusal. `/healthz` says only that
+the event loop answers: `{"status":"ok"}`, nothing an outsider could use. `/readyz` says
+whether a search can be served: 200 `{"status":"ready"}`, or 503 with the reasons
+(`rypsok.core.readiness.NotReady`): the listener not accepting yet or stopping, no engine able
+to serve, the coordination store away.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Final
+
+from rypsok.core.readiness import NotReady
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from rypsok.core.readiness import Readiness
+
+__all__ = ["HEALTH_PATHS", "Health"]
+
+HEALTHZ: Final = "/healthz"
+READYZ: Final = "/readyz"
+HEALTH_PATHS: Final = frozenset({HEALTHZ, READYZ})
+_ALIVE: Final = b'{"status":"ok"}'
+_READY: Final = b'{"status":"ready"}'
+_ALLOW: Final = ((b"allow", b"GET, HEAD"),)
+_NO_STORE: Final = ((b"cache-control", b"no-store"),)
+
+Answer = tuple[int, bytes, tuple[tuple[bytes, bytes], ...]]
+
+
+class Health:
+    """The two answers. The listener sets `accepting` once it accepts and `stopping` when the
+    graceful stop begins. `source` is the core's part (the service's `readiness`); None
+    counts the core as ready (a test's service without engines' state)."""
+
+    def __init__(self, source: Callable[[], Readiness] | None) -> None:
+        self._source = source
+        self.accepting = False
+        self.stopping = False
+
+    def answer(self, method: str, path: str) -> Answer:
+        if method not in ("GET", "HEAD"):
+            return 405, b"", _ALLOW
+        if path == HEALTHZ:
+            return 200, _body(method, _ALIVE), _NO_STORE
+        reasons = list(self._reasons())
+        if not reasons:
+            return 200, _body(method, _READY), _NO_STORE
+        shown = {"status": "not_ready", "reasons": [str(r) for r in reasons]}
+        text = json.dumps(shown, separators=(",", ":")).encode("ascii")
+        return 503, _body(method, text), _NO_STORE
+
+    def _reasons(self) -> tuple[NotReady, ...]:
+        if self.stopping:
+            return (NotReady.STOPPING,)
+        listener = () if self.accepting else (NotReady.STARTING,)
+        source = self._source
+        if source is None:
+            return listener
+        return (*listener, *source().reasons)
+
+
+def _body(method: str, body: bytes) -> bytes:
+    return b"" if method == "HEAD" else body

@@ -1,0 +1,514 @@
+"""Who holds a connection (LIM-H1), decided by `Admission` alone: room made at the cap, the
+callers' shares, the tokenless newcomer, and the peek at a socket's unread buffer through the
+object that owns its descriptor. On Trio's MockClock, with socket pairs for the buffers; the
+same rules over real connections are in tests/test_http_listener.py."""
+
+from __future__ import annotations
+
+import socket
+from typing import TYPE_CHECKING
+
+import pytest
+import trio
+import trio.testing
+from http_helpers import CALLERS, CALLERS_ENV, TOKEN_A, TOKEN_B, make_config
+
+from rypsok.core import telemetry
+from rypsok.mcp.caller_tokens import Callers
+from rypsok.mcp.http_framing import Http1RequestParser
+from rypsok.mcp.http_refusals import RefusalLog
+from rypsok.mcp.listener.admission import Admission
+from rypsok.mcp.listener.connection import ROOM_GRACE_S, Body, Connection
+from rypsok.mcp.listener.descriptors import ACCEPT_HEADROOM, Descriptors, plan_descriptors
+from rypsok.mcp.listener.heads import H2_PREFACE, peek, waiting_request
+from rypsok.mcp.listener.memory import MemoryReturn
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from rypsok.config.schema import Config
+
+
+@pytest.fixture(autouse=True)
+def _fresh_counters() -> None:
+    telemetry.COUNTERS.reset()
+
+
+def _http() -> dict[str, int]:
+    return telemetry.COUNTERS.snapshot()["http"]
+
+
+class Closed:
+    """A socket already closed by its owner: its `fileno()` is -1, as Python's is."""
+
+    def fileno(self) -> int:
+        return -1
+
+
+class Pair:
+    """A connected socket pair: `server` stands for the accepted socket."""
+
+    def __init__(self, sent: bytes = b"") -> None:
+        self.server, self.client = socket.socketpair()
+        if sent:
+            self.client.sendall(sent)
+
+    def close(self) -> None:
+        self.server.close()
+        self.client.close()
+
+
+@pytest.fixture
+def pairs() -> Iterator[list[Pair]]:
+    made: list[Pair] = []
+    yield made
+    for pair in made:
+        pair.close()
+
+
+def _head(token: str | None = None, method: bytes = b"POST") -> bytes:
+    lines = [method + b" /mcp HTTP/1.1", b"Host: 127.0.0.1", b"Content-Length: 2"]
+    if token is not None:
+        lines.append(b"Authorization: Bearer " + token.encode())
+    return b"\r\n".join(lines) + b"\r\n\r\n{}"
+
+
+def _admission(config: Config, *, callers: bool = False, cap: int | None = None) -> Admission:
+    known = Callers.from_config(config, CALLERS_ENV) if callers else None
+    return Admission(config, known, RefusalLog(), MemoryReturn(), cap=cap)
+
+
+def _pair(pairs: list[Pair], sent: bytes = b"") -> socket.socket:
+    pair = Pair(sent)
+    pairs.append(pair)
+    return pair.server
+
+
+# -- the descriptor a connection reads through -------------------------------------------------
+
+
+async def test_req_sec_018_a_closed_connection_is_never_peeked_through_its_old_descriptor(
+    pairs: list[Pair],
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Its descriptor number, closed, is the next socket's: the connection's peek finds
+    nothing (its own socket is closed), never the other socket's head, never EBADF."""
+    first = Pair()
+    connection = Connection("ipv4", first.server)
+    number = first.server.fileno()
+    first.close()
+    second = Pair(_head(TOKEN_A))
+    pairs.append(second)
+    assert second.server.fileno() == number  # the number lives on in another socket
+    assert connection.waiting_head() is None
+    assert peek(first.server) == b""
+
+
+async def test_req_sec_018_a_descriptor_that_is_no_socket_is_nothing_to_peek(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    class Number:
+        def fileno(self) -> int:
+            return 0  # standard input: a descriptor, not a socket
+
+    assert peek(Number()) == b""
+    assert peek(Closed()) == b""
+
+
+async def test_req_sec_018_a_peek_leaves_the_bytes_for_the_read(pairs: list[Pair]) -> None:
+    server = _pair(pairs, _head())
+    assert peek(server) == _head()
+    assert peek(server) == _head()
+    server.setblocking(False)
+    assert server.recv(65536) == _head()
+
+
+@pytest.mark.parametrize(
+    ("peeked", "waiting"),
+    [
+        (b"", None),
+        (b"POST /mcp HTTP/1.1\r\nHost: a\r\n", None),
+        (b"POST /mcp HTTP/1.1\r\nHost: a\r\n\r\n", b"POST /mcp HTTP/1.1\r\nHost: a"),
+        (H2_PREFACE, None),
+        (H2_PREFACE + b"\x00\x00\x00\x01\x05\x00\x00\x00\x01", b""),  # HEADERS, END_HEADERS
+        (H2_PREFACE + b"\x00\x00\x00\x01\x01\x00\x00\x00\x01", None),  # END_STREAM only
+        (
+            H2_PREFACE
+            + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+            + b"\x00\x00\x00\x09\x04\x00\x00\x00\x01",
+            b"",
+        ),
+        (H2_PREFACE + b"\x00\x00\x05\x01\x04\x00\x00\x00\x01abcd", None),  # a frame cut
+        (H2_PREFACE[:3] + b"\r\n\r\n", None),
+    ],
+)
+def test_req_sec_018_a_waiting_request_is_a_whole_head(
+    peeked: bytes, waiting: bytes | None
+) -> None:
+    assert waiting_request(peeked) == waiting
+
+
+# -- room at the cap -------------------------------------------------------------------------
+
+
+async def test_req_sec_018_below_the_cap_a_newcomer_is_admitted_and_counted(
+    pairs: list[Pair],
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    admission = _admission(make_config(), cap=2)
+    first = admission.admit(Closed(), "ipv4")
+    second = admission.admit(_pair(pairs, _head()), "ipv6")
+    assert first is not None
+    assert second is not None
+    assert (first.family, second.family) == ("ipv4", "ipv6")
+    assert admission.connections == 2
+    admission.forget(first)
+    admission.forget(first)  # once only
+    assert admission.connections == 1
+    assert _http() == {}
+
+
+async def test_req_sec_018_at_the_cap_a_newcomer_without_its_request_waits_for_the_grace(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    admission = _admission(make_config(), cap=2)
+    old = admission.admit(Closed(), "ipv4")
+    await trio.sleep(0.1)
+    young = admission.admit(Closed(), "ipv4")
+    assert old is not None
+    assert young is not None
+    assert admission.admit(Closed(), "ipv4") is None  # nobody settled yet
+    assert _http() == {"too_many_connections": 1}
+    await trio.sleep(ROOM_GRACE_S - 0.05)  # `old` settled, `young` not
+    newcomer = admission.admit(Closed(), "ipv4")
+    assert newcomer is not None
+    assert old.evicted
+    assert old.scope.cancel_called
+    assert not young.evicted
+    assert admission.connections == 2
+    assert _http() == {"too_many_connections": 1, "connection_evicted": 1}
+
+
+async def test_req_sec_018_at_the_cap_a_newcomer_with_its_request_takes_the_longest_waiting(
+    pairs: list[Pair],
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    admission = _admission(make_config(), cap=3)
+    oldest = admission.admit(Closed(), "ipv4")
+    await trio.sleep(0.01)
+    busy = admission.admit(Closed(), "ipv4")
+    await trio.sleep(0.01)
+    newest = admission.admit(Closed(), "ipv4")
+    assert oldest is not None
+    assert busy is not None
+    assert newest is not None
+    oldest.in_flight = 1  # a request running: never closed for room
+    oldest.bodies.append(Body(trio.current_time(), 10, trio.current_time() + 30))
+    assert admission.admit(_pair(pairs, _head()), "ipv4") is not None
+    assert busy.evicted
+    assert not oldest.evicted
+    assert not newest.evicted
+    assert admission.connections == 3
+
+
+async def test_req_sec_018_a_connection_about_to_run_its_request_makes_no_room(
+    pairs: list[Pair],
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    admission = _admission(make_config(), cap=2)
+    ready = admission.admit(Closed(), "ipv4")
+    waiting = admission.admit(_pair(pairs, _head()), "ipv4")  # its head unread in its buffer
+    assert ready is not None
+    assert waiting is not None
+    ready.ready = True
+    await trio.sleep(ROOM_GRACE_S * 2)
+    assert admission.admit(_pair(pairs, _head()), "ipv4") is None
+    assert not ready.evicted
+    assert not waiting.evicted
+    # Over HTTP/2 the first bytes after the preface protect it for the grace only.
+    ready.h2 = object()  # type: ignore[assignment]
+    ready.ready_since = trio.current_time() - ROOM_GRACE_S
+    assert admission.admit(_pair(pairs, _head()), "ipv4") is not None
+    assert ready.evicted
+    assert not waiting.evicted
+
+
+async def test_req_sec_018_a_request_whose_body_cannot_arrive_in_time_makes_room(
+    pairs: list[Pair],
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    admission = _admission(make_config(), cap=1)
+    slow = admission.admit(Closed(), "ipv4")
+    assert slow is not None
+    started = trio.current_time()
+    body = Body(started, 1000, started + 30)
+    slow.in_flight = 1
+    slow.bodies.append(body)
+    await trio.sleep(ROOM_GRACE_S / 2)
+    assert admission.admit(_pair(pairs, _head()), "ipv4") is None  # within the grace
+    await trio.sleep(ROOM_GRACE_S)
+    body.received = 100  # 100 bytes in 1.5 s: the other 900 need 13.5 s, in time
+    assert admission.admit(_pair(pairs, _head()), "ipv4") is None
+    body.received = 10  # 990 bytes at this rate take 148 s: past LIM-H5
+    slow.in_flight = 2  # and a second request without a body being read: it stays
+    assert admission.admit(_pair(pairs, _head()), "ipv4") is None
+    slow.in_flight = 1
+    assert admission.admit(_pair(pairs, _head()), "ipv4") is not None
+    assert slow.evicted
+
+
+@pytest.mark.parametrize(
+    ("received", "expected", "elapsed", "doomed"),
+    [
+        (0, 10, 0.5, False),  # within the grace nothing is judged
+        (0, 10, 1.0, True),  # past it, nothing yet: doomed
+        (10, 10, 5.0, False),  # whole
+        (5, 10, 10.0, False),  # the rest by 20 s, before 30
+        (5, 10, 16.0, True),  # the rest by 32 s, after 30
+        (20, 10, 29.0, False),  # more than declared: nothing left
+    ],
+)
+async def test_req_sec_018_a_body_is_doomed_when_its_rate_misses_the_request_time(
+    received: int,
+    expected: int,
+    elapsed: float,
+    doomed: bool,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    started = trio.current_time()
+    body = Body(started, expected, started + 30)
+    body.received = received
+    assert body.doomed(started + elapsed) is doomed
+
+
+async def test_req_sec_018_make_room_closes_a_settled_waiting_connection(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    admission = _admission(make_config(), cap=4)
+    busy = admission.admit(Closed(), "ipv4")
+    assert busy is not None
+    busy.ready = True
+    assert not admission.make_room()
+    young = admission.admit(Closed(), "ipv4")
+    assert young is not None
+    assert not admission.make_room()  # not settled yet
+    await trio.sleep(ROOM_GRACE_S)
+    assert admission.make_room()
+    assert young.evicted
+    assert not busy.evicted
+    assert admission.connections == 1
+
+
+# -- the tokenless newcomer ------------------------------------------------------------------
+
+
+async def test_req_sec_018_at_the_cap_a_tokenless_request_makes_no_room(
+    pairs: list[Pair],
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    config = make_config(CALLERS, CALLERS_ENV)
+    admission = _admission(config, callers=True, cap=2)
+    waiting = admission.admit(Closed(), "ipv4")
+    await trio.sleep(ROOM_GRACE_S)
+    tokenless = admission.admit(_pair(pairs, _head()), "ipv4")
+    assert waiting is not None
+    assert tokenless is not None
+    waiting.ready = True  # its request about to run: it makes no room
+    assert tokenless.tokenless
+    assert not waiting.tokenless
+    for head in (_head(), _head("not-a-callers-token-0123456789abcdef")):
+        assert admission.admit(_pair(pairs, head), "ipv4") is None
+    assert not waiting.evicted
+    assert not tokenless.evicted
+    assert _http() == {"too_many_connections": 2}
+    # A CORS preflight carries no token by design: it makes room as any request does.
+    preflight = admission.admit(_pair(pairs, _head(method=b"OPTIONS")), "ipv4")
+    assert preflight is not None
+    assert not preflight.tokenless
+    assert tokenless.evicted  # a tokenless request loses nothing: it goes first
+    assert not waiting.evicted
+
+
+async def test_req_sec_018_a_tokenless_connection_claimed_by_a_caller_is_no_longer_one(
+    pairs: list[Pair],
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    config = make_config(CALLERS, CALLERS_ENV)
+    admission = _admission(config, callers=True, cap=2)
+    connection = admission.admit(_pair(pairs, _head()), "ipv4")
+    assert connection is not None
+    assert connection.tokenless
+    assert admission.claim(connection, "alpha")
+    assert not connection.tokenless
+    assert connection.holder == "alpha"
+
+
+async def test_req_sec_018_without_callers_no_request_is_tokenless(
+    pairs: list[Pair], autojump_clock: trio.testing.MockClock
+) -> None:
+    admission = _admission(make_config(), callers=True, cap=1)
+    admission.admit(Closed(), "ipv4")
+    await trio.sleep(ROOM_GRACE_S)
+    newcomer = admission.admit(_pair(pairs, _head()), "ipv4")
+    assert newcomer is not None
+    assert not newcomer.tokenless
+
+
+# -- the callers' shares ---------------------------------------------------------------------
+
+
+async def test_req_sec_018_a_callers_newcomer_past_its_share_takes_its_own_waiting_connection(
+    pairs: list[Pair],
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    config = make_config(CALLERS, CALLERS_ENV)
+    admission = _admission(config, callers=True, cap=4)
+    assert admission.share == 2
+    a_busy = admission.admit(_pair(pairs, _head(TOKEN_A)), "ipv4")
+    a_idle = admission.admit(_pair(pairs, _head(TOKEN_A)), "ipv4")
+    b_idle = admission.admit(_pair(pairs, _head(TOKEN_B)), "ipv4")
+    assert a_busy is not None
+    assert a_idle is not None
+    assert b_idle is not None
+    assert (a_busy.holder, a_idle.holder, b_idle.holder) == ("alpha", "alpha", "beta")
+    a_busy.in_flight = a_idle.in_flight = 1
+    b_idle.quiet_since -= 10  # the longest waiting of all, but not A's
+    assert admission.admit(_pair(pairs, _head(TOKEN_A)), "ipv4") is None
+    assert _http() == {"caller_share": 1}
+    a_idle.in_flight = 0
+    a_idle.sock.setblocking(False)
+    a_idle.sock.recv(65536)  # its request read and answered: it waits for the next
+    third = admission.admit(_pair(pairs, _head(TOKEN_A)), "ipv4")
+    assert third is not None
+    assert third.holder == "alpha"
+    assert a_idle.evicted
+    assert not b_idle.evicted
+    assert not a_busy.evicted
+    # B is below its share: its newcomer is admitted without closing anything.
+    assert admission.connections == 3
+    assert admission.admit(_pair(pairs, _head(TOKEN_B)), "ipv4") is not None
+    assert admission.connections == 4
+
+
+async def test_req_sec_018_the_apps_claim_keeps_the_share_and_moves_a_connection(
+    pairs: list[Pair],
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    config = make_config(CALLERS, CALLERS_ENV)
+    admission = _admission(config, callers=True, cap=4)
+    first = admission.admit(Closed(), "ipv4")
+    second = admission.admit(Closed(), "ipv4")
+    third = admission.admit(Closed(), "ipv4")
+    assert first is not None
+    assert second is not None
+    assert third is not None
+    assert admission.claim(first, "alpha")
+    assert admission.claim(first, "alpha")
+    assert admission.claim(second, "alpha")
+    second.in_flight = first.in_flight = 1
+    assert not admission.claim(third, "alpha")  # A's two have requests running
+    assert admission.claim(third, "beta")
+    first.in_flight = 0
+    assert admission.claim(third, "alpha")  # from B to A: A's waiting one goes
+    assert first.evicted
+    assert third.holder == "alpha"
+    admission.forget(second)
+    admission.forget(third)
+    fourth = admission.admit(Closed(), "ipv4")
+    assert fourth is not None
+    assert admission.claim(fourth, "alpha")
+    assert admission.claim(fourth, "beta")
+
+
+async def test_req_sec_018_a_waiting_head_past_its_callers_share_makes_room(
+    pairs: list[Pair],
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    config = make_config(CALLERS, CALLERS_ENV)
+    admission = _admission(config, callers=True, cap=2)
+    assert admission.share == 1
+    held = admission.admit(Closed(), "ipv4")
+    assert held is not None
+    assert admission.claim(held, "alpha")
+    held.in_flight = 1
+    # A's second connection with its head still unread: it would be refused, so it goes.
+    extra = admission.admit(Closed(), "ipv4")
+    assert extra is not None
+    extra.sock = _pair(pairs, _head(TOKEN_A))
+    assert admission.admit(_pair(pairs, _head(TOKEN_B)), "ipv4") is not None
+    assert extra.evicted
+    assert not held.evicted
+
+
+async def test_req_sec_018_a_kept_alive_connection_between_requests_shows_its_next_head(
+    pairs: list[Pair],
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    connection = Connection("ipv4", _pair(pairs, _head()))
+    connection.gate = Http1RequestParser(16384)
+    assert connection.waiting_head() is not None
+    connection.in_flight = 1
+    assert connection.waiting_head() is None
+    connection.in_flight = 0
+    assert connection.gate.feed(b"POST /mcp HTTP/1.1\r\n") == b""
+    assert connection.waiting_head() is None  # its head begun through the gate
+    h2 = Connection("ipv4", _pair(pairs, H2_PREFACE + b"\x00\x00\x00\x01\x05\x00\x00\x00\x01"))
+    assert h2.waiting_head() == b""
+    h2.gate = Http1RequestParser(16384)
+    assert h2.waiting_head() is None  # a preface after HTTP/1 requests is no request
+
+
+# -- the descriptor plan (LIM-H8) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("limit", "connections"),
+    [
+        (None, 64),
+        (20000, 64),
+        (128, 64),  # the unit: 16 + 32 + 2 * 4 kept back, 8 in passing
+        (100, 36),
+        (60, 1),  # fewer than the process needs: one connection, and the warning
+    ],
+)
+def test_lim_h8_the_connections_get_what_the_descriptor_limit_leaves(
+    limit: int | None, connections: int
+) -> None:
+    plan = plan_descriptors(make_config(), limit)
+    assert plan.reserve == 16 + 32 + 2 * 4
+    assert plan.needed == 64 + 56 + 8
+    assert plan.connections == connections
+    assert plan.sockets == connections + ACCEPT_HEADROOM
+    assert plan.short is (limit is not None and connections < 64)
+
+
+def test_lim_h8_the_reserve_follows_the_outbound_pools() -> None:
+    config = make_config("[limits]\noutbound_in_flight = 8\nfetches_in_flight = 2\n")
+    plan = plan_descriptors(config, 128)
+    assert plan.reserve == 16 + 8 + 4
+    assert plan.connections == 64  # max_connections, within 128 - 28 - 8
+    assert not plan.short
+
+
+async def test_lim_h8_the_accept_loop_waits_for_a_socket_to_close(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    descriptors = Descriptors(2)
+    descriptors.taken()
+    descriptors.taken()
+    assert not descriptors.room()
+    waited = []
+
+    async def wait() -> None:
+        await descriptors.wait_for_room()
+        waited.append(trio.current_time())
+
+    began = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(wait)
+        await trio.sleep(5)
+        assert waited == []
+        descriptors.released()
+    assert waited == [began + 5]
+    assert descriptors.room()
+    assert descriptors.open == 1
