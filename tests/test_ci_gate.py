@@ -96,6 +96,16 @@ def _package(where: Path, core_imports: str) -> None:
         "rypsok/mcp/__init__.py": "",
         "rypsok/mcp/stdio.py": "import rypsok.core.services\n",
     }
+    # Every module a contract of the project names exists, as a package, unless given above:
+    # import-linter refuses a contract whose module is missing.
+    for contract in _project_tool_config()["importlinter"]["contracts"]:
+        for module in (*contract["source_modules"], *contract["forbidden_modules"]):
+            parts = module.split(".")
+            if parts[0] != "rypsok" or "*" in module:
+                continue
+            as_module = "/".join(parts) + ".py"
+            if as_module not in files and len(parts) > 1:
+                files.setdefault("/".join(parts) + "/__init__.py", "")
     for name, text in files.items():
         path = where / name
         path.parent.mkdir(parents=True, exist_ok=True)
