@@ -1,0 +1,97 @@
+"""The reading order of a page: columns read one after the other, top to bottom (REQ-PDF-002).
+
+A page has a gutter when several lines start at one x position in its middle and the text
+left of it ends before it: the right column's left edge. Text that crosses the gutter (a
+title, an abstract, a figure-wide table) runs across the page and cuts it into bands; within
+a band the left column is read before the right one. A band whose two sides are not prose
+(short cells side by side) is read row by row instead: that is a table, not two columns.
+The right side is searched again, so three columns read in order too.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Final
+
+from rypsok.core.fetch.pdf.lines import Line, group_lines
+
+if TYPE_CHECKING:
+    from rypsok.core.fetch.pdf.chars import Segment
+
+__all__ = ["page_streams"]
+
+_MIN_COLUMN_LINES: Final = 3
+_PROSE_WIDTH: Final = 0.22  # a column's lines are at least this share of the page wide
+
+
+def page_streams(segments: list[Segment], width: float) -> list[list[Line]]:
+    """The page's lines as streams (one per column of each band) in reading order."""
+    return _streams(segments, width, depth=0)
+
+
+def _streams(segments: list[Segment], width: float, *, depth: int) -> list[list[Line]]:
+    gutter = _gutter(segments, width) if depth < 3 else None
+    if gutter is None:
+        return [group_lines(segments)] if segments else []
+    out: list[list[Line]] = []
+    for band in _bands(segments, gutter):
+        left = [s for s in band if s.x1 <= gutter]
+        right = [s for s in band if s.x0 >= gutter]
+        if any(_crosses(s, gutter) for s in band):
+            out.append(group_lines(band))
+        elif left and right and _prose(left, width) and _prose(right, width):
+            out.extend(_streams(left, width, depth=depth + 1))
+            out.extend(_streams(right, width, depth=depth + 1))
+        elif band:
+            out.append(group_lines(band))
+    return out
+
+
+def _gutter(segments: list[Segment], width: float) -> float | None:
+    """The x position of the gutter of the widest-read two-column split, if any."""
+    starts = Counter(round(s.x0 / 3) for s in segments if 0.25 * width < s.x0 < 0.8 * width)
+    best: tuple[int, float] | None = None
+    for bucket, count in starts.most_common(6):
+        if count < _MIN_COLUMN_LINES:
+            break
+        edge = min(s.x0 for s in segments if round(s.x0 / 3) == bucket)
+        gutter = edge - 1.0
+        crossing = sum(1 for s in segments if s.x0 < gutter - 1 and s.x1 > gutter + 1)
+        left = sum(1 for s in segments if s.x1 <= gutter and s.x1 > gutter - 0.45 * width)
+        if left < _MIN_COLUMN_LINES or crossing >= min(count, left):
+            continue
+        if best is None or count - crossing > best[0]:
+            best = (count - crossing, gutter)
+    return None if best is None else best[1]
+
+
+def _crosses(seg: Segment, gutter: float) -> bool:
+    return seg.x0 < gutter - 1 and seg.x1 > gutter + 1
+
+
+def _bands(segments: list[Segment], gutter: float) -> list[list[Segment]]:
+    """`segments` cut into vertical bands by the lines that cross the gutter.
+
+    A line crossing the gutter is a band of its own (consecutive ones make one band); the
+    lines between two such bands make one band.
+    """
+    bands: list[list[Segment]] = []
+    crossing_band = False
+    for line in group_lines(segments):
+        crossing = any(_crosses(s, gutter) for s in line.segments)
+        if bands and crossing == crossing_band:
+            bands[-1].extend(line.segments)
+        else:
+            bands.append(list(line.segments))
+            crossing_band = crossing
+    return bands
+
+
+def _prose(segments: list[Segment], width: float) -> bool:
+    """Whether a side of a band reads as a column of prose rather than table cells."""
+    lines = group_lines(segments)
+    if len(lines) < 2:
+        # One line on each side: a column's last line or a short band; widths decide.
+        return bool(lines) and (lines[0].x1 - lines[0].x0) > _PROSE_WIDTH * width
+    widths = sorted(line.x1 - line.x0 for line in lines)
+    return widths[len(widths) // 2] > _PROSE_WIDTH * width

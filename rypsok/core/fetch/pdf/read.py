@@ -1,0 +1,188 @@
+"""A PDF's bytes read into a document of blocks in reading order (REQ-PDF-001).
+
+PDFium opens the bytes from memory (no file, no network; it runs no JavaScript and no
+action: rypsok never initialises its form environment). Each page read gives positioned
+segments of text (chars.py); the running headers, footers and page numbers go
+(furniture.py); each page's columns give streams of lines in reading order (order.py); the
+streams are cut into blocks (blocks.py) whose lines are joined into running text
+(reflow.py) with their links (links.py). The body text's size and pitch, against which
+headings and paragraph breaks are judged, are measured over all the pages read.
+
+The title is the document's metadata title, else its first heading. At most `max_pages`
+pages are read (`pages_read` then is below `pages_total`) and at most `max_chars`
+characters of text are kept.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections import Counter
+from typing import TYPE_CHECKING
+
+import attrs
+import pypdfium2 as pdfium
+
+from rypsok.core.fetch.pdf.blocks import Draft, Metrics, draft_blocks
+from rypsok.core.fetch.pdf.chars import page_segments
+from rypsok.core.fetch.pdf.furniture import remove_furniture
+from rypsok.core.fetch.pdf.links import page_links, runs_of
+from rypsok.core.fetch.pdf.lists import marker_of
+from rypsok.core.fetch.pdf.model import (
+    PdfBlock,
+    PdfEncrypted,
+    PdfText,
+    PdfUnreadable,
+)
+from rypsok.core.fetch.pdf.order import page_streams
+from rypsok.core.fetch.pdf.reflow import Vocabulary, clean_text
+
+if TYPE_CHECKING:
+    from rypsok.core.fetch.pdf.chars import Segment
+    from rypsok.core.fetch.pdf.lines import Line
+
+__all__ = ["read_document"]
+
+_PASSWORD_ERROR = 4  # FPDF_ERR_PASSWORD
+
+
+def _open(data: bytes) -> pdfium.PdfDocument:
+    try:
+        return pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as error:
+        if getattr(error, "err_code", None) == _PASSWORD_ERROR:
+            raise PdfEncrypted("the document is encrypted") from None
+        raise PdfUnreadable("the bytes are not a readable PDF") from None
+
+
+def _metrics(pages: list[list[Segment]]) -> Metrics:
+    """The size most of the text is set in, and the pitch of its lines."""
+    sizes: Counter[float] = Counter()
+    for segs in pages:
+        for seg in segs:
+            sizes[round(seg.size * 2) / 2] += len(seg.text)
+    if not sizes:
+        return Metrics(size=10.0, pitch=12.0)
+    body = sizes.most_common(1)[0][0]
+    pitches = []
+    for segs in pages:
+        tops = sorted({round(s.top, 1) for s in segs if abs(s.size - body) < 0.6})
+        pitches += [b - a for a, b in itertools.pairwise(tops) if 0 < b - a < 3 * body]
+    pitch = statistics.median(pitches) if pitches else 1.2 * body
+    return Metrics(size=body, pitch=pitch)
+
+
+def _title(document: pdfium.PdfDocument, drafts: list[Draft]) -> str | None:
+    try:
+        title = " ".join(clean_text(document.get_metadata_value("Title")).split())
+    except (pdfium.PdfiumError, UnicodeDecodeError):
+        title = ""
+    if title:
+        return title[:4096]
+    heading = next((d for d in drafts if d.kind == "heading"), None)
+    return None if heading is None else " ".join(clean_text(heading.text).split())[:4096]
+
+
+def read_document(data: bytes, *, max_pages: int, max_chars: int) -> PdfText:
+    """The document in `data`: raises PdfEncrypted or PdfUnreadable when it cannot be read."""
+    document = _open(data)
+    try:
+        total = len(document)
+        count = max(0, min(total, max_pages))
+        pages: list[list[Segment]] = []
+        heights: list[float] = []
+        widths: list[float] = []
+        links = []
+        for index in range(count):
+            page = document[index]
+            try:
+                heights.append(float(page.get_height()))
+                widths.append(float(page.get_width()))
+                page_link_list = page_links(document, page)
+                links.append(page_link_list)
+                pages.append(page_segments(page, index, page_link_list))
+            finally:
+                page.close()
+        has_text = any(seg.text.strip() for segs in pages for seg in segs)
+        pages = remove_furniture(pages, heights)
+        metrics = _metrics(pages)
+        streams: list[list[Line]] = []
+        for segs, width in zip(pages, widths, strict=True):
+            streams.extend(page_streams(segs, width))
+        vocabulary = Vocabulary.of(seg.text for segs in pages for seg in segs)
+        drafts = draft_blocks(streams, metrics)
+        blocks = _bounded([_block(d, vocabulary) for d in drafts], max_chars)
+        return PdfText(
+            title=_title(document, drafts),
+            blocks=blocks,
+            pages_read=count,
+            pages_total=total,
+            has_text_layer=has_text,
+        )
+    finally:
+        document.close()
+
+
+def _block(draft: Draft, vocabulary: Vocabulary) -> PdfBlock:
+    if draft.kind == "table":
+        rows = tuple(tuple(" ".join(clean_text(c).split()) for c in row) for row in draft.rows)
+        return PdfBlock(kind="table", page=draft.page, rows=rows)
+    runs = runs_of(draft.lines, vocabulary)
+    if draft.kind == "list_item" and runs:
+        marker = marker_of(runs[0].text)
+        if marker is not None:
+            runs = (attrs.evolve(runs[0], text=marker.rest), *runs[1:])
+    return PdfBlock(
+        kind=draft.kind,  # type: ignore[arg-type]
+        page=draft.page,
+        runs=runs,
+        level=draft.level if draft.kind == "heading" else 0,
+        ordered=draft.ordered,
+        number=draft.number,
+    )
+
+
+def _bounded(blocks: list[PdfBlock], max_chars: int) -> tuple[PdfBlock, ...]:
+    """The first blocks whose text fits in `max_chars` (the last one cut to fit)."""
+    out: list[PdfBlock] = []
+    left = max_chars
+    for block in blocks:
+        size = len(block.text)
+        if size <= left:
+            out.append(block)
+            left -= size
+            continue
+        if left > 0 and block.kind != "table":
+            out.append(_cut(block, left))
+        elif left > 0:
+            rows = []
+            for row in block.rows:
+                left -= sum(len(cell) for cell in row) + len(row)
+                if left < 0:
+                    break
+                rows.append(row)
+            if len(rows) >= 1:
+                out.append(attrs_evolve_rows(block, tuple(rows)))
+        break
+    return tuple(out)
+
+
+def attrs_evolve_rows(block: PdfBlock, rows: tuple[tuple[str, ...], ...]) -> PdfBlock:
+    return PdfBlock(kind="table", page=block.page, rows=rows)
+
+
+def _cut(block: PdfBlock, left: int) -> PdfBlock:
+    runs = []
+    for run in block.runs:
+        if left <= 0:
+            break
+        runs.append(type(run)(text=run.text[:left], link=run.link))
+        left -= len(run.text)
+    return PdfBlock(
+        kind=block.kind,
+        page=block.page,
+        runs=tuple(runs),
+        level=block.level,
+        ordered=block.ordered,
+        number=block.number,
+    )
