@@ -1,0 +1,185 @@
+"""The PDF worker: the process that reads one document, run by `isolation.py`, never imported
+by the serving process.
+
+    python -I -B -m rypsok.core.fetch.pdf.worker MAX_BYTES MAX_PAGES MAX_CHARS MEMORY CPU_S
+
+It confines itself before it reads a byte of the document (REQ-PDF-102):
+
+- an address-space limit (RLIMIT_AS, `MEMORY` bytes): an allocation past it fails, in
+  Python (MemoryError, answered `memory`) or in PDFium (which then aborts the process);
+- a CPU-time limit (RLIMIT_CPU, `CPU_S`): a document that keeps the parser busy is ended by
+  the kernel (SIGXCPU, then SIGKILL a second later) even if the parent were gone;
+- no new file descriptor at all (RLIMIT_NOFILE at the lowest descriptor not open, after the
+  code it needs is loaded and run once on a document of its own): no socket, no file, no
+  pipe can be opened, so the worker reaches no network and reads no file; it has only the
+  pipe it was handed the document on and the pipe it answers on;
+- no file written (RLIMIT_FSIZE 0) and no core dump (RLIMIT_CORE 0: a crash leaves no copy
+  of the document on disk);
+- killed with its parent (Linux's PR_SET_PDEATHSIG), so that no worker outlives the server.
+
+The document comes on standard input, at most `MAX_BYTES` (LIM-F3) of it; the answer goes to
+standard output as one JSON object, `{"ok": <to_wire>}` or `{"error": "encrypted" |
+"unreadable" | "memory"}`, at most `answer_limit(MAX_CHARS)` bytes (blocks that would pass the
+bound are left out, as a document read in part). The parent reads it as hostile data.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import json
+import os
+import resource
+import signal
+import sys
+import zlib
+from typing import Final
+
+__all__ = ["answer_limit", "main"]
+
+_PR_SET_PDEATHSIG: Final = 1
+# JSON writes a character in at most 6 bytes (\u0000) and most in 1 to 4; a block's keys
+# and numbers take about 100 more. A document's answer is bounded by this, whatever the
+# document, so that the parent reads a bounded answer.
+_BYTES_PER_CHAR: Final = 6
+_ANSWER_FIXED_BYTES: Final = 256 * 1024
+
+
+def answer_limit(max_chars: int) -> int:
+    """The most bytes an answer of a document read to `max_chars` characters takes."""
+    return _BYTES_PER_CHAR * max_chars + _ANSWER_FIXED_BYTES
+
+
+def _warm_document() -> bytes:
+    """A one-page PDF with a heading, a line and a link: reading it before the confinement
+    loads every module and codec the reading of a document needs (Python imports some on
+    first use, and no file can be opened once confined)."""
+    content = zlib.compress(
+        b"BT /F1 18 Tf 72 700 Td (Warm) Tj ET\nBT /F1 11 Tf 72 660 Td (Body text.) Tj ET\n"
+    )
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R"
+        b" >> >> /Contents 4 0 R /Annots [6 0 R] >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(content)
+        + content
+        + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Type /Annot /Subtype /Link /Rect [72 655 140 672] /A << /S /URI"
+        b" /URI (https://example.org/) >> >>",
+        b"<< /Title (Warm \\376\\377) >>",
+    ]
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    out += b"trailer\n<< /Size %d /Root 1 0 R /Info 7 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
+def _die_with_parent() -> None:
+    # Linux only; elsewhere the CPU limit still ends an orphaned worker.
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    try:
+        libc = ctypes.CDLL(name, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:
+        # The parent ended before the call took effect.
+        os._exit(1)
+
+
+def _close_descriptor_table() -> None:
+    """No descriptor can be made from here on: every number below the limit is in use (a
+    gap is filled with a copy of standard error, the null device), and the limit is one
+    past the highest."""
+    highest = 2
+    for fd in range(3, 64):
+        try:
+            os.fstat(fd)
+        except OSError:
+            continue
+        highest = fd
+    for fd in range(highest + 1):
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.dup2(2, fd)
+    limit = highest + 1
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+
+def _confine(memory: int, cpu_s: int) -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+    _close_descriptor_table()
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+
+def _bounded_answer(wire: dict[str, object], limit: int) -> bytes:
+    """The answer's JSON within `limit` bytes: the blocks that fit, in order (a document
+    whose answer would be longer is answered in part, as past its character bound)."""
+    text = json.dumps({"ok": wire}, ensure_ascii=False, separators=(",", ":"))
+    data = text.encode("utf-8", errors="replace")
+    if len(data) <= limit:
+        return data
+    blocks = wire["blocks"]
+    assert isinstance(blocks, list)
+    kept: list[object] = []
+    used = len(json.dumps({"ok": {**wire, "blocks": []}}).encode()) + 1
+    for block in blocks:
+        size = len(json.dumps(block, ensure_ascii=False).encode("utf-8", "replace")) + 1
+        if used + size > limit:
+            break
+        kept.append(block)
+        used += size
+    return json.dumps({"ok": {**wire, "blocks": kept}}, ensure_ascii=False).encode(
+        "utf-8", errors="replace"
+    )
+
+
+def main(argv: list[str]) -> int:
+    """Read one document from standard input and answer on standard output."""
+    max_bytes, max_pages, max_chars, memory, cpu_s = (int(value) for value in argv)
+    _die_with_parent()
+    # Imported and run once before the confinement (see _warm_document).
+    from rypsok.core.fetch.pdf.model import PdfEncrypted, PdfUnreadable, to_wire
+    from rypsok.core.fetch.pdf.read import read_document
+
+    to_wire(read_document(_warm_document(), max_pages=2, max_chars=1000))
+    _confine(memory, cpu_s)
+    out = sys.stdout.buffer
+    try:
+        data = sys.stdin.buffer.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise PdfUnreadable("more bytes than the fetch reads")
+        answer = _bounded_answer(
+            to_wire(read_document(data, max_pages=max_pages, max_chars=max_chars)),
+            answer_limit(max_chars),
+        )
+    except PdfEncrypted:
+        answer = b'{"error":"encrypted"}'
+    except (PdfUnreadable, RecursionError):
+        answer = b'{"error":"unreadable"}'
+    except MemoryError:
+        answer = b'{"error":"memory"}'
+    out.write(answer)
+    out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
