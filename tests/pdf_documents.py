@@ -40,14 +40,21 @@ def raw_pdf(objects: list[bytes], *, trailer: bytes = b"") -> bytes:
 
 def _stream(data: bytes, *, compress: bool = False, extra: bytes = b"") -> bytes:
     if compress:
-        return b"<< /Length %d /Filter /FlateDecode%s >>\nstream\n" % (
-            len(data),
-            extra,
-        ) + data + b"\nendstream"
+        return (
+            b"<< /Length %d /Filter /FlateDecode%s >>\nstream\n"
+            % (
+                len(data),
+                extra,
+            )
+            + data
+            + b"\nendstream"
+        )
     return b"<< /Length %d%s >>\nstream\n" % (len(data), extra) + data + b"\nendstream"
 
 
-def _one_page(content: bytes, *, page_extra: bytes = b"", catalog_extra: bytes = b"") -> list[bytes]:
+def _one_page(
+    content: bytes, *, page_extra: bytes = b"", catalog_extra: bytes = b""
+) -> list[bytes]:
     return [
         b"<< /Type /Catalog /Pages 2 0 R%s >>" % catalog_extra,
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
@@ -62,10 +69,10 @@ def encrypted() -> bytes:
     """A document under the standard security handler whose user password is not empty."""
     objects = _one_page(_stream(b"\x8a\x13\x99" * 40))
     objects.append(
-        b"<< /Filter /Standard /V 1 /R 2 /O <%s> /U <%s> /P -44 >>"
-        % (b"6b" * 32, b"2c" * 32)
+        b"<< /Filter /Standard /V 1 /R 2 /O <%s> /U <%s> /P -44 >>" % (b"6b" * 32, b"2c" * 32)
     )
-    trailer = b" /Encrypt 6 0 R /ID [<0123456789abcdef0123456789abcdef> <0123456789abcdef0123456789abcdef>]"
+    file_id = b"<" + b"0123456789abcdef" * 2 + b">"
+    trailer = b" /Encrypt 6 0 R /ID [" + file_id + b" " + file_id + b"]"
     return raw_pdf(objects, trailer=trailer)
 
 

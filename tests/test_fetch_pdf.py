@@ -25,7 +25,8 @@ from rypsok.core.model import (
     Reason,
     ToolError,
 )
-from testkit.pdf_writer import Link, Page as PdfPage, Text, pdf_bytes, text_lines
+from testkit.pdf_writer import Link, Text, pdf_bytes, text_lines
+from testkit.pdf_writer import Page as PdfPage
 
 ROBOTS_OPEN = Page.text("User-agent: *\nAllow: /\n")
 WORKER_MODULE = "rypsok.core.fetch.pdf.worker"
@@ -136,7 +137,9 @@ async def test_req_pdf_101_an_untyped_or_octet_stream_body_starting_with_the_sig
 
 
 async def test_req_pdf_101_continuation_reads_the_whole_document_in_parts() -> None:
-    lines = [f"Sentence number {i} of a long document about nothing much at all." for i in range(45)]
+    lines = [
+        f"Sentence number {i} of a long document about nothing much at all." for i in range(45)
+    ]
     pages = [PdfPage(texts=text_lines(lines, y=60 + p)) for p in range(4)]
     body = pdf_bytes(pages, title="Long", compress=True)
     whole = await fetch_from(body, max_chars=20000)
@@ -192,7 +195,9 @@ async def test_req_pdf_102_a_worker_is_killed_at_the_calls_deadline() -> None:
 
 
 async def test_req_pdf_102_a_cancelled_call_kills_its_worker() -> None:
-    pages = [PdfPage(texts=text_lines([f"Line {i} of many." for i in range(60)])) for _ in range(2000)]
+    pages = [
+        PdfPage(texts=text_lines([f"Line {i} of many." for i in range(60)])) for _ in range(2000)
+    ]
     body = pdf_bytes(pages, compress=True)
     config = http_config("[fetch]\npdf_max_pages = 2000\n")
     async with serve_site({"/doc.pdf": pdf_page(body), "/robots.txt": ROBOTS_OPEN}) as site:

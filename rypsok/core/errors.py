@@ -366,7 +366,7 @@ def unsupported_media_type(media_type: str) -> ToolError:
     return _error(
         ErrorKind.UNSUPPORTED_CONTENT,
         (
-            "only HTML, XHTML, plain text and Markdown are read; the type is in "
+            "only HTML, XHTML, plain text, Markdown and PDF are read; the type is in "
             "detail.media_type; choose another page"
         ),
         reason=DetailReason.MEDIA_TYPE,
