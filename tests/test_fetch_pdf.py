@@ -14,7 +14,6 @@ from typing import Any
 import trio
 from fetch_helpers import fetch_config, fetching_rypsok
 from fetch_sites import Page, serve_site
-from pdf_documents import deep_nesting, encrypted, flate_bomb, scan, with_actions
 
 from rypsok.core.model import (
     DetailReason,
@@ -25,6 +24,7 @@ from rypsok.core.model import (
     Reason,
     ToolError,
 )
+from testkit.pdf_hostile import deep_nesting, encrypted, flate_bomb, scan, with_actions
 from testkit.pdf_writer import Link, Text, pdf_bytes, text_lines
 from testkit.pdf_writer import Page as PdfPage
 
@@ -281,8 +281,16 @@ async def test_req_pdf_105_a_scan_without_a_text_layer() -> None:
     assert response.detail.reason is DetailReason.PDF_NO_TEXT
 
 
+def page_that_fails_to_load() -> bytes:
+    """A document PDFium opens and whose page object it then refuses (found by the fuzzer)."""
+    data = bytearray(scan())
+    data[110:133] = b"<< /Length 999999999 >>"
+    return bytes(data)
+
+
 async def test_req_pdf_105_a_broken_file_and_an_empty_body() -> None:
-    for body in (b"%PDF-1.7\nnot a document at all", b"", paper()[:300]):
+    broken = (b"%PDF-1.7\nnot a document at all", b"", paper()[:300], page_that_fails_to_load())
+    for body in broken:
         response = await fetch_from(body)
         assert isinstance(response, ToolError), (body[:20], response)
         assert response.kind is ErrorKind.UNSUPPORTED_CONTENT

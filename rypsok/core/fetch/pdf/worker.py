@@ -35,7 +35,7 @@ import sys
 import zlib
 from typing import Final
 
-__all__ = ["answer_limit", "main"]
+__all__ = ["answer", "answer_limit", "main"]
 
 _PR_SET_PDEATHSIG: Final = 1
 # JSON writes a character in at most 6 bytes (\u0000) and most in 1 to 4; a block's keys
@@ -151,32 +151,39 @@ def _bounded_answer(wire: dict[str, object], limit: int) -> bytes:
     )
 
 
+def answer(data: bytes, *, max_pages: int, max_chars: int) -> bytes:
+    """The answer to a document: its wire form as JSON within `answer_limit(max_chars)`, or
+    the failure. Any exception of the reading is an unreadable document: the reader runs a
+    large C library and its own analysis on hostile bytes, and an error it did not foresee
+    (PDFium refusing one page of a document it opened) is still a document not read."""
+    from rypsok.core.fetch.pdf.model import PdfEncrypted, to_wire
+    from rypsok.core.fetch.pdf.read import read_document
+
+    try:
+        doc = read_document(data, max_pages=max_pages, max_chars=max_chars)
+        return _bounded_answer(to_wire(doc), answer_limit(max_chars))
+    except PdfEncrypted:
+        return b'{"error":"encrypted"}'
+    except MemoryError:
+        return b'{"error":"memory"}'
+    except Exception:
+        return b'{"error":"unreadable"}'
+
+
 def main(argv: list[str]) -> int:
     """Read one document from standard input and answer on standard output."""
     max_bytes, max_pages, max_chars, memory, cpu_s = (int(value) for value in argv)
     _die_with_parent()
     # Imported and run once before the confinement (see _warm_document).
-    from rypsok.core.fetch.pdf.model import PdfEncrypted, PdfUnreadable, to_wire
-    from rypsok.core.fetch.pdf.read import read_document
-
-    to_wire(read_document(_warm_document(), max_pages=2, max_chars=1000))
+    answer(_warm_document(), max_pages=2, max_chars=1000)
     _confine(memory, cpu_s)
+    data = sys.stdin.buffer.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        reply = b'{"error":"unreadable"}'
+    else:
+        reply = answer(data, max_pages=max_pages, max_chars=max_chars)
     out = sys.stdout.buffer
-    try:
-        data = sys.stdin.buffer.read(max_bytes + 1)
-        if len(data) > max_bytes:
-            raise PdfUnreadable("more bytes than the fetch reads")
-        answer = _bounded_answer(
-            to_wire(read_document(data, max_pages=max_pages, max_chars=max_chars)),
-            answer_limit(max_chars),
-        )
-    except PdfEncrypted:
-        answer = b'{"error":"encrypted"}'
-    except (PdfUnreadable, RecursionError):
-        answer = b'{"error":"unreadable"}'
-    except MemoryError:
-        answer = b'{"error":"memory"}'
-    out.write(answer)
+    out.write(reply)
     out.flush()
     return 0
 
