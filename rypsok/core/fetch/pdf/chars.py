@@ -125,8 +125,9 @@ def page_segments(
         text = textpage.get_text_range(0, count)
         if len(text) != count:
             # Characters outside the BMP: PDFium's indices and the string's part ways.
-            text = "".join(chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i) or 32)
-                           for i in range(count))
+            text = "".join(
+                chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i) or 32) for i in range(count)
+            )
         boxes = _Boxes(textpage, float(page.get_height()))
         return _segments(textpage, text, boxes, page_index, links or [])
     finally:

@@ -44,27 +44,35 @@ _HEAD: Final = re.compile(r"^([^\W\d_]+)")
 _INNER: Final = re.compile(r"([^\W\d_]+)\ufffe\s*([^\W\d_]*)")
 
 
-@attrs.frozen
+@attrs.define
 class Vocabulary:
-    """The words of a document and the hyphenated compounds it writes within a line."""
+    """The words of a document and the hyphenated compounds it writes within a line.
 
-    words: frozenset[str]
-    compounds: frozenset[str]
+    They are collected on the first question (most documents ask none).
+    """
+
+    texts: list[str]
+    words: set[str] = attrs.field(factory=set)
+    compounds: set[str] = attrs.field(factory=set)
+    ready: bool = False
 
     @classmethod
     def of(cls, texts: Iterable[str]) -> Vocabulary:
-        words: set[str] = set()
-        compounds: set[str] = set()
-        for text in texts:
+        return cls(texts=list(texts))
+
+    def _collect(self) -> None:
+        for text in self.texts:
             for match in _WORD.finditer(text):
                 word = match.group().lower()
-                (compounds if "-" in word or "\u2010" in word else words).add(word)
-        return cls(words=frozenset(words), compounds=frozenset(compounds))
+                (self.compounds if "-" in word or "\u2010" in word else self.words).add(word)
+        self.ready = True
 
     def keeps_hyphen(self, first: str, rest: str) -> bool:
         """Whether `first`-`rest`, split at a line's end, is a compound rather than one word."""
         if not rest[:1].islower():
             return True
+        if not self.ready:
+            self._collect()
         low_first, low_rest = first.lower(), rest.lower()
         if f"{low_first}-{low_rest}" in self.compounds:
             return True
@@ -87,6 +95,8 @@ def _inner(text: str, vocabulary: Vocabulary) -> str:
             return f"{first}-{rest}"
         return first + rest if rest else first + "-"
 
+    if "\ufffe" not in text:
+        return text
     return _INNER.sub(resolve, text).replace("\ufffe", "-")
 
 
@@ -100,8 +110,8 @@ def join_lines(lines: list[str], vocabulary: Vocabulary) -> str:
         if not out:
             out = line
             continue
-        tail = _TAIL.search(out)
-        head = _HEAD.match(line)
+        tail = _TAIL.search(out[-80:]) if out[-1] in _HYPHENS else None
+        head = _HEAD.match(line) if tail is not None else None
         if tail is not None and head is not None:
             if vocabulary.keeps_hyphen(tail.group(1), head.group(1)):
                 out = out[:-1] + "-" + line

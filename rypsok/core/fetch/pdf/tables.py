@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from rypsok.core.fetch.pdf.lines import Line, join_pieces
+from rypsok.core.fetch.pdf.lines import join_pieces, line_of
 from rypsok.core.fetch.pdf.lists import is_marker
 
 if TYPE_CHECKING:
     from rypsok.core.fetch.pdf.chars import Segment
+    from rypsok.core.fetch.pdf.lines import Line
 
 __all__ = ["Table", "find_tables"]
 
@@ -61,7 +62,7 @@ def _grid(lines: list[Line]) -> tuple[tuple[str, ...], ...] | None:
         cells = [""] * len(columns)
         for group in groups:
             index = next(i for i, (x0, x1) in enumerate(columns) if group[0].x0 < x1 + 0.5)
-            cells[index] = join_pieces([cells[index], Line(segments=tuple(group)).text])
+            cells[index] = join_pieces([cells[index], line_of(group).text])
         wrapped = (
             previous is not None
             and rows
