@@ -40,13 +40,13 @@ def _key(line: Line) -> str:
 
 def _edges(lines: list[Line], height: float) -> list[tuple[str, Line]]:
     """The lines at a page's edges that lie within its margins, with their margin's name."""
-    out = [("top", line) for line in lines[:_EDGE_LINES] if line.bottom < _MARGIN * height]
-    out += [
-        ("bottom", line)
+    top = [line for line in lines[:_EDGE_LINES] if line.bottom < _MARGIN * height]
+    bottom = [
+        line
         for line in lines[-_EDGE_LINES:]
-        if line.top > (1 - _MARGIN) * height and line not in lines[:_EDGE_LINES]
+        if line.top > (1 - _MARGIN) * height and line not in top
     ]
-    return out
+    return [("top", line) for line in top] + [("bottom", line) for line in bottom]
 
 
 def _apart(line: Line, lines: list[Line]) -> bool:
@@ -77,7 +77,12 @@ def remove_furniture(pages: list[list[Segment]], heights: list[float]) -> list[l
     for segs, page_lines, page_edges in zip(pages, lines, edges, strict=True):
         drop: set[int] = set()
         for zone, line in page_edges:
-            recurs = with_text >= 2 and len(seen[zone, _key(line)]) >= need
+            # A page whose every line is at its edges has no text to tell furniture from.
+            recurs = (
+                with_text >= 2
+                and len(page_lines) > len(page_edges)
+                and len(seen[zone, _key(line)]) >= need
+            )
             if recurs or _PAGE_NUMBER.fullmatch(line.text.strip()) or _apart(line, page_lines):
                 drop.update(id(s) for s in line.segments)
         out.append([s for s in segs if id(s) not in drop] if drop else segs)
