@@ -83,7 +83,8 @@ def test_req_pdf_004_hyphenated_word_rejoined_compound_kept_ligature_expanded() 
     md = markdown_of(pdf_bytes([Page(texts=texts)]))
     assert "The automatic extraction of text is a well-known problem;" in md
     assert "we find a well-known answer in the flow of the page." in md
-    assert "extrac-" not in md and "\ufb01" not in md
+    assert "extrac-" not in md
+    assert "\ufb01" not in md
 
 
 def test_req_pdf_005_running_header_footer_and_page_numbers_removed() -> None:
@@ -118,7 +119,8 @@ def test_req_pdf_005_lone_page_numbers_removed() -> None:
         for n in (7, 8)
     ]
     md = markdown_of(pdf_bytes(pages))
-    assert md.split() == "Text of page 7 in one line. Text of page 8 in one line.".split()
+    expected = "Text of page 7 in one line. Text of page 8 in one line."
+    assert md.split() == expected.split()
 
 
 def test_req_pdf_006_bulleted_and_numbered_lists() -> None:
@@ -194,7 +196,8 @@ def test_req_pdf_012_pages_and_characters_bounded() -> None:
     doc = read_document(pdf_bytes(pages), max_pages=2, max_chars=100_000)
     assert (doc.pages_read, doc.pages_total) == (2, 5)
     md = render_markdown(doc, judge_link=JUDGE).markdown
-    assert "number1 " in md and "number2 " not in md
+    assert "number1 " in md
+    assert "number2 " not in md
     long = text_lines(["Many words go on and on in this line of text."] * 30)
     cut = read_document(pdf_bytes([Page(texts=long)]), max_pages=5, max_chars=120)
     assert 100 <= sum(len(b.text) for b in cut.blocks) <= 120
@@ -202,6 +205,7 @@ def test_req_pdf_012_pages_and_characters_bounded() -> None:
 
 def test_req_pdf_001_no_text_layer_and_not_a_pdf() -> None:
     doc = read_document(pdf_bytes([Page()]), max_pages=5, max_chars=1000)
-    assert doc.has_text_layer is False and doc.blocks == ()
+    assert doc.has_text_layer is False
+    assert doc.blocks == ()
     with pytest.raises(PdfUnreadable):
         read_document(b"<html>not a pdf</html>", max_pages=5, max_chars=1000)
