@@ -8,9 +8,9 @@ streams are cut into blocks (blocks.py) whose lines are joined into running text
 (reflow.py) with their links (links.py). The body text's size and pitch, against which
 headings and paragraph breaks are judged, are measured over all the pages read.
 
-The title is the document's metadata title, else its first heading. At most `max_pages`
-pages are read (`pages_read` then is below `pages_total`) and at most `max_chars`
-characters of text are kept.
+The title is the document's metadata title, else its first heading (REQ-PDF-011). At most
+`max_pages` pages are read (`pages_read` then is below `pages_total`) and at most
+`max_chars` characters of text are kept (REQ-PDF-012).
 """
 
 from __future__ import annotations
