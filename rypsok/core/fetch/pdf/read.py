@@ -55,19 +55,22 @@ def _open(data: bytes) -> pdfium.PdfDocument:
         raise PdfUnreadable("the bytes are not a readable PDF") from None
 
 
-def _metrics(pages: list[list[Segment]]) -> Metrics:
-    """The size most of the text is set in, and the pitch of its lines."""
+def _metrics(streams: list[list[Line]]) -> Metrics:
+    """The size most of the text is set in, and the pitch of its lines within a column."""
     sizes: Counter[float] = Counter()
-    for segs in pages:
-        for seg in segs:
-            sizes[round(seg.size * 2) / 2] += len(seg.text)
+    for stream in streams:
+        for line in stream:
+            sizes[round(line.size * 2) / 2] += sum(len(s.text) for s in line.segments)
     if not sizes:
         return Metrics(size=10.0, pitch=12.0)
     body = sizes.most_common(1)[0][0]
-    pitches = []
-    for segs in pages:
-        tops = sorted({round(s.top, 1) for s in segs if abs(s.size - body) < 0.6})
-        pitches += [b - a for a, b in itertools.pairwise(tops) if 0 < b - a < 3 * body]
+    pitches = [
+        after.top - before.top
+        for stream in streams
+        for before, after in itertools.pairwise(stream)
+        if abs(before.size - body) < 0.6 and abs(after.size - body) < 0.6
+        and 0 < after.top - before.top < 3 * body
+    ]
     pitch = statistics.median(pitches) if pitches else 1.2 * body
     return Metrics(size=body, pitch=pitch)
 
@@ -105,10 +108,10 @@ def read_document(data: bytes, *, max_pages: int, max_chars: int) -> PdfText:
                 page.close()
         has_text = any(seg.text.strip() for segs in pages for seg in segs)
         pages = remove_furniture(pages, heights)
-        metrics = _metrics(pages)
         streams: list[list[Line]] = []
         for segs, width in zip(pages, widths, strict=True):
             streams.extend(page_streams(segs, width))
+        metrics = _metrics(streams)
         vocabulary = Vocabulary.of(seg.text for segs in pages for seg in segs)
         drafts = draft_blocks(streams, metrics)
         blocks = _bounded([_block(d, vocabulary) for d in drafts], max_chars)
