@@ -71,7 +71,8 @@ def _starts_block(line: Line, before: Line, left: float, metrics: Metrics, item:
         metrics.size or 1.0
     ):
         return True
-    if item:
+    if item or line.bold or abs(line.size - metrics.size) > 0.6:
+        # (A first-line indent is the body text's; centred headings move left and right.)
         return False
     return line.x0 > left + 0.6 * line.size and before.x0 <= left + 0.6 * line.size
 

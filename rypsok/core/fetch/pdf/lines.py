@@ -36,7 +36,7 @@ class Line:
     top: float
     bottom: float
     size: float  # the size of most of the line's characters
-    bold: bool  # all its segments holding letters are bold
+    bold: bool  # all its segments holding letters (or all, without letters) are bold
 
     @property
     def page(self) -> int:
@@ -76,7 +76,7 @@ def line_of(segments: Iterable[Segment]) -> Line:
         top=min(s.top for s in ordered),
         bottom=max(s.bottom for s in ordered),
         size=max(ordered, key=lambda s: len(s.text)).size,
-        bold=bool(letters) and all(s.bold for s in letters),
+        bold=all(s.bold for s in letters or ordered),
     )
 
 
