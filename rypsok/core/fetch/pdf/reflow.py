@@ -2,8 +2,9 @@
 
 Lines are joined with a space. A word hyphenated at a line's end is rejoined
 (``extrac-`` + ``tion`` gives ``extraction``) unless the document writes the compound with its
-hyphen elsewhere, or its first part is one that forms compounds (``well-``, ``self-``…), or
-what follows is not a lowercase letter (``COVID-`` + ``19``): then the hyphen stays and the
+hyphen elsewhere, or either part has hyphens of its own (``state-of-`` + ``the-art``: TeX
+breaks such a word only at its hyphens), or its first part is one that forms compounds
+(``well-``, ``self-``…), or what follows is not a lowercase letter (``COVID-`` + ``19``): then the hyphen stays and the
 space goes. PDFium marks a hyphen it took for a line-end hyphen with U+FFFE and joins the lines
 itself; that mark is judged the same way. Ligature characters (``ﬁ``, ``ﬂ``…) are written as
 their letters and soft hyphens are dropped.
@@ -39,9 +40,10 @@ _COMPOUND_FIRST: Final = frozenset(
     {"well", "self", "non", "ill", "so", "all", "half", "cross", "ever", "ex", "vice"}
 )
 _WORD: Final = re.compile(r"[^\W\d_]+(?:[-\u2010][^\W\d_]+)*")
-_TAIL: Final = re.compile(r"([^\W\d_]+)[-\u2010\ufffe]$")
-_HEAD: Final = re.compile(r"^([^\W\d_]+)")
-_INNER: Final = re.compile(r"([^\W\d_]+)\ufffe\s*([^\W\d_]*)")
+_PART: Final = r"[^\W\d_]+(?:[-\u2010][^\W\d_]+)*"  # a word, with its own hyphens
+_TAIL: Final = re.compile(rf"({_PART})[-\u2010\ufffe]$")
+_HEAD: Final = re.compile(rf"^({_PART})")
+_INNER: Final = re.compile(rf"({_PART})\ufffe\s*((?:{_PART})?)")
 
 
 @attrs.define
@@ -69,7 +71,8 @@ class Vocabulary:
 
     def keeps_hyphen(self, first: str, rest: str) -> bool:
         """Whether `first`-`rest`, split at a line's end, is a compound rather than one word."""
-        if not rest[:1].islower():
+        if not rest[:1].islower() or "-" in first + rest or "\u2010" in first + rest:
+            # A word with hyphens of its own is broken only at them (state-of- the-art).
             return True
         if not self.ready:
             self._collect()
