@@ -68,7 +68,8 @@ def _metrics(streams: list[list[Line]]) -> Metrics:
         after.top - before.top
         for stream in streams
         for before, after in itertools.pairwise(stream)
-        if abs(before.size - body) < 0.6 and abs(after.size - body) < 0.6
+        if abs(before.size - body) < 0.6
+        and abs(after.size - body) < 0.6
         and 0 < after.top - before.top < 3 * body
     ]
     pitch = statistics.median(pitches) if pitches else 1.2 * body

@@ -4,9 +4,9 @@ Lines are joined with a space. A word hyphenated at a line's end is rejoined
 (``extrac-`` + ``tion`` gives ``extraction``) unless the document writes the compound with its
 hyphen elsewhere, or either part has hyphens of its own (``state-of-`` + ``the-art``: TeX
 breaks such a word only at its hyphens), or its first part is one that forms compounds
-(``well-``, ``self-``…), or what follows is not a lowercase letter (``COVID-`` + ``19``): then the hyphen stays and the
-space goes. PDFium marks a hyphen it took for a line-end hyphen with U+FFFE and joins the lines
-itself; that mark is judged the same way. Ligature characters (``ﬁ``, ``ﬂ``…) are written as
+(``well-``, ``self-``…), or what follows is not a lowercase letter (``COVID-`` + ``19``):
+then the hyphen stays and the space goes. PDFium marks a hyphen it took for a line-end
+hyphen with U+FFFE and joins the lines itself; that mark is judged the same way. Ligature characters (``ﬁ``, ``ﬂ``…) are written as
 their letters and soft hyphens are dropped.
 """
 
