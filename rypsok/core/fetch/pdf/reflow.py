@@ -6,8 +6,8 @@ hyphen elsewhere, or either part has hyphens of its own (``state-of-`` + ``the-a
 breaks such a word only at its hyphens), or its first part is one that forms compounds
 (``well-``, ``self-``…), or what follows is not a lowercase letter (``COVID-`` + ``19``):
 then the hyphen stays and the space goes. PDFium marks a hyphen it took for a line-end
-hyphen with U+FFFE and joins the lines itself; that mark is judged the same way. Ligature characters (``ﬁ``, ``ﬂ``…) are written as
-their letters and soft hyphens are dropped.
+hyphen with U+FFFE and joins the lines itself; that mark is judged the same way. Ligature
+characters (``ﬁ``, ``ﬂ``…) are written as their letters and soft hyphens are dropped.
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ def _row(line: Line) -> bool:
     """Whether `line` may be a table's row: cells apart, and not a justified line of prose.
 
     A justified line stretched so far that every word stands alone has words for cells and
-    the same gap between each two; a table's row has the widths of its columns between.
+    the same gap between each two; a table's row has gaps as its columns and texts leave.
     """
     cells = line.cells()
     if len(cells) < 2:
@@ -98,7 +98,8 @@ def _row(line: Line) -> bool:
     if len(cells) < 3 or any(" " in line_of(group).text.strip() for group in cells):
         return True
     gaps = [b[0].x0 - a[-1].x1 for a, b in itertools.pairwise(cells)]
-    return max(gaps) - min(gaps) > 0.3 * (sum(gaps) / len(gaps))
+    # Justification spreads a line's glue evenly: its gaps agree to a fraction of a point.
+    return max(gaps) - min(gaps) > 0.5
 
 
 def find_tables(lines: list[Line], body_size: float) -> list[Table]:
