@@ -16,6 +16,7 @@ The title is the document's metadata title, else its first heading (REQ-PDF-011)
 from __future__ import annotations
 
 import itertools
+import re
 import statistics
 from collections import Counter
 from typing import TYPE_CHECKING
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["read_document"]
 
 _PASSWORD_ERROR = 4  # FPDF_ERR_PASSWORD
+_GLUED_MARK = re.compile(r"^(\d{1,3}|[*†‡§¶])(?=[^\W\d_])")
 
 
 def _open(data: bytes) -> pdfium.PdfDocument:
@@ -136,6 +138,9 @@ def _block(draft: Draft, vocabulary: Vocabulary) -> PdfBlock:
         marker = marker_of(runs[0].text)
         if marker is not None:
             runs = (attrs.evolve(runs[0], text=marker.rest), *runs[1:])
+    elif draft.kind == "footnote" and runs:
+        # A raised note mark set against its text ("1Classification") is a word of its own.
+        runs = (attrs.evolve(runs[0], text=_GLUED_MARK.sub(r"\1 ", runs[0].text)), *runs[1:])
     return PdfBlock(
         kind=draft.kind,  # type: ignore[arg-type]
         page=draft.page,
