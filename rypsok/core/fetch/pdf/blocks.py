@@ -7,8 +7,8 @@ starts a line. A block then is:
 
 - a table, where tables.py finds one;
 - footnotes: the small lines closing a column that start with a note mark;
-- a heading: at most three lines, larger than the body text by an eighth or bold at its
-  size, not ending as a sentence ends; its level comes from the rank of its size and
+- a heading: larger than the body text by an eighth (at most five lines) or bold at its
+  size (at most three), not ending as a sentence ends; its level comes from the rank of its size and
   weight among the document's headings (largest first, bold before regular);
 - a list item: a line starting with a marker and the lines under its text;
 - else a paragraph. A paragraph that ends a column without a sentence's end and a paragraph
@@ -71,7 +71,8 @@ def _starts_block(line: Line, before: Line, left: float, metrics: Metrics, item:
         metrics.size or 1.0
     ):
         return True
-    if item:
+    if item or line.bold or abs(line.size - metrics.size) > 0.6:
+        # (A first-line indent is the body text's; centred headings move left and right.)
         return False
     return line.x0 > left + 0.6 * line.size and before.x0 <= left + 0.6 * line.size
 
@@ -98,7 +99,7 @@ def _footnotes_from(lines: list[Line], metrics: Metrics) -> int:
 def _stream_drafts(lines: list[Line], metrics: Metrics) -> list[Draft]:
     """The blocks of one column's stream of lines."""
     notes = _footnotes_from(lines, metrics)
-    tables = {t.start: t for t in find_tables(lines[:notes])}
+    tables = {t.start: t for t in find_tables(lines[:notes], metrics.size)}
     left = _left_edge(lines[:notes])
     drafts: list[Draft] = []
     index = 0
@@ -150,13 +151,15 @@ def _may_start_item(line: Line, current: Draft | None, left: float) -> bool:
 
 
 def _is_heading(draft: Draft, metrics: Metrics) -> bool:
-    if draft.kind != "paragraph" or len(draft.lines) > 3:
+    if draft.kind != "paragraph" or len(draft.lines) > 5:
         return False
     text = draft.text.strip()
     if not any(c.isalpha() for c in text) or len(text) > 200:
         return False
     size = max(line.size for line in draft.lines)
     larger = size >= _HEADING_SIZE * metrics.size
+    if len(draft.lines) > 3 and not larger:
+        return False
     bold = all(line.bold for line in draft.lines) and size >= 0.95 * metrics.size
     return (larger or (bold and len(text) < 120)) and not text.endswith(_SENTENCE_END)
 

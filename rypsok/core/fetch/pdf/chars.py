@@ -1,14 +1,12 @@
 """The text of one PDF page as positioned segments, from PDFium's text page (REQ-PDF-001).
 
-PDFium groups a page's characters into rectangles, one per text object (a show-text
-operation), in the order of its character list. A segment is one such rectangle with its
-text, font size and weight: a piece of one line, from a word to a whole line. Asking PDFium
-per rectangle rather than per character keeps the reading within a small factor of PDFium's
-own plain text (the per-character loop through ctypes costs six times as much).
-
-A rectangle much wider than its text (a table row or two columns written in one operation)
-is split at its wide gaps from the boxes of its characters, the only place where this module
-asks per character.
+PDFium gives the page's text in one call, its characters in order with the spaces and line
+breaks it infers. The text is cut into words there, and each word is placed by the loose
+boxes (the font's ascent to descent) of its first and last characters; words on one line
+closer than about an em, under the same link, make one segment, whose font size and weight
+are read from its first character. Asking PDFium two boxes per word, rather than everything
+per character or per text object (a browser writes one object per glyph), keeps the
+reading within a small factor of PDFium's own plain text.
 
 Coordinates are in points from the page's top-left corner.
 """
@@ -33,8 +31,9 @@ __all__ = ["Segment", "page_segments"]
 LINE_END_HYPHEN: Final = "\ufffe"
 _BOLD_NAME: Final = re.compile(r"bold|black|heavy|semibold|demi|cmbx|cmb\d|bx\d", re.IGNORECASE)
 _FORCE_BOLD: Final = 0x40000  # a font descriptor flag
-_WIDE: Final = 0.95  # rectangle width per character, in ems, past which gaps are looked for
-_GAP: Final = 0.9  # a gap wider than this many ems splits a segment
+_GAP: Final = 0.9  # a gap wider than this many ems between words splits a segment
+# A word: a run of characters up to a space, a line break or PDFium's line-end hyphen mark.
+_TOKEN: Final = re.compile(r"[^\s\ufffe]+\ufffe?|\ufffe")
 
 
 @attrs.frozen
@@ -57,28 +56,23 @@ class Segment:
 
 
 class _Boxes:
-    """Reused ctypes doubles for the boxes of a text page (one allocation per page)."""
+    """The loose boxes (the font's ascent to descent) of a text page's characters."""
 
-    def __init__(self, textpage: pdfium.PdfTextPage) -> None:
+    def __init__(self, textpage: pdfium.PdfTextPage, height: float) -> None:
         self.raw = textpage.raw
-        self.values = [ctypes.c_double() for _ in range(4)]
-        self.refs = [ctypes.byref(v) for v in self.values]
-
-    def rect(self, index: int) -> tuple[float, float, float, float]:
-        """Rectangle `index` as (left, top, right, bottom) in PDF space."""
-        pdfium_c.FPDFText_GetRect(self.raw, index, *self.refs)
-        left, top, right, bottom = (v.value for v in self.values)
-        return left, top, right, bottom
+        self.height = height
+        self.rect = pdfium_c.FS_RECTF()
+        self.ref = ctypes.byref(self.rect)
 
     def char(self, index: int) -> tuple[float, float, float, float]:
-        """Character `index`'s box as (left, right, bottom, top) in PDF space."""
-        pdfium_c.FPDFText_GetCharBox(self.raw, index, *self.refs)
-        left, right, bottom, top = (v.value for v in self.values)
-        return left, right, bottom, top
+        """Character `index`'s box as (left, right, top, bottom), top-down."""
+        pdfium_c.FPDFText_GetLooseCharBox(self.raw, index, self.ref)
+        rect = self.rect
+        return rect.left, rect.right, self.height - rect.top, self.height - rect.bottom
 
 
-def _style(textpage: pdfium.PdfTextPage, index: int) -> tuple[float, bool]:
-    """Font size and boldness of character `index`."""
+def _style(textpage: pdfium.PdfTextPage, index: int, box_height: float) -> tuple[float, bool]:
+    """Font size (in page points) and boldness of character `index`."""
     raw = textpage.raw
     size = float(pdfium_c.FPDFText_GetFontSize(raw, index))
     weight = int(pdfium_c.FPDFText_GetFontWeight(raw, index))
@@ -87,7 +81,32 @@ def _style(textpage: pdfium.PdfTextPage, index: int) -> tuple[float, bool]:
     pdfium_c.FPDFText_GetFontInfo(raw, index, buffer, 128, ctypes.byref(flags))
     name = buffer.value.decode("latin-1", errors="replace")
     bold = weight >= 600 or bool(flags.value & _FORCE_BOLD) or _BOLD_NAME.search(name) is not None
-    return size, bold
+    # A font size in other units than the page's (a text matrix scales it) shows in the box.
+    if size <= 0 or not 0.7 < box_height / size < 1.8:
+        size = box_height / 1.15
+    return max(size, 1.0), bold
+
+
+@attrs.define
+class _Open:
+    """The segment being built: its first character, box, style and link."""
+
+    start: int
+    end: int
+    x0: float
+    x1: float
+    top: float
+    bottom: float
+    size: float
+    bold: bool
+    link: str | None
+
+
+def _link_at(links: list[LinkArea], x: float, y: float) -> str | None:
+    for link in links:
+        if link.x0 - 1 <= x <= link.x1 + 1 and link.top - 1 <= y <= link.bottom + 1:
+            return link.uri
+    return None
 
 
 def page_segments(
@@ -95,8 +114,8 @@ def page_segments(
 ) -> list[Segment]:
     """The segments of `page` in PDFium's character order (empty for a page without text).
 
-    A segment under one of `links` is split where the link's rectangle starts and ends, and
-    the pieces under it carry its target.
+    A word goes on the segment before it when it sits on the same line, less than _GAP ems
+    after it, under the same link (see the module's docstring).
     """
     textpage = page.get_textpage()
     try:
@@ -104,131 +123,60 @@ def page_segments(
         if count <= 0:
             return []
         text = textpage.get_text_range(0, count)
-        height = float(page.get_height())
-        boxes = _Boxes(textpage)
-        rects = int(pdfium_c.FPDFText_CountRects(textpage.raw, 0, -1))
-        starts = _rect_starts(textpage, boxes, rects, len(text))
-        out: list[Segment] = []
-        for i, start in enumerate(starts):
-            if start < 0:
-                continue
-            end = next((s for s in starts[i + 1 :] if s > start), len(text))
-            left, top, right, bottom = boxes.rect(i)
-            piece = text[start:end]
-            if not piece.strip():
-                continue
-            size, bold = _style(textpage, start)
-            seg = Segment(
-                page=page_index,
-                text=piece,
-                x0=left,
-                x1=right,
-                top=height - top,
-                bottom=height - bottom,
-                size=_size(size, top - bottom),
-                bold=bold,
+        if len(text) != count:
+            # Characters outside the BMP: PDFium's indices and the string's part ways.
+            text = "".join(
+                chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i) or 32) for i in range(count)
             )
-            for piece, piece_start in _split_wide(seg, start, boxes):
-                out.extend(_linked(piece, piece_start, boxes, height, links or []))
-        return out
+        boxes = _Boxes(textpage, float(page.get_height()))
+        return _segments(textpage, text, boxes, page_index, links or [])
     finally:
         textpage.close()
 
 
-def _rect_starts(textpage: pdfium.PdfTextPage, boxes: _Boxes, rects: int, length: int) -> list[int]:
-    """The index of each rectangle's first character (-1 where PDFium finds none)."""
-    starts = []
-    last = -1
-    for i in range(rects):
-        left, top, right, bottom = boxes.rect(i)
-        probe = min(left + 0.5, (left + right) / 2)
-        index = int(
-            pdfium_c.FPDFText_GetCharIndexAtPos(textpage.raw, probe, (top + bottom) / 2, 1.0, 1.0)
-        )
-        # A rectangle whose start is not after the previous one's overlaps other text (PDFium
-        # found a character of another object): it is dropped rather than read twice.
-        if index <= last or index >= length:
-            starts.append(-1)
-            continue
-        starts.append(index)
-        last = index
-    return starts
-
-
-def _size(font_size: float, box_height: float) -> float:
-    """The text's size in points: the font size, unless a text matrix scales the font."""
-    if font_size <= 1.5 or box_height > 2.5 * font_size:
-        return max(box_height, 1.0)
-    return font_size
-
-
-def _split_wide(seg: Segment, start: int, boxes: _Boxes) -> list[tuple[Segment, int]]:
-    """`seg`, split at gaps wider than _GAP ems when it is wider than its text explains."""
-    text = seg.text
-    visible = len(text.rstrip())
-    if visible < 3 or (seg.x1 - seg.x0) < _WIDE * seg.size * visible:
-        return [(seg, start)]
-    pieces: list[tuple[Segment, int]] = []
-    begin = 0
-    previous_right: float | None = None
-    piece_left = seg.x0
-    for offset, ch in enumerate(text[:visible]):
-        if ch.isspace():
-            continue
-        left, right, _bottom, _top = boxes.char(start + offset)
-        if previous_right is not None and left - previous_right > _GAP * seg.size:
-            piece = attrs.evolve(seg, text=text[begin:offset], x0=piece_left, x1=previous_right)
-            pieces.append((piece, start + begin))
-            begin, piece_left = offset, left
-        previous_right = right
-    if not pieces:
-        return [(seg, start)]
-    pieces.append((attrs.evolve(seg, text=text[begin:], x0=piece_left, x1=seg.x1), start + begin))
-    return [(p, s) for p, s in pieces if p.text.strip()]
-
-
-def _under(link: LinkArea, x: float, y: float) -> bool:
-    return link.x0 - 1 <= x <= link.x1 + 1 and link.top - 1 <= y <= link.bottom + 1
-
-
-def _linked(
-    seg: Segment, start: int, boxes: _Boxes, height: float, links: list[LinkArea]
+def _segments(
+    textpage: pdfium.PdfTextPage,
+    text: str,
+    boxes: _Boxes,
+    page_index: int,
+    links: list[LinkArea],
 ) -> list[Segment]:
-    """`seg` in pieces of one link target each (itself when no link overlaps it)."""
-    near = [
-        link
-        for link in links
-        if link.x0 < seg.x1 and link.x1 > seg.x0 and link.top < seg.bottom and link.bottom > seg.top
-    ]
-    if not near:
-        return [seg]
-    pieces: list[Segment] = []
-    begin = 0
-    current: str | None = None
-    bounds: list[float] = []
-    for offset, ch in enumerate(seg.text):
-        if ch.isspace() or ch == "\ufffe":
-            continue
-        left, right, bottom, top = boxes.char(start + offset)
-        middle = height - (bottom + top) / 2
-        target = next((lk.uri for lk in near if _under(lk, (left + right) / 2, middle)), None)
-        if target != current and offset > begin:
-            pieces.append(
-                attrs.evolve(
-                    seg,
-                    text=seg.text[begin:offset],
-                    link=current,
-                    x0=bounds[0] if bounds else seg.x0,
-                    x1=bounds[-1] if bounds else seg.x1,
-                )
+    out: list[Segment] = []
+    current: _Open | None = None
+    for match in _TOKEN.finditer(text):
+        first, last = match.start(), match.end() - 1
+        x0, right, top, bottom = boxes.char(first)
+        if last > first:
+            _l, right, top2, bottom2 = boxes.char(last)
+            top, bottom = min(top, top2), max(bottom, bottom2)
+        link = _link_at(links, (x0 + right) / 2, (top + bottom) / 2) if links else None
+        if current is not None:
+            size = current.size
+            same_line = abs(top - current.top) < 0.4 * size and abs(bottom - current.bottom) < (
+                0.4 * size
             )
-            begin, bounds = offset, []
-        if target != current:
-            current = target
-        bounds += [left, right]
-    pieces.append(
-        attrs.evolve(
-            seg, text=seg.text[begin:], link=current, x0=bounds[0] if bounds else seg.x0, x1=seg.x1
-        )
+            gap = x0 - current.x1
+            if same_line and -0.3 * size < gap < _GAP * size and link == current.link:
+                current.end, current.x1 = match.end(), max(current.x1, right)
+                current.top, current.bottom = min(current.top, top), max(current.bottom, bottom)
+                continue
+            out.append(_close(current, text, page_index))
+        size, bold = _style(textpage, first, bottom - top)
+        current = _Open(first, match.end(), x0, right, top, bottom, size, bold, link)
+    if current is not None:
+        out.append(_close(current, text, page_index))
+    return out
+
+
+def _close(current: _Open, text: str, page_index: int) -> Segment:
+    return Segment(
+        page=page_index,
+        text=text[current.start : current.end],
+        x0=current.x0,
+        x1=current.x1,
+        top=current.top,
+        bottom=current.bottom,
+        size=current.size,
+        bold=current.bold,
+        link=current.link,
     )
-    return [p for p in pieces if p.text]

@@ -4,7 +4,8 @@ A page's furniture is text in its top or bottom margin that is not part of its r
 first or last lines of a page, within the outer sixth of its height, whose text (digits
 read as one placeholder, so "Page 3 of 9" matches "Page 4 of 9") recurs in the same margin
 on several pages (at least two, and at least a quarter of the pages: a book's even and odd
-pages carry different heads), and a lone page number (digits, roman numerals, "Page 3",
+pages carry different heads), a page's first line set apart as a running head is (see
+`_apart`), and a lone page number (digits, roman numerals, "Page 3",
 "3 of 9", "- 3 -") in a margin on any page.
 """
 
@@ -39,18 +40,33 @@ def _key(line: Line) -> str:
 
 def _edges(lines: list[Line], height: float) -> list[tuple[str, Line]]:
     """The lines at a page's edges that lie within its margins, with their margin's name."""
-    out = [("top", line) for line in lines[:_EDGE_LINES] if line.bottom < _MARGIN * height]
-    out += [
-        ("bottom", line)
+    top = [line for line in lines[:_EDGE_LINES] if line.bottom < _MARGIN * height]
+    bottom = [
+        line
         for line in lines[-_EDGE_LINES:]
-        if line.top > (1 - _MARGIN) * height and line not in lines[:_EDGE_LINES]
+        if line.top > (1 - _MARGIN) * height and line not in top
     ]
-    return out
+    return [("top", line) for line in top] + [("bottom", line) for line in bottom]
+
+
+def _apart(line: Line, lines: list[Line]) -> bool:
+    """Whether `line` is a page's first, set apart from the text below as a running head is.
+
+    It is no larger or bolder than the page's text and more than two of its sizes above the
+    next line, which is the page's text (so a document of one page loses its head too).
+    """
+    if len(lines) < 4 or line is not lines[0] or line.bold:
+        return False
+    sizes = sorted(other.size for other in lines)
+    if line.size > 1.05 * sizes[len(sizes) // 2]:
+        return False
+    return lines[1].top - line.bottom > 2.0 * line.size
 
 
 def remove_furniture(pages: list[list[Segment]], heights: list[float]) -> list[list[Segment]]:
     """Each page's segments without its running headers, footers and page numbers."""
-    edges = [_edges(group_lines(segs), h) for segs, h in zip(pages, heights, strict=True)]
+    lines = [group_lines(segs) for segs in pages]
+    edges = [_edges(page, h) for page, h in zip(lines, heights, strict=True)]
     seen: dict[tuple[str, str], set[int]] = defaultdict(set)
     for index, page_edges in enumerate(edges):
         for zone, line in page_edges:
@@ -58,11 +74,16 @@ def remove_furniture(pages: list[list[Segment]], heights: list[float]) -> list[l
     with_text = sum(1 for segs in pages if segs)
     need = max(2, int(_RECUR * with_text + 0.999))
     out = []
-    for segs, page_edges in zip(pages, edges, strict=True):
+    for segs, page_lines, page_edges in zip(pages, lines, edges, strict=True):
         drop: set[int] = set()
         for zone, line in page_edges:
-            recurs = with_text >= 2 and len(seen[zone, _key(line)]) >= need
-            if recurs or _PAGE_NUMBER.fullmatch(line.text.strip()):
+            # A page whose every line is at its edges has no text to tell furniture from.
+            recurs = (
+                with_text >= 2
+                and len(page_lines) > len(page_edges)
+                and len(seen[zone, _key(line)]) >= need
+            )
+            if recurs or _PAGE_NUMBER.fullmatch(line.text.strip()) or _apart(line, page_lines):
                 drop.update(id(s) for s in line.segments)
         out.append([s for s in segs if id(s) not in drop] if drop else segs)
     return out

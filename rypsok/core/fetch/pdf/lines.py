@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 
-__all__ = ["CELL_GAP", "Line", "group_lines", "join_pieces"]
+__all__ = ["CELL_GAP", "Line", "group_lines", "join_pieces", "line_of"]
 
 CELL_GAP: Final = 0.9  # ems of gap between segments that separate cells of a line
 _WORD_GAP: Final = 0.12  # ems of gap between segments that separate words
@@ -25,39 +25,22 @@ _WORD_GAP: Final = 0.12  # ems of gap between segments that separate words
 
 @attrs.frozen
 class Line:
-    """One line of text: its segments left to right and their union box."""
+    """One line of text: its segments left to right, their union box, size and weight.
+
+    `line_of` builds one from its segments.
+    """
 
     segments: tuple[Segment, ...]
+    x0: float
+    x1: float
+    top: float
+    bottom: float
+    size: float  # the size of most of the line's characters
+    bold: bool  # all its segments holding letters (or all, without letters) are bold
 
     @property
     def page(self) -> int:
         return self.segments[0].page
-
-    @property
-    def x0(self) -> float:
-        return self.segments[0].x0
-
-    @property
-    def x1(self) -> float:
-        return max(s.x1 for s in self.segments)
-
-    @property
-    def top(self) -> float:
-        return min(s.top for s in self.segments)
-
-    @property
-    def bottom(self) -> float:
-        return max(s.bottom for s in self.segments)
-
-    @property
-    def size(self) -> float:
-        """The size of most of the line's characters."""
-        return max(self.segments, key=lambda s: len(s.text)).size
-
-    @property
-    def bold(self) -> bool:
-        letters = [s for s in self.segments if any(c.isalpha() for c in s.text)]
-        return bool(letters) and all(s.bold for s in letters)
 
     @property
     def text(self) -> str:
@@ -82,6 +65,21 @@ class Line:
         return groups
 
 
+def line_of(segments: Iterable[Segment]) -> Line:
+    """The line made of `segments` (at least one)."""
+    ordered = tuple(sorted(segments, key=lambda s: s.x0))
+    letters = [s for s in ordered if any(c.isalpha() for c in s.text)]
+    return Line(
+        segments=ordered,
+        x0=ordered[0].x0,
+        x1=max(s.x1 for s in ordered),
+        top=min(s.top for s in ordered),
+        bottom=max(s.bottom for s in ordered),
+        size=max(ordered, key=lambda s: len(s.text)).size,
+        bold=all(s.bold for s in letters or ordered),
+    )
+
+
 def join_pieces(pieces: Iterable[str]) -> str:
     """Texts of neighbouring segments joined with one space where neither has one."""
     out = ""
@@ -93,24 +91,26 @@ def join_pieces(pieces: Iterable[str]) -> str:
     return " ".join(out.split()) if "  " in out else out.strip()
 
 
-def _same_line(a: Segment, b: Segment) -> bool:
-    overlap = min(a.bottom, b.bottom) - max(a.top, b.top)
-    return overlap > 0.5 * min(a.height, b.height, max(a.size, b.size))
-
-
 def group_lines(segments: list[Segment]) -> list[Line]:
     """`segments` grouped into lines, top to bottom, each line's segments left to right.
 
-    A segment joins the line it shares most height with; a superscript or a footnote mark
-    lower or higher by less than half a line joins its line too.
+    A segment joins a line (one of the last three begun) whose box shares more than half of
+    the smaller height with its own; a superscript or a footnote mark joins its line too.
     """
-    ordered = sorted(segments, key=lambda s: (s.top + s.bottom) / 2)
+    ordered = sorted(segments, key=lambda s: s.top + s.bottom)
     rows: list[list[Segment]] = []
+    spans: list[list[float]] = []  # each row's top, bottom and smallest height
     for seg in ordered:
-        for row in reversed(rows[-3:]):
-            if any(_same_line(seg, other) for other in row):
-                row.append(seg)
+        height = seg.bottom - seg.top
+        for index in range(len(rows) - 1, max(len(rows) - 4, -1), -1):
+            span = spans[index]
+            overlap = min(span[1], seg.bottom) - max(span[0], seg.top)
+            if overlap > 0.5 * min(height, span[2]):
+                rows[index].append(seg)
+                span[0], span[1] = min(span[0], seg.top), max(span[1], seg.bottom)
+                span[2] = min(span[2], height)
                 break
         else:
             rows.append([seg])
-    return [Line(segments=tuple(sorted(row, key=lambda s: s.x0))) for row in rows]
+            spans.append([seg.top, seg.bottom, height])
+    return [line_of(row) for row in rows]

@@ -69,16 +69,30 @@ def _crosses(seg: Segment, gutter: float) -> bool:
     return seg.x0 < gutter - 1 and seg.x1 > gutter + 1
 
 
+def _goes_on(before: Line, line: Line) -> bool:
+    """Whether `line` is the next line of the same text as `before` (a title's last line)."""
+    return (
+        line.bold == before.bold
+        and abs(line.size - before.size) < 0.5
+        and line.top - before.bottom < 0.8 * line.size
+    )
+
+
 def _bands(segments: list[Segment], gutter: float) -> list[list[Segment]]:
     """`segments` cut into vertical bands by the lines that cross the gutter.
 
-    A line crossing the gutter is a band of its own (consecutive ones make one band); the
+    A line crossing the gutter is a band of its own (consecutive ones make one band, and a
+    line that goes on with the text of one, a wide title's short last line, joins it); the
     lines between two such bands make one band.
     """
     bands: list[list[Segment]] = []
     crossing_band = False
+    previous: Line | None = None
     for line in group_lines(segments):
-        crossing = any(_crosses(s, gutter) for s in line.segments)
+        crossing = any(_crosses(s, gutter) for s in line.segments) or (
+            crossing_band and previous is not None and _goes_on(previous, line)
+        )
+        previous = line
         if bands and crossing == crossing_band:
             bands[-1].extend(line.segments)
         else:

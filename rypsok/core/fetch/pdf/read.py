@@ -8,14 +8,15 @@ streams are cut into blocks (blocks.py) whose lines are joined into running text
 (reflow.py) with their links (links.py). The body text's size and pitch, against which
 headings and paragraph breaks are judged, are measured over all the pages read.
 
-The title is the document's metadata title, else its first heading. At most `max_pages`
-pages are read (`pages_read` then is below `pages_total`) and at most `max_chars`
-characters of text are kept.
+The title is the document's metadata title, else its first heading (REQ-PDF-011). At most
+`max_pages` pages are read (`pages_read` then is below `pages_total`) and at most
+`max_chars` characters of text are kept (REQ-PDF-012).
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 import statistics
 from collections import Counter
 from typing import TYPE_CHECKING
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["read_document"]
 
 _PASSWORD_ERROR = 4  # FPDF_ERR_PASSWORD
+_GLUED_MARK = re.compile(r"^(\d{1,3}|[*†‡§¶])(?=[^\W\d_])")
 
 
 def _open(data: bytes) -> pdfium.PdfDocument:
@@ -55,19 +57,23 @@ def _open(data: bytes) -> pdfium.PdfDocument:
         raise PdfUnreadable("the bytes are not a readable PDF") from None
 
 
-def _metrics(pages: list[list[Segment]]) -> Metrics:
-    """The size most of the text is set in, and the pitch of its lines."""
+def _metrics(streams: list[list[Line]]) -> Metrics:
+    """The size most of the text is set in, and the pitch of its lines within a column."""
     sizes: Counter[float] = Counter()
-    for segs in pages:
-        for seg in segs:
-            sizes[round(seg.size * 2) / 2] += len(seg.text)
+    for stream in streams:
+        for line in stream:
+            sizes[round(line.size * 2) / 2] += sum(len(s.text) for s in line.segments)
     if not sizes:
         return Metrics(size=10.0, pitch=12.0)
     body = sizes.most_common(1)[0][0]
-    pitches = []
-    for segs in pages:
-        tops = sorted({round(s.top, 1) for s in segs if abs(s.size - body) < 0.6})
-        pitches += [b - a for a, b in itertools.pairwise(tops) if 0 < b - a < 3 * body]
+    pitches = [
+        after.top - before.top
+        for stream in streams
+        for before, after in itertools.pairwise(stream)
+        if abs(before.size - body) < 0.6
+        and abs(after.size - body) < 0.6
+        and 0 < after.top - before.top < 3 * body
+    ]
     pitch = statistics.median(pitches) if pitches else 1.2 * body
     return Metrics(size=body, pitch=pitch)
 
@@ -105,10 +111,10 @@ def read_document(data: bytes, *, max_pages: int, max_chars: int) -> PdfText:
                 page.close()
         has_text = any(seg.text.strip() for segs in pages for seg in segs)
         pages = remove_furniture(pages, heights)
-        metrics = _metrics(pages)
         streams: list[list[Line]] = []
         for segs, width in zip(pages, widths, strict=True):
             streams.extend(page_streams(segs, width))
+        metrics = _metrics(streams)
         vocabulary = Vocabulary.of(seg.text for segs in pages for seg in segs)
         drafts = draft_blocks(streams, metrics)
         blocks = _bounded([_block(d, vocabulary) for d in drafts], max_chars)
@@ -132,6 +138,9 @@ def _block(draft: Draft, vocabulary: Vocabulary) -> PdfBlock:
         marker = marker_of(runs[0].text)
         if marker is not None:
             runs = (attrs.evolve(runs[0], text=marker.rest), *runs[1:])
+    elif draft.kind == "footnote" and runs:
+        # A raised note mark set against its text ("1Classification") is a word of its own.
+        runs = (attrs.evolve(runs[0], text=_GLUED_MARK.sub(r"\1 ", runs[0].text)), *runs[1:])
     return PdfBlock(
         kind=draft.kind,  # type: ignore[arg-type]
         page=draft.page,

@@ -2,11 +2,12 @@
 
 Lines are joined with a space. A word hyphenated at a line's end is rejoined
 (``extrac-`` + ``tion`` gives ``extraction``) unless the document writes the compound with its
-hyphen elsewhere, or its first part is one that forms compounds (``well-``, ``self-``…), or
-what follows is not a lowercase letter (``COVID-`` + ``19``): then the hyphen stays and the
-space goes. PDFium marks a hyphen it took for a line-end hyphen with U+FFFE and joins the lines
-itself; that mark is judged the same way. Ligature characters (``ﬁ``, ``ﬂ``…) are written as
-their letters and soft hyphens are dropped.
+hyphen elsewhere, or either part has hyphens of its own (``state-of-`` + ``the-art``: TeX
+breaks such a word only at its hyphens), or its first part is one that forms compounds
+(``well-``, ``self-``…), or what follows is not a lowercase letter (``COVID-`` + ``19``):
+then the hyphen stays and the space goes. PDFium marks a hyphen it took for a line-end
+hyphen with U+FFFE and joins the lines itself; that mark is judged the same way. Ligature
+characters (``ﬁ``, ``ﬂ``…) are written as their letters and soft hyphens are dropped.
 """
 
 from __future__ import annotations
@@ -39,32 +40,42 @@ _COMPOUND_FIRST: Final = frozenset(
     {"well", "self", "non", "ill", "so", "all", "half", "cross", "ever", "ex", "vice"}
 )
 _WORD: Final = re.compile(r"[^\W\d_]+(?:[-\u2010][^\W\d_]+)*")
-_TAIL: Final = re.compile(r"([^\W\d_]+)[-\u2010\ufffe]$")
-_HEAD: Final = re.compile(r"^([^\W\d_]+)")
-_INNER: Final = re.compile(r"([^\W\d_]+)\ufffe\s*([^\W\d_]*)")
+_PART: Final = r"[^\W\d_]+(?:[-\u2010][^\W\d_]+)*"  # a word, with its own hyphens
+_TAIL: Final = re.compile(rf"({_PART})[-\u2010\ufffe]$")
+_HEAD: Final = re.compile(rf"^({_PART})")
+_INNER: Final = re.compile(rf"({_PART})\ufffe\s*((?:{_PART})?)")
 
 
-@attrs.frozen
+@attrs.define
 class Vocabulary:
-    """The words of a document and the hyphenated compounds it writes within a line."""
+    """The words of a document and the hyphenated compounds it writes within a line.
 
-    words: frozenset[str]
-    compounds: frozenset[str]
+    They are collected on the first question (most documents ask none).
+    """
+
+    texts: list[str]
+    words: set[str] = attrs.field(factory=set)
+    compounds: set[str] = attrs.field(factory=set)
+    ready: bool = False
 
     @classmethod
     def of(cls, texts: Iterable[str]) -> Vocabulary:
-        words: set[str] = set()
-        compounds: set[str] = set()
-        for text in texts:
+        return cls(texts=list(texts))
+
+    def _collect(self) -> None:
+        for text in self.texts:
             for match in _WORD.finditer(text):
                 word = match.group().lower()
-                (compounds if "-" in word or "\u2010" in word else words).add(word)
-        return cls(words=frozenset(words), compounds=frozenset(compounds))
+                (self.compounds if "-" in word or "\u2010" in word else self.words).add(word)
+        self.ready = True
 
     def keeps_hyphen(self, first: str, rest: str) -> bool:
         """Whether `first`-`rest`, split at a line's end, is a compound rather than one word."""
-        if not rest[:1].islower():
+        if not rest[:1].islower() or "-" in first + rest or "\u2010" in first + rest:
+            # A word with hyphens of its own is broken only at them (state-of- the-art).
             return True
+        if not self.ready:
+            self._collect()
         low_first, low_rest = first.lower(), rest.lower()
         if f"{low_first}-{low_rest}" in self.compounds:
             return True
@@ -87,6 +98,8 @@ def _inner(text: str, vocabulary: Vocabulary) -> str:
             return f"{first}-{rest}"
         return first + rest if rest else first + "-"
 
+    if "\ufffe" not in text:
+        return text
     return _INNER.sub(resolve, text).replace("\ufffe", "-")
 
 
@@ -100,8 +113,8 @@ def join_lines(lines: list[str], vocabulary: Vocabulary) -> str:
         if not out:
             out = line
             continue
-        tail = _TAIL.search(out)
-        head = _HEAD.match(line)
+        tail = _TAIL.search(out[-80:]) if out[-1] in _HYPHENS else None
+        head = _HEAD.match(line) if tail is not None else None
         if tail is not None and head is not None:
             if vocabulary.keeps_hyphen(tail.group(1), head.group(1)):
                 out = out[:-1] + "-" + line

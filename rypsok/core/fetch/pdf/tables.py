@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from rypsok.core.fetch.pdf.lines import join_pieces
+from rypsok.core.fetch.pdf.lines import join_pieces, line_of
 from rypsok.core.fetch.pdf.lists import is_marker
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def _grid(lines: list[Line]) -> tuple[tuple[str, ...], ...] | None:
         cells = [""] * len(columns)
         for group in groups:
             index = next(i for i, (x0, x1) in enumerate(columns) if group[0].x0 < x1 + 0.5)
-            cells[index] = join_pieces([cells[index], *(s.text for s in group)])
+            cells[index] = join_pieces([cells[index], line_of(group).text])
         wrapped = (
             previous is not None
             and rows
@@ -77,27 +77,51 @@ def _grid(lines: list[Line]) -> tuple[tuple[str, ...], ...] | None:
             rows.append(cells)
         previous = line
     firsts = [row[0] for row in rows if row[0]]
-    if len(rows) < 2 or (firsts and all(is_marker(cell) for cell in firsts)):
+    if len(rows) < 2 or (len(rows) == 2 and len(columns) < 3):
+        # Two rows of two cells are as likely two lines with a gap in each.
+        return None
+    if firsts and all(is_marker(cell) for cell in firsts):
         # A list whose markers stand apart from their text is no table.
         return None
     return tuple(tuple(row) for row in rows)
 
 
-def find_tables(lines: list[Line]) -> list[Table]:
-    """The tables among a stream's `lines`, in order."""
+def _row(line: Line) -> bool:
+    """Whether `line` may be a table's row: cells apart, and not a justified line of prose.
+
+    A justified line stretched so far that every word stands alone has words for cells and
+    the same gap between each two; a table's row has gaps as its columns and texts leave.
+    """
+    cells = line.cells()
+    if len(cells) < 2:
+        return False
+    if len(cells) < 3 or any(" " in line_of(group).text.strip() for group in cells):
+        return True
+    gaps = [b[0].x0 - a[-1].x1 for a, b in itertools.pairwise(cells)]
+    # Justification spreads a line's glue evenly: its gaps agree to a fraction of a point.
+    return max(gaps) - min(gaps) > 0.5
+
+
+def find_tables(lines: list[Line], body_size: float) -> list[Table]:
+    """The tables among a stream's `lines`, in order.
+
+    A table is set at the body text's size or smaller: larger lines (a justified heading
+    with a wide gap) are no row.
+    """
     found: list[Table] = []
     index = 0
+    largest = 1.05 * body_size
     while index < len(lines):
-        if len(lines[index].cells()) < 2:
+        if lines[index].size > largest or not _row(lines[index]):
             index += 1
             continue
         end = index + 1
         while end < len(lines):
             line, before = lines[end], lines[end - 1]
-            if line.top - before.bottom > _MAX_ROW_GAP * line.size:
+            if line.top - before.bottom > _MAX_ROW_GAP * line.size or line.size > largest:
                 break
-            if len(line.cells()) < 2 and not (
-                end + 1 < len(lines) and len(lines[end + 1].cells()) >= 2
+            if not _row(line) and not (
+                len(line.cells()) == 1 and end + 1 < len(lines) and _row(lines[end + 1])
             ):
                 break
             end += 1
