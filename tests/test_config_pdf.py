@@ -31,10 +31,10 @@ def test_req_pdf_106_a_value_out_of_range_names_the_key() -> None:
 def test_req_pdf_106_the_estimate_counts_a_pdf_read_beyond_a_parse() -> None:
     default = _config()
     # At the defaults one PDF read fits in one parse at the bounds: the estimate is unchanged.
-    assert pdf_read_bytes(96, 500000) < parse_bytes(default.fetch.max_bytes)
+    assert pdf_read_bytes(96, 250000) < parse_bytes(default.fetch.max_bytes)
     large = _config("pdf_memory_mib = 512\n")
     grown = estimate(large).total_bytes - estimate(default).total_bytes
-    assert grown == pdf_read_bytes(512, 500000) - parse_bytes(default.fetch.max_bytes)
+    assert grown == pdf_read_bytes(512, 250000) - parse_bytes(default.fetch.max_bytes)
     assert grown > 300 * MIB
     figure = estimate(large)
     assert "fetch.pdf_memory_mib" in settings_to_lower(figure, 256 * MIB)

@@ -15,6 +15,7 @@ import trio.testing
 from rypsok.core.fetch.pdf.isolation import Failure, WorkerFailed, WorkerLimits, run_worker
 from rypsok.core.fetch.pdf.isolation import _document as read_answer
 from rypsok.core.fetch.pdf.share import WorkerShare
+from rypsok.core.fetch.pdf.worker import _bounded_answer as bounded_answer
 from rypsok.core.fetch.pdf.worker import answer_limit
 from testkit.pdf_writer import Page, pdf_bytes, text_lines
 
@@ -179,3 +180,22 @@ async def test_req_pdf_103_a_cancelled_wait_gives_its_place_up() -> None:
     assert share.free == 1
     async with share.worker("b"):
         assert share.running("b") == 1
+
+
+def test_req_pdf_104_an_answer_past_its_bound_keeps_the_blocks_that_fit() -> None:
+    block = {
+        "kind": "paragraph",
+        "page": 0,
+        "level": 0,
+        "ordered": False,
+        "number": 0,
+        "runs": [["\U0001f600 a block of text", None]],
+        "rows": [],
+    }
+    wire = {**GOOD["ok"], "blocks": [block] * 100000}
+    limit = answer_limit(10000)
+    data = bounded_answer(wire, limit)
+    assert len(data) <= limit
+    doc = read_answer(data, 0, limit, 10**6)
+    assert 0 < len(doc.blocks) < 100000
+    assert {b.text for b in doc.blocks} == {"\U0001f600 a block of text"}

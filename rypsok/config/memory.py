@@ -75,6 +75,7 @@ __all__ = [
     "estimate",
     "measured_build",
     "parse_bytes",
+    "pdf_answer_bytes",
     "pdf_read_bytes",
     "settings_to_lower",
 ]
@@ -116,10 +117,14 @@ ANSWER_MAX_BYTES: Final[dict[str, int]] = {
     "hackernews": MIB,
     "crossref": 2 * MIB,
 }
-# The serving process's part of a PDF read, a byte for each character of fetch.pdf_max_chars:
-# the worker's JSON answer, the document built from it, its Markdown and the cleaned copy
-# (book/maintainers/measurements.md, "PDF reading").
-PDF_PARENT_BYTES_PER_CHAR: Final = 40
+# A PDF worker's answer is JSON of at most 6 bytes a character of fetch.pdf_max_chars (a
+# character escaped as \u0000) and a fixed part for the blocks' keys; the serving process's
+# part of a read is at most this many bytes a byte of answer: the answer, its objects, the
+# document built from them, its Markdown and the cleaned copy. The costliest shape measured,
+# blocks of one-character runs, took 15.6 (book/maintainers/measurements.md, "PDF reading").
+PDF_ANSWER_BYTES_PER_CHAR: Final = 6
+PDF_ANSWER_FIXED_BYTES: Final = 256 * KIB
+PDF_PARENT_TIMES_ANSWER: Final = 16
 SESSION_BYTES: Final = 60 * KIB  # LIM-M4; a session's state is the same in kind
 # The most a connection without a token makes the process hold: a header block just under
 # LIM-H7 left unfinished measured 87.3 KiB a connection over HTTP/2 and 50.4 KiB over HTTP/1
@@ -170,10 +175,15 @@ def parse_bytes(max_bytes: int) -> int:
     return max(text, dense) + PARSE_FIXED_BYTES
 
 
+def pdf_answer_bytes(pdf_max_chars: int) -> int:
+    """The most bytes a PDF worker's answer takes for a document read to `pdf_max_chars`."""
+    return PDF_ANSWER_BYTES_PER_CHAR * pdf_max_chars + PDF_ANSWER_FIXED_BYTES
+
+
 def pdf_read_bytes(pdf_memory_mib: int, pdf_max_chars: int) -> int:
     """The worst case of one PDF read: the worker at its address-space limit, and this
-    process's part for a document at the character bound."""
-    return pdf_memory_mib * MIB + PDF_PARENT_BYTES_PER_CHAR * pdf_max_chars
+    process's part for an answer at its bound."""
+    return pdf_memory_mib * MIB + PDF_PARENT_TIMES_ANSWER * pdf_answer_bytes(pdf_max_chars)
 
 
 def answer_bytes(config: Config) -> int:

@@ -35,19 +35,18 @@ import sys
 import zlib
 from typing import Final
 
+from rypsok.config.memory import pdf_answer_bytes
+
 __all__ = ["answer", "answer_limit", "main"]
 
 _PR_SET_PDEATHSIG: Final = 1
-# JSON writes a character in at most 6 bytes (\u0000) and most in 1 to 4; a block's keys
-# and numbers take about 100 more. A document's answer is bounded by this, whatever the
-# document, so that the parent reads a bounded answer.
-_BYTES_PER_CHAR: Final = 6
-_ANSWER_FIXED_BYTES: Final = 256 * 1024
 
 
 def answer_limit(max_chars: int) -> int:
-    """The most bytes an answer of a document read to `max_chars` characters takes."""
-    return _BYTES_PER_CHAR * max_chars + _ANSWER_FIXED_BYTES
+    """The most bytes an answer of a document read to `max_chars` characters takes (JSON
+    writes a character in at most 6 bytes, and the blocks' keys and numbers take a fixed
+    part): the parent reads no more, whatever the document."""
+    return pdf_answer_bytes(max_chars)
 
 
 def _warm_document() -> bytes:
@@ -129,26 +128,28 @@ def _confine(memory: int, cpu_s: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
 
+def _json(value: object) -> bytes:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", errors="replace")
+
+
 def _bounded_answer(wire: dict[str, object], limit: int) -> bytes:
     """The answer's JSON within `limit` bytes: the blocks that fit, in order (a document
     whose answer would be longer is answered in part, as past its character bound)."""
-    text = json.dumps({"ok": wire}, ensure_ascii=False, separators=(",", ":"))
-    data = text.encode("utf-8", errors="replace")
+    data = _json({"ok": wire})
     if len(data) <= limit:
         return data
     blocks = wire["blocks"]
     assert isinstance(blocks, list)
-    kept: list[object] = []
-    used = len(json.dumps({"ok": {**wire, "blocks": []}}).encode()) + 1
+    # `{"ok":{...,"blocks":[]}}`, then each block and its comma.
+    used = len(_json({"ok": {**wire, "blocks": []}}))
+    kept = 0
     for block in blocks:
-        size = len(json.dumps(block, ensure_ascii=False).encode("utf-8", "replace")) + 1
-        if used + size > limit:
+        used += len(_json(block)) + 1
+        if used > limit:
             break
-        kept.append(block)
-        used += size
-    return json.dumps({"ok": {**wire, "blocks": kept}}, ensure_ascii=False).encode(
-        "utf-8", errors="replace"
-    )
+        kept += 1
+    return _json({"ok": {**wire, "blocks": blocks[:kept]}})
 
 
 def answer(data: bytes, *, max_pages: int, max_chars: int) -> bytes:
