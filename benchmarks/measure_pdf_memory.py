@@ -8,7 +8,12 @@ wait4). A one-line document gives the start-up cost per document (the interprete
 the warm-up read, the confinement); `paper` a 200-page document of prose at the page bound;
 `bomb` a Flate bomb that meets the address-space limit.
 
-Part two, the server (`server` rows): rypsok runs as `conformance.launch` does (the serve code
+Part two, the server's part of a read (`answer` rows): the costliest shapes of a worker's
+answer at its bound (`pdf_answer_bytes`), read as the server reads one (JSON, the checked
+document, its Markdown, the cleaning), with tracemalloc's peak; the figure per byte of answer
+is what `rypsok.config.memory.PDF_PARENT_TIMES_ANSWER` rounds up.
+
+Part three, the server (`server` rows): rypsok runs as `conformance.launch` does (the serve code
 of `rypsok serve`) with four fixture sites on 127.0.0.1 to 127.0.0.4 over TLS serving the
 document as application/pdf; `--calls` web_fetch calls are sent at once, spread over the
 hosts. Every 5 ms the resident sets of the server and of each of its worker processes are
@@ -132,6 +137,59 @@ def measure_workers(config: Config, runs: int) -> None:
             f"worker, {name} ({len(body) / 1024:.0f} KiB): median {statistics.median(walls):.0f} ms"
             f" (min {min(walls):.0f}, max {max(walls):.0f}); peak resident set "
             f"{max(r.peak for r in results) / MIB:.1f} MiB; exit {results[-1].status}\n"
+        )
+    sys.stdout.flush()
+
+
+def _block(kind: str, runs: list[list[Any]] | None = None, rows: Any = None) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "page": 0,
+        "level": 0,
+        "ordered": False,
+        "number": 0,
+        "runs": runs or [],
+        "rows": rows or [],
+    }
+
+
+def measure_answers(config: Config) -> None:
+    """Part two: the server's part of a read, for answers of the costliest shapes."""
+    import tracemalloc
+
+    from rypsok.core.fetch.pdf.isolation import _document
+    from rypsok.core.fetch.pdf.worker import _bounded_answer, answer_limit
+    from rypsok.core.untrusted_text import clean_in_pieces
+
+    chars = config.fetch.pdf_max_chars
+    limit = answer_limit(chars)
+    shapes = {
+        "one-character paragraphs": [_block("paragraph", [["a", None]])] * 200000,
+        "one-character runs": [_block("paragraph", [["a", None]] * 10000)] * 200,
+        "astral list items": [{**_block("list_item", [["\U0001f600", None]])}] * 200000,
+        "table of one-character cells": [_block("table", rows=[["a"] * 100] * 2000)],
+    }
+    reading = PdfFetching(config.fetch)
+    for name, blocks in shapes.items():
+        wire = {
+            "v": 1,
+            "title": None,
+            "pages_read": 1,
+            "pages_total": 1,
+            "has_text_layer": True,
+            "blocks": blocks,
+        }
+        reply = _bounded_answer(wire, limit)
+        tracemalloc.start()
+        doc = _document(reply, 0, limit, chars)
+        written = reading.markdown(doc, "https://example.org/doc.pdf")
+        del doc
+        clean_in_pieces(written.markdown)
+        peak = tracemalloc.get_traced_memory()[1] + len(reply)
+        tracemalloc.stop()
+        sys.stdout.write(
+            f"answer, {name}: {len(reply) / MIB:.2f} MiB of answer (bound {limit / MIB:.2f}), "
+            f"server's part {peak / MIB:.1f} MiB, {peak / len(reply):.1f} bytes a byte\n"
         )
     sys.stdout.flush()
 
@@ -307,5 +365,6 @@ def main(runs: int, calls: str, extra: str, documents: str) -> int:
     text += f"[limits]\nweb_fetch_per_minute = {max(30, calls_most)}\n"
     config = load_config_text(text, {})
     measure_workers(config, runs)
+    measure_answers(config)
     trio.run(measure_server, text, runs, [int(c) for c in calls.split(",")], documents.split(","))
     return 0
