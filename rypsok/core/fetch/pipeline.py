@@ -279,6 +279,7 @@ class FetchPipeline:
                     async with worker:
                         # The worker is killed if the deadline passes while it reads.
                         document = await self._pdf.read(page.body)
+                    page.body = b""
                     read = await trio.to_thread.run_sync(
                         self._read_pdf,
                         document,
