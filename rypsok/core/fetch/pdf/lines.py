@@ -94,23 +94,24 @@ def join_pieces(pieces: Iterable[str]) -> str:
 def group_lines(segments: list[Segment]) -> list[Line]:
     """`segments` grouped into lines, top to bottom, each line's segments left to right.
 
-    A segment joins a line (one of the last three begun) whose box shares more than half of
-    the smaller height with its own; a superscript or a footnote mark joins its line too.
+    A segment joins a line (one of the last three begun) whose first segment's box shares
+    more than half of the smaller height with its own; a superscript or a footnote mark joins
+    its line too.
     """
     ordered = sorted(segments, key=lambda s: s.top + s.bottom)
     rows: list[list[Segment]] = []
-    spans: list[list[float]] = []  # each row's top, bottom and smallest height
+    spans: list[tuple[float, float, float]] = []  # each row's first top, bottom and height
     for seg in ordered:
         height = seg.bottom - seg.top
         for index in range(len(rows) - 1, max(len(rows) - 4, -1), -1):
             span = spans[index]
             overlap = min(span[1], seg.bottom) - max(span[0], seg.top)
             if overlap > 0.5 * min(height, span[2]):
+                # The row keeps its first segment's box: grown, it would reach the next line
+                # of a column whose lines sit between another column's.
                 rows[index].append(seg)
-                span[0], span[1] = min(span[0], seg.top), max(span[1], seg.bottom)
-                span[2] = min(span[2], height)
                 break
         else:
             rows.append([seg])
-            spans.append([seg.top, seg.bottom, height])
+            spans.append((seg.top, seg.bottom, height))
     return [line_of(row) for row in rows]
