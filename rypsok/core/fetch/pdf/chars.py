@@ -63,6 +63,9 @@ class _Boxes:
         self.height = height
         self.rect = pdfium_c.FS_RECTF()
         self.ref = ctypes.byref(self.rect)
+        self.flags = ctypes.c_int(0)
+        self.flags_ref = ctypes.byref(self.flags)
+        self.name = ctypes.create_string_buffer(128)
 
     def char(self, index: int) -> tuple[float, float, float, float]:
         """Character `index`'s box as (left, right, top, bottom), top-down."""
@@ -71,16 +74,18 @@ class _Boxes:
         return rect.left, rect.right, self.height - rect.top, self.height - rect.bottom
 
 
-def _style(textpage: pdfium.PdfTextPage, index: int, box_height: float) -> tuple[float, bool]:
+def _style(boxes: _Boxes, index: int, box_height: float) -> tuple[float, bool]:
     """Font size (in page points) and boldness of character `index`."""
-    raw = textpage.raw
+    raw = boxes.raw
     size = float(pdfium_c.FPDFText_GetFontSize(raw, index))
     weight = int(pdfium_c.FPDFText_GetFontWeight(raw, index))
-    flags = ctypes.c_int(0)
-    buffer = ctypes.create_string_buffer(128)
-    pdfium_c.FPDFText_GetFontInfo(raw, index, buffer, 128, ctypes.byref(flags))
-    name = buffer.value.decode("latin-1", errors="replace")
-    bold = weight >= 600 or bool(flags.value & _FORCE_BOLD) or _BOLD_NAME.search(name) is not None
+    pdfium_c.FPDFText_GetFontInfo(raw, index, boxes.name, 128, boxes.flags_ref)
+    name = boxes.name.value.decode("latin-1", errors="replace")
+    bold = (
+        weight >= 600
+        or bool(boxes.flags.value & _FORCE_BOLD)
+        or _BOLD_NAME.search(name) is not None
+    )
     # A font size in other units than the page's (a text matrix scales it) shows in the box.
     if size <= 0 or not 0.7 < box_height / size < 1.8:
         size = box_height / 1.15
@@ -161,7 +166,7 @@ def _segments(
                 current.top, current.bottom = min(current.top, top), max(current.bottom, bottom)
                 continue
             out.append(_close(current, text, page_index))
-        size, bold = _style(textpage, first, bottom - top)
+        size, bold = _style(boxes, first, bottom - top)
         current = _Open(first, match.end(), x0, right, top, bottom, size, bold, link)
     if current is not None:
         out.append(_close(current, text, page_index))

@@ -7,6 +7,7 @@ the table finder reads as columns.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Final
 
 import attrs
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["CELL_GAP", "Line", "group_lines", "join_pieces", "line_of"]
 
 CELL_GAP: Final = 0.9  # ems of gap between segments that separate cells of a line
+_LETTER: Final = re.compile(r"[^\W\d_]")
 _WORD_GAP: Final = 0.12  # ems of gap between segments that separate words
 
 
@@ -68,7 +70,7 @@ class Line:
 def line_of(segments: Iterable[Segment]) -> Line:
     """The line made of `segments` (at least one)."""
     ordered = tuple(sorted(segments, key=lambda s: s.x0))
-    letters = [s for s in ordered if any(c.isalpha() for c in s.text)]
+    letters = [s for s in ordered if _LETTER.search(s.text)]
     return Line(
         segments=ordered,
         x0=ordered[0].x0,
