@@ -32,6 +32,7 @@ LINE_END_HYPHEN: Final = "\ufffe"
 _BOLD_NAME: Final = re.compile(r"bold|black|heavy|semibold|demi|cmbx|cmb\d|bx\d", re.IGNORECASE)
 _FORCE_BOLD: Final = 0x40000  # a font descriptor flag
 _GAP: Final = 0.9  # a gap wider than this many ems between words splits a segment
+_SPREAD: Final = 0.54  # ems per character past which a text object's gaps are looked for
 # A word: a run of characters up to a space, a line break or PDFium's line-end hyphen mark.
 _TOKEN: Final = re.compile(r"[^\s\ufffe]+\ufffe?|\ufffe")
 
@@ -134,21 +135,77 @@ def page_segments(
                 chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i) or 32) for i in range(count)
             )
         boxes = _Boxes(textpage, float(page.get_height()))
-        return _segments(textpage, text, boxes, page_index, links or [])
+        if not links:
+            by_objects = _object_segments(text, boxes, page_index)
+            if by_objects is not None:
+                return by_objects
+        return _segments(text, boxes, page_index, links or [])
     finally:
         textpage.close()
 
 
+def _char_at(boxes: _Boxes, x: float, y: float, half_height: float) -> int:
+    """The index of the character at (x, y) in PDF space, or nearby on its line (else -1).
+
+    The second look reaches the line's baseline, where a space's flat box lies.
+    """
+    for x_tolerance, y_tolerance in ((0.5, 0.5), (2.5, half_height + 0.5)):
+        index = int(pdfium_c.FPDFText_GetCharIndexAtPos(boxes.raw, x, y, x_tolerance, y_tolerance))
+        if index >= 0:
+            return index
+    return -1
+
+
+def _object_segments(text: str, boxes: _Boxes, page_index: int) -> list[Segment] | None:
+    """The segments of a page read by PDFium's text objects, or None to read it by words.
+
+    A page of few text objects per word (TeX, most libraries: one per line or part of one)
+    is read one object at a time: its rectangle, and its first character found at its left
+    end; its text runs to the next object's first character. An object wider than its text
+    explains (a table's row in one operation) is read by words, to split at its gaps. A page
+    of one object per glyph (a browser's) or whose objects do not follow the character order
+    gives None.
+    """
+    count = int(pdfium_c.FPDFText_CountRects(boxes.raw, 0, -1))
+    if count <= 0 or count * 3 > len(_TOKEN.findall(text)):
+        return None
+    values = [ctypes.c_double() for _ in range(4)]
+    refs = [ctypes.byref(v) for v in values]
+    rects: list[tuple[int, float, float]] = []
+    for index in range(count):
+        pdfium_c.FPDFText_GetRect(boxes.raw, index, *refs)
+        left, top, right, bottom = (v.value for v in values)
+        probe = min(0.5, (right - left) / 4)
+        first = _char_at(boxes, left + probe, (top + bottom) / 2, (top - bottom) / 2)
+        if first < 0 or (rects and first <= rects[-1][0]):
+            return None
+        rects.append((first, left, right))
+    if text[: rects[0][0]].strip():
+        return None
+    out: list[Segment] = []
+    for (first, left, right), after in zip(rects, [*rects[1:], (len(text), 0.0, 0.0)], strict=True):
+        piece = text[first : after[0]].rstrip()
+        _x0, _x1, top, bottom = boxes.char(first)
+        size, bold = _style(boxes, first, bottom - top)
+        if (right - left) > _SPREAD * size * len(piece) and " " in piece:
+            out.extend(_segments(text, boxes, page_index, [], first, first + len(piece)))
+        elif piece:
+            out.append(Segment(page_index, piece, left, right, top, bottom, size, bold, None))
+    return out
+
+
 def _segments(
-    textpage: pdfium.PdfTextPage,
     text: str,
     boxes: _Boxes,
     page_index: int,
     links: list[LinkArea],
+    start: int = 0,
+    end: int | None = None,
 ) -> list[Segment]:
+    """The segments of `text[start:end]` read word by word (see the module's docstring)."""
     out: list[Segment] = []
     current: _Open | None = None
-    for match in _TOKEN.finditer(text):
+    for match in _TOKEN.finditer(text, start, len(text) if end is None else end):
         first, last = match.start(), match.end() - 1
         x0, right, top, bottom = boxes.char(first)
         if last > first:
