@@ -32,7 +32,10 @@ LINE_END_HYPHEN: Final = "\ufffe"
 _BOLD_NAME: Final = re.compile(r"bold|black|heavy|semibold|demi|cmbx|cmb\d|bx\d", re.IGNORECASE)
 _FORCE_BOLD: Final = 0x40000  # a font descriptor flag
 _GAP: Final = 0.9  # a gap wider than this many ems between words splits a segment
-_SPREAD: Final = 0.54  # ems per character past which a text object's gaps are looked for
+_MAX_OBJECTS: Final = 6  # text objects in one line past which it is read word by word
+_SPREAD: Final = 0.54  # ems per character past which a line's gaps are looked for
+# A line of PDFium's text: up to a line break, or through a line-end hyphen mark.
+_PIECE: Final = re.compile(r"[^\r\n\ufffe]+\ufffe?|\ufffe")
 # A word: a run of characters up to a space, a line break or PDFium's line-end hyphen mark.
 _TOKEN: Final = re.compile(r"[^\s\ufffe]+\ufffe?|\ufffe")
 
@@ -135,63 +138,74 @@ def page_segments(
                 chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i) or 32) for i in range(count)
             )
         boxes = _Boxes(textpage, float(page.get_height()))
-        if not links:
-            by_objects = _object_segments(text, boxes, page_index)
-            if by_objects is not None:
-                return by_objects
-        return _segments(text, boxes, page_index, links or [])
+        return _line_segments(text, boxes, page_index, links or [])
     finally:
         textpage.close()
 
 
-def _char_at(boxes: _Boxes, x: float, y: float, half_height: float) -> int:
-    """The index of the character at (x, y) in PDF space, or nearby on its line (else -1).
+def _line_segments(
+    text: str, boxes: _Boxes, page_index: int, links: list[LinkArea]
+) -> list[Segment]:
+    """The segments of a page read by PDFium's lines, each placed by its two ends.
 
-    The second look reaches the line's baseline, where a space's flat box lies.
+    A line of PDFium's text (up to a line break, or a line-end hyphen where PDFium joined
+    two lines) is one segment when its two ends sit on one baseline and its width is what
+    its characters explain. Otherwise (two columns' lines written as one, a table's row, a
+    line stretched by justification, a link over part of it) it is read word by word.
     """
-    for x_tolerance, y_tolerance in ((0.5, 0.5), (2.5, half_height + 0.5)):
-        index = int(pdfium_c.FPDFText_GetCharIndexAtPos(boxes.raw, x, y, x_tolerance, y_tolerance))
-        if index >= 0:
-            return index
-    return -1
+    out: list[Segment] = []
+    for match in _PIECE.finditer(text):
+        first, end = match.start(), match.end()
+        while first < end and text[first] == " ":
+            first += 1
+        while end > first and text[end - 1] == " ":
+            end -= 1
+        if first == end:
+            continue
+        x0, _right, top, bottom = boxes.char(first)
+        _left, x1, last_top, last_bottom = boxes.char(end - 1)
+        size, bold = _style(boxes, first, bottom - top)
+        uneven = abs(last_top - top) > 0.4 * size or abs(last_bottom - bottom) > 0.4 * size
+        if (
+            uneven
+            or not 0 < x1 - x0 < _SPREAD * size * (end - first)
+            or not _objects_close(boxes, first, end, size)
+            or (links and _linked(links, x0, x1, top, bottom))
+        ):
+            out.extend(_segments(text, boxes, page_index, links, first, end))
+            continue
+        out.append(Segment(page_index, text[first:end], x0, x1, top, bottom, size, bold, None))
+    return out
 
 
-def _object_segments(text: str, boxes: _Boxes, page_index: int) -> list[Segment] | None:
-    """The segments of a page read by PDFium's text objects, or None to read it by words.
+def _objects_close(boxes: _Boxes, first: int, end: int, size: float) -> bool:
+    """Whether the text objects of characters first..end follow each other without a gap.
 
-    A page of few text objects per word (TeX, most libraries: one per line or part of one)
-    is read one object at a time: its rectangle, and its first character found at its left
-    end; its text runs to the next object's first character. An object wider than its text
-    explains (a table's row in one operation) is read by words, to split at its gaps. A page
-    of one object per glyph (a browser's) or whose objects do not follow the character order
-    gives None.
+    Two columns' lines or a table's cells are written by separate operations with a gap
+    between them; a line set as a few operations (a font change) has none. A line of more
+    than a few objects (a browser writes one per glyph) is read word by word.
     """
-    count = int(pdfium_c.FPDFText_CountRects(boxes.raw, 0, -1))
-    if count <= 0 or count * 3 > len(_TOKEN.findall(text)):
-        return None
+    count = int(pdfium_c.FPDFText_CountRects(boxes.raw, first, end - first))
+    if count == 1:
+        return True
+    if count > _MAX_OBJECTS:
+        return False
     values = [ctypes.c_double() for _ in range(4)]
     refs = [ctypes.byref(v) for v in values]
-    rects: list[tuple[int, float, float]] = []
+    previous_right: float | None = None
     for index in range(count):
         pdfium_c.FPDFText_GetRect(boxes.raw, index, *refs)
-        left, top, right, bottom = (v.value for v in values)
-        probe = min(0.5, (right - left) / 4)
-        first = _char_at(boxes, left + probe, (top + bottom) / 2, (top - bottom) / 2)
-        if first < 0 or (rects and first <= rects[-1][0]):
-            return None
-        rects.append((first, left, right))
-    if text[: rects[0][0]].strip():
-        return None
-    out: list[Segment] = []
-    for (first, left, right), after in zip(rects, [*rects[1:], (len(text), 0.0, 0.0)], strict=True):
-        piece = text[first : after[0]].rstrip()
-        _x0, _x1, top, bottom = boxes.char(first)
-        size, bold = _style(boxes, first, bottom - top)
-        if (right - left) > _SPREAD * size * len(piece) and " " in piece:
-            out.extend(_segments(text, boxes, page_index, [], first, first + len(piece)))
-        elif piece:
-            out.append(Segment(page_index, piece, left, right, top, bottom, size, bold, None))
-    return out
+        left, _top, right, _bottom = (v.value for v in values)
+        if previous_right is not None and not -0.3 * size < left - previous_right < _GAP * size:
+            return False
+        previous_right = right
+    return True
+
+
+def _linked(links: list[LinkArea], x0: float, x1: float, top: float, bottom: float) -> bool:
+    return any(
+        link.x0 < x1 and link.x1 > x0 and link.top < bottom and link.bottom > top for link in links
+    )
 
 
 def _segments(
