@@ -32,6 +32,10 @@ LINE_END_HYPHEN: Final = "\ufffe"
 _BOLD_NAME: Final = re.compile(r"bold|black|heavy|semibold|demi|cmbx|cmb\d|bx\d", re.IGNORECASE)
 _FORCE_BOLD: Final = 0x40000  # a font descriptor flag
 _GAP: Final = 0.9  # a gap wider than this many ems between words splits a segment
+_MAX_OBJECTS: Final = 6  # text objects in one line past which it is read word by word
+_SPREAD: Final = 0.54  # ems per character past which a line's gaps are looked for
+# A line of PDFium's text: up to a line break, or through a line-end hyphen mark.
+_PIECE: Final = re.compile(r"[^\r\n\ufffe]+\ufffe?|\ufffe")
 # A word: a run of characters up to a space, a line break or PDFium's line-end hyphen mark.
 _TOKEN: Final = re.compile(r"[^\s\ufffe]+\ufffe?|\ufffe")
 
@@ -63,6 +67,9 @@ class _Boxes:
         self.height = height
         self.rect = pdfium_c.FS_RECTF()
         self.ref = ctypes.byref(self.rect)
+        self.flags = ctypes.c_int(0)
+        self.flags_ref = ctypes.byref(self.flags)
+        self.name = ctypes.create_string_buffer(128)
 
     def char(self, index: int) -> tuple[float, float, float, float]:
         """Character `index`'s box as (left, right, top, bottom), top-down."""
@@ -71,16 +78,18 @@ class _Boxes:
         return rect.left, rect.right, self.height - rect.top, self.height - rect.bottom
 
 
-def _style(textpage: pdfium.PdfTextPage, index: int, box_height: float) -> tuple[float, bool]:
+def _style(boxes: _Boxes, index: int, box_height: float) -> tuple[float, bool]:
     """Font size (in page points) and boldness of character `index`."""
-    raw = textpage.raw
+    raw = boxes.raw
     size = float(pdfium_c.FPDFText_GetFontSize(raw, index))
     weight = int(pdfium_c.FPDFText_GetFontWeight(raw, index))
-    flags = ctypes.c_int(0)
-    buffer = ctypes.create_string_buffer(128)
-    pdfium_c.FPDFText_GetFontInfo(raw, index, buffer, 128, ctypes.byref(flags))
-    name = buffer.value.decode("latin-1", errors="replace")
-    bold = weight >= 600 or bool(flags.value & _FORCE_BOLD) or _BOLD_NAME.search(name) is not None
+    pdfium_c.FPDFText_GetFontInfo(raw, index, boxes.name, 128, boxes.flags_ref)
+    name = boxes.name.value.decode("latin-1", errors="replace")
+    bold = (
+        weight >= 600
+        or bool(boxes.flags.value & _FORCE_BOLD)
+        or _BOLD_NAME.search(name) is not None
+    )
     # A font size in other units than the page's (a text matrix scales it) shows in the box.
     if size <= 0 or not 0.7 < box_height / size < 1.8:
         size = box_height / 1.15
@@ -129,21 +138,88 @@ def page_segments(
                 chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i) or 32) for i in range(count)
             )
         boxes = _Boxes(textpage, float(page.get_height()))
-        return _segments(textpage, text, boxes, page_index, links or [])
+        return _line_segments(text, boxes, page_index, links or [])
     finally:
         textpage.close()
 
 
+def _line_segments(
+    text: str, boxes: _Boxes, page_index: int, links: list[LinkArea]
+) -> list[Segment]:
+    """The segments of a page read by PDFium's lines, each placed by its two ends.
+
+    A line of PDFium's text (up to a line break, or a line-end hyphen where PDFium joined
+    two lines) is one segment when its two ends sit on one baseline and its width is what
+    its characters explain. Otherwise (two columns' lines written as one, a table's row, a
+    line stretched by justification, a link over part of it) it is read word by word.
+    """
+    out: list[Segment] = []
+    for match in _PIECE.finditer(text):
+        first, end = match.start(), match.end()
+        while first < end and text[first] == " ":
+            first += 1
+        while end > first and text[end - 1] == " ":
+            end -= 1
+        if first == end:
+            continue
+        x0, _right, top, bottom = boxes.char(first)
+        _left, x1, last_top, last_bottom = boxes.char(end - 1)
+        size, bold = _style(boxes, first, bottom - top)
+        uneven = abs(last_top - top) > 0.4 * size or abs(last_bottom - bottom) > 0.4 * size
+        if (
+            uneven
+            or not 0 < x1 - x0 < _SPREAD * size * (end - first)
+            or not _objects_close(boxes, first, end, size)
+            or (links and _linked(links, x0, x1, top, bottom))
+        ):
+            out.extend(_segments(text, boxes, page_index, links, first, end))
+            continue
+        out.append(Segment(page_index, text[first:end], x0, x1, top, bottom, size, bold, None))
+    return out
+
+
+def _objects_close(boxes: _Boxes, first: int, end: int, size: float) -> bool:
+    """Whether the text objects of characters first..end follow each other without a gap.
+
+    Two columns' lines or a table's cells are written by separate operations with a gap
+    between them; a line set as a few operations (a font change) has none. A line of more
+    than a few objects (a browser writes one per glyph) is read word by word.
+    """
+    count = int(pdfium_c.FPDFText_CountRects(boxes.raw, first, end - first))
+    if count == 1:
+        return True
+    if count > _MAX_OBJECTS:
+        return False
+    values = [ctypes.c_double() for _ in range(4)]
+    refs = [ctypes.byref(v) for v in values]
+    previous_right: float | None = None
+    for index in range(count):
+        pdfium_c.FPDFText_GetRect(boxes.raw, index, *refs)
+        left, _top, right, _bottom = (v.value for v in values)
+        if previous_right is not None and not -0.3 * size < left - previous_right < _GAP * size:
+            return False
+        previous_right = right
+    return True
+
+
+def _linked(links: list[LinkArea], x0: float, x1: float, top: float, bottom: float) -> bool:
+    return any(
+        link.x0 < x1 and link.x1 > x0 and link.top < bottom and link.bottom > top for link in links
+    )
+
+
 def _segments(
-    textpage: pdfium.PdfTextPage,
     text: str,
     boxes: _Boxes,
     page_index: int,
     links: list[LinkArea],
+    start: int = 0,
+    end: int | None = None,
 ) -> list[Segment]:
+    """The segments of `text[start:end]` read word by word (see the module's docstring)."""
     out: list[Segment] = []
     current: _Open | None = None
-    for match in _TOKEN.finditer(text):
+    for match in _TOKEN.finditer(text, start, len(text) if end is None else end):
         first, last = match.start(), match.end() - 1
         x0, right, top, bottom = boxes.char(first)
         if last > first:
@@ -161,7 +237,7 @@ def _segments(
                 current.top, current.bottom = min(current.top, top), max(current.bottom, bottom)
                 continue
             out.append(_close(current, text, page_index))
-        size, bold = _style(textpage, first, bottom - top)
+        size, bold = _style(boxes, first, bottom - top)
         current = _Open(first, match.end(), x0, right, top, bottom, size, bold, link)
     if current is not None:
         out.append(_close(current, text, page_index))

@@ -15,10 +15,7 @@ import re
 from collections import defaultdict
 from typing import TYPE_CHECKING, Final
 
-from rypsok.core.fetch.pdf.lines import group_lines
-
 if TYPE_CHECKING:
-    from rypsok.core.fetch.pdf.chars import Segment
     from rypsok.core.fetch.pdf.lines import Line
 
 __all__ = ["remove_furniture"]
@@ -63,19 +60,18 @@ def _apart(line: Line, lines: list[Line]) -> bool:
     return lines[1].top - line.bottom > 2.0 * line.size
 
 
-def remove_furniture(pages: list[list[Segment]], heights: list[float]) -> list[list[Segment]]:
-    """Each page's segments without its running headers, footers and page numbers."""
-    lines = [group_lines(segs) for segs in pages]
-    edges = [_edges(page, h) for page, h in zip(lines, heights, strict=True)]
+def remove_furniture(pages: list[list[Line]], heights: list[float]) -> list[list[Line]]:
+    """Each page's lines (top to bottom) without its running headers, footers and page numbers."""
+    edges = [_edges(page, h) for page, h in zip(pages, heights, strict=True)]
     seen: dict[tuple[str, str], set[int]] = defaultdict(set)
     for index, page_edges in enumerate(edges):
         for zone, line in page_edges:
             seen[zone, _key(line)].add(index)
-    with_text = sum(1 for segs in pages if segs)
+    with_text = sum(1 for lines in pages if lines)
     need = max(2, int(_RECUR * with_text + 0.999))
     out = []
-    for segs, page_lines, page_edges in zip(pages, lines, edges, strict=True):
-        drop: set[int] = set()
+    for page_lines, page_edges in zip(pages, edges, strict=True):
+        drop: list[Line] = []
         for zone, line in page_edges:
             # A page whose every line is at its edges has no text to tell furniture from.
             recurs = (
@@ -84,6 +80,6 @@ def remove_furniture(pages: list[list[Segment]], heights: list[float]) -> list[l
                 and len(seen[zone, _key(line)]) >= need
             )
             if recurs or _PAGE_NUMBER.fullmatch(line.text.strip()) or _apart(line, page_lines):
-                drop.update(id(s) for s in line.segments)
-        out.append([s for s in segs if id(s) not in drop] if drop else segs)
+                drop.append(line)
+        out.append([line for line in page_lines if line not in drop] if drop else page_lines)
     return out

@@ -7,6 +7,7 @@ the table finder reads as columns.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Final
 
 import attrs
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["CELL_GAP", "Line", "group_lines", "join_pieces", "line_of"]
 
 CELL_GAP: Final = 0.9  # ems of gap between segments that separate cells of a line
+_LETTER: Final = re.compile(r"[^\W\d_]")
 _WORD_GAP: Final = 0.12  # ems of gap between segments that separate words
 
 
@@ -68,7 +70,7 @@ class Line:
 def line_of(segments: Iterable[Segment]) -> Line:
     """The line made of `segments` (at least one)."""
     ordered = tuple(sorted(segments, key=lambda s: s.x0))
-    letters = [s for s in ordered if any(c.isalpha() for c in s.text)]
+    letters = [s for s in ordered if _LETTER.search(s.text)]
     return Line(
         segments=ordered,
         x0=ordered[0].x0,
@@ -94,23 +96,24 @@ def join_pieces(pieces: Iterable[str]) -> str:
 def group_lines(segments: list[Segment]) -> list[Line]:
     """`segments` grouped into lines, top to bottom, each line's segments left to right.
 
-    A segment joins a line (one of the last three begun) whose box shares more than half of
-    the smaller height with its own; a superscript or a footnote mark joins its line too.
+    A segment joins a line (one of the last three begun) whose first segment's box shares
+    more than half of the smaller height with its own; a superscript or a footnote mark joins
+    its line too.
     """
     ordered = sorted(segments, key=lambda s: s.top + s.bottom)
     rows: list[list[Segment]] = []
-    spans: list[list[float]] = []  # each row's top, bottom and smallest height
+    spans: list[tuple[float, float, float]] = []  # each row's first top, bottom and height
     for seg in ordered:
         height = seg.bottom - seg.top
         for index in range(len(rows) - 1, max(len(rows) - 4, -1), -1):
             span = spans[index]
             overlap = min(span[1], seg.bottom) - max(span[0], seg.top)
             if overlap > 0.5 * min(height, span[2]):
+                # The row keeps its first segment's box: grown, it would reach the next line
+                # of a column whose lines sit between another column's.
                 rows[index].append(seg)
-                span[0], span[1] = min(span[0], seg.top), max(span[1], seg.bottom)
-                span[2] = min(span[2], height)
                 break
         else:
             rows.append([seg])
-            spans.append([seg.top, seg.bottom, height])
+            spans.append((seg.top, seg.bottom, height))
     return [line_of(row) for row in rows]

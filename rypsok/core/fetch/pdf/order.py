@@ -13,9 +13,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Final
 
-from rypsok.core.fetch.pdf.lines import Line, group_lines
+from rypsok.core.fetch.pdf.lines import Line, line_of
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rypsok.core.fetch.pdf.chars import Segment
 
 __all__ = ["page_streams"]
@@ -24,26 +26,37 @@ _MIN_COLUMN_LINES: Final = 3
 _PROSE_WIDTH: Final = 0.22  # a column's lines are at least this share of the page wide
 
 
-def page_streams(segments: list[Segment], width: float) -> list[list[Line]]:
-    """The page's lines as streams (one per column of each band) in reading order."""
-    return _streams(segments, width, depth=0)
+def page_streams(lines: list[Line], width: float) -> list[list[Line]]:
+    """The page's `lines` (top to bottom) as streams, one per column of each band, in order."""
+    return _streams(lines, width, depth=0)
 
 
-def _streams(segments: list[Segment], width: float, *, depth: int) -> list[list[Line]]:
+def _side(lines: list[Line], keep: Callable[[Segment], bool]) -> list[Line]:
+    """The parts of `lines` whose segments `keep` accepts, as lines of their own."""
+    out = []
+    for line in lines:
+        kept = [s for s in line.segments if keep(s)]
+        if len(kept) == len(line.segments):
+            out.append(line)
+        elif kept:
+            out.append(line_of(kept))
+    return out
+
+
+def _streams(lines: list[Line], width: float, *, depth: int) -> list[list[Line]]:
+    segments = [s for line in lines for s in line.segments]
     gutter = _gutter(segments, width) if depth < 3 else None
     if gutter is None:
-        return [group_lines(segments)] if segments else []
+        return [lines] if lines else []
     out: list[list[Line]] = []
-    for band in _bands(segments, gutter):
-        left = [s for s in band if s.x1 <= gutter]
-        right = [s for s in band if s.x0 >= gutter]
-        if any(_crosses(s, gutter) for s in band):
-            out.append(group_lines(band))
-        elif left and right and _prose(left, width) and _prose(right, width):
+    for crossing, band in _bands(lines, gutter):
+        left = _side(band, lambda s: s.x1 <= gutter)
+        right = _side(band, lambda s: s.x0 >= gutter)
+        if not crossing and left and right and _prose(left, width) and _prose(right, width):
             out.extend(_streams(left, width, depth=depth + 1))
             out.extend(_streams(right, width, depth=depth + 1))
         elif band:
-            out.append(group_lines(band))
+            out.append(band)
     return out
 
 
@@ -78,32 +91,29 @@ def _goes_on(before: Line, line: Line) -> bool:
     )
 
 
-def _bands(segments: list[Segment], gutter: float) -> list[list[Segment]]:
-    """`segments` cut into vertical bands by the lines that cross the gutter.
+def _bands(lines: list[Line], gutter: float) -> list[tuple[bool, list[Line]]]:
+    """`lines` cut into vertical bands by the lines that cross the gutter, each marked.
 
     A line crossing the gutter is a band of its own (consecutive ones make one band, and a
     line that goes on with the text of one, a wide title's short last line, joins it); the
     lines between two such bands make one band.
     """
-    bands: list[list[Segment]] = []
-    crossing_band = False
+    bands: list[tuple[bool, list[Line]]] = []
     previous: Line | None = None
-    for line in group_lines(segments):
+    for line in lines:
         crossing = any(_crosses(s, gutter) for s in line.segments) or (
-            crossing_band and previous is not None and _goes_on(previous, line)
+            bool(bands) and bands[-1][0] and previous is not None and _goes_on(previous, line)
         )
         previous = line
-        if bands and crossing == crossing_band:
-            bands[-1].extend(line.segments)
+        if bands and crossing == bands[-1][0]:
+            bands[-1][1].append(line)
         else:
-            bands.append(list(line.segments))
-            crossing_band = crossing
+            bands.append((crossing, [line]))
     return bands
 
 
-def _prose(segments: list[Segment], width: float) -> bool:
+def _prose(lines: list[Line], width: float) -> bool:
     """Whether a side of a band reads as a column of prose rather than table cells."""
-    lines = group_lines(segments)
     if len(lines) < 2:
         # One line on each side: a column's last line or a short band; widths decide.
         return bool(lines) and (lines[0].x1 - lines[0].x0) > _PROSE_WIDTH * width

@@ -27,6 +27,7 @@ import pypdfium2 as pdfium
 from rypsok.core.fetch.pdf.blocks import Draft, Metrics, draft_blocks
 from rypsok.core.fetch.pdf.chars import page_segments
 from rypsok.core.fetch.pdf.furniture import remove_furniture
+from rypsok.core.fetch.pdf.lines import group_lines
 from rypsok.core.fetch.pdf.links import page_links, runs_of
 from rypsok.core.fetch.pdf.lists import marker_of
 from rypsok.core.fetch.pdf.model import (
@@ -110,10 +111,10 @@ def read_document(data: bytes, *, max_pages: int, max_chars: int) -> PdfText:
             finally:
                 page.close()
         has_text = any(seg.text.strip() for segs in pages for seg in segs)
-        pages = remove_furniture(pages, heights)
+        page_lines = remove_furniture([group_lines(segs) for segs in pages], heights)
         streams: list[list[Line]] = []
-        for segs, width in zip(pages, widths, strict=True):
-            streams.extend(page_streams(segs, width))
+        for lines, width in zip(page_lines, widths, strict=True):
+            streams.extend(page_streams(lines, width))
         metrics = _metrics(streams)
         vocabulary = Vocabulary.of(seg.text for segs in pages for seg in segs)
         drafts = draft_blocks(streams, metrics)

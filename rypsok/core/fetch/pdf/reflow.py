@@ -63,10 +63,9 @@ class Vocabulary:
         return cls(texts=list(texts))
 
     def _collect(self) -> None:
-        for text in self.texts:
-            for match in _WORD.finditer(text):
-                word = match.group().lower()
-                (self.compounds if "-" in word or "\u2010" in word else self.words).add(word)
+        found = set(_WORD.findall(" ".join(self.texts).lower().replace("\u2010", "-")))
+        self.compounds = {word for word in found if "-" in word}
+        self.words = found - self.compounds
         self.ready = True
 
     def keeps_hyphen(self, first: str, rest: str) -> bool:
