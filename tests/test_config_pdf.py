@@ -3,12 +3,16 @@ memory estimate when one PDF read costs more than one parse at the bounds."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from rypsok.config.check import report_lines
 from rypsok.config.load import ConfigError, load_config_text
 from rypsok.config.memory import MIB, estimate, parse_bytes, pdf_read_bytes, settings_to_lower
-from rypsok.config.schema import Config
+
+if TYPE_CHECKING:
+    from rypsok.config.schema import Config
 
 
 def _config(fetch: str = "") -> Config:

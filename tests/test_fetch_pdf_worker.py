@@ -32,6 +32,7 @@ for attempt in (
     lambda: open("/etc/hostname", "rb"),
     lambda: open("written", "wb").write(b"x" * 10),
     lambda: os.pipe(),
+    lambda: (os.close(0), socket.socket(socket.AF_INET, socket.SOCK_STREAM)),
     lambda: bytearray(512 * 1024 * 1024),
 ):
     try:
@@ -53,9 +54,9 @@ def test_req_pdf_102_a_confined_worker_can_open_no_socket_file_or_pipe(tmp_path)
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    # No descriptor can be made (so no socket, no file, no pipe), no file written, no
-    # allocation past the address space.
-    assert done.stdout.split() == [b"OSError"] * 6 + [b"MemoryError"]
+    # No descriptor can be made (so no socket, no file, no pipe, not even in the place of
+    # one closed), no file written, no allocation past the address space.
+    assert done.stdout.split() == [b"OSError"] * 7 + [b"MemoryError"]
     assert list(tmp_path.iterdir()) == []
 
 

@@ -9,10 +9,11 @@ It confines itself before it reads a byte of the document (REQ-PDF-102):
   Python (MemoryError, answered `memory`) or in PDFium (which then aborts the process);
 - a CPU-time limit (RLIMIT_CPU, `CPU_S`): a document that keeps the parser busy is ended by
   the kernel (SIGXCPU, then SIGKILL a second later) even if the parent were gone;
-- no new file descriptor at all (RLIMIT_NOFILE at the lowest descriptor not open, after the
-  code it needs is loaded and run once on a document of its own): no socket, no file, no
-  pipe can be opened, so the worker reaches no network and reads no file; it has only the
-  pipe it was handed the document on and the pipe it answers on;
+- no new file descriptor at all (RLIMIT_NOFILE 0, after the code it needs is loaded and run
+  once on a document of its own): no socket, no file, no pipe can be opened, even in the
+  place of a descriptor it closes, so the worker reaches no network and reads no file; it
+  has only the pipe it was handed the document on and the pipe it answers on;
+- no process started (RLIMIT_NPROC 0; a limit root is not held to);
 - no file written (RLIMIT_FSIZE 0) and no core dump (RLIMIT_CORE 0: a crash leaves no copy
   of the document on disk);
 - killed with its parent (Linux's PR_SET_PDEATHSIG), so that no worker outlives the server.
@@ -100,31 +101,15 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
-def _close_descriptor_table() -> None:
-    """No descriptor can be made from here on: every number below the limit is in use (a
-    gap is filled with a copy of standard error, the null device), and the limit is one
-    past the highest."""
-    highest = 2
-    for fd in range(3, 64):
-        try:
-            os.fstat(fd)
-        except OSError:
-            continue
-        highest = fd
-    for fd in range(highest + 1):
-        try:
-            os.fstat(fd)
-        except OSError:
-            os.dup2(2, fd)
-    limit = highest + 1
-    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
-
-
 def _confine(memory: int, cpu_s: int) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
-    _close_descriptor_table()
+    # No descriptor can be made from here on, not even in the place of one closed (a new
+    # descriptor's number must be below the limit); the three open ones still work.
+    resource.setrlimit(resource.RLIMIT_NOFILE, (0, 0))
+    # No process can be started (a user other than root: the server's own process counts).
+    resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
 
