@@ -27,7 +27,6 @@ bound are left out, as a document read in part). The parent reads it as hostile 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import json
 import os
 import resource
@@ -87,12 +86,11 @@ def _warm_document() -> bytes:
 
 
 def _die_with_parent() -> None:
-    # Linux only; elsewhere the CPU limit still ends an orphaned worker.
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return
+    # Linux only (the C library's prctl, found in the process's own symbols: no search for
+    # the library, which would start ldconfig); elsewhere the CPU limit still ends a worker
+    # whose parent is gone.
     try:
-        libc = ctypes.CDLL(name, use_errno=True)
+        libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):
         return
