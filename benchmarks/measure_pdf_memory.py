@@ -169,13 +169,20 @@ def measure_answers(config: Config) -> None:
         "astral list items": [{**_block("list_item", [["\U0001f600", None]])}] * 200000,
         "table of one-character cells": [_block("table", rows=[["a"] * 100] * 2000)],
     }
+    # The blocks spread over up to 1000 pages (an answer past its bound is cut at a page).
+    shapes = {
+        name: [
+            {**block, "page": n // max(1, len(blocks) // 1000)} for n, block in enumerate(blocks)
+        ]
+        for name, blocks in shapes.items()
+    }
     reading = PdfFetching(config.fetch)
     for name, blocks in shapes.items():
         wire = {
             "v": 1,
             "title": None,
-            "pages_read": 1,
-            "pages_total": 1,
+            "pages_read": 2000,
+            "pages_total": 2000,
             "has_text_layer": True,
             "blocks": blocks,
         }

@@ -193,10 +193,13 @@ def test_req_pdf_104_an_answer_past_its_bound_keeps_the_blocks_that_fit() -> Non
         "runs": [["\U0001f600 a block of text", None]],
         "rows": [],
     }
-    wire = {**GOOD["ok"], "blocks": [block] * 100000}
+    blocks = [{**block, "page": n // 1000} for n in range(100000)]
+    wire = {**GOOD["ok"], "pages_read": 100, "pages_total": 100, "blocks": blocks}
     limit = answer_limit(10000)
     data = bounded_answer(wire, limit)
     assert len(data) <= limit
     doc = read_answer(data, 0, limit, 10**6)
     assert 0 < len(doc.blocks) < 100000
     assert {b.text for b in doc.blocks} == {"\U0001f600 a block of text"}
+    # Read in part: the pages from the first block left out count as not read.
+    assert doc.pages_read < doc.pages_total

@@ -1,5 +1,5 @@
-"""The PDF worker: the process that reads one document, run by `isolation.py`, never imported
-by the serving process.
+"""The PDF worker: the process that reads one document, started by `isolation.py`. Its
+`main` never runs in the serving process (which takes only `answer_limit` from here).
 
     python -I -B -m rypsok.core.fetch.pdf.worker MAX_BYTES MAX_PAGES MAX_CHARS MEMORY CPU_S
 
@@ -20,8 +20,9 @@ It confines itself before it reads a byte of the document (REQ-PDF-102):
 
 The document comes on standard input, at most `MAX_BYTES` (LIM-F3) of it; the answer goes to
 standard output as one JSON object, `{"ok": <to_wire>}` or `{"error": "encrypted" |
-"unreadable" | "memory"}`, at most `answer_limit(MAX_CHARS)` bytes (blocks that would pass the
-bound are left out, as a document read in part). The parent reads it as hostile data.
+"unreadable" | "memory"}`, at most `answer_limit(MAX_CHARS)` bytes (the blocks that would pass
+the bound are left out, and the document counts as read up to the page they start on). The
+parent reads it as hostile data.
 """
 
 from __future__ import annotations
@@ -117,8 +118,9 @@ def _json(value: object) -> bytes:
 
 
 def _bounded_answer(wire: dict[str, object], limit: int) -> bytes:
-    """The answer's JSON within `limit` bytes: the blocks that fit, in order (a document
-    whose answer would be longer is answered in part, as past its character bound)."""
+    """The answer's JSON within `limit` bytes: the blocks that fit, in order. A document whose
+    answer would be longer (blocks of a few characters each) is answered in part: read up to
+    the page of the first block left out, so that the answer says it was read in part."""
     data = _json({"ok": wire})
     if len(data) <= limit:
         return data
@@ -132,7 +134,13 @@ def _bounded_answer(wire: dict[str, object], limit: int) -> bytes:
         if used > limit:
             break
         kept += 1
-    return _json({"ok": {**wire, "blocks": blocks[:kept]}})
+    # The page of the first block left out is left out whole: the document is read to the
+    # page before it.
+    first_left = blocks[kept]
+    assert isinstance(first_left, dict)
+    page = first_left["page"]
+    whole = [block for block in blocks[:kept] if isinstance(block, dict) and block["page"] < page]
+    return _json({"ok": {**wire, "blocks": whole, "pages_read": page}})
 
 
 def answer(data: bytes, *, max_pages: int, max_chars: int) -> bytes:
