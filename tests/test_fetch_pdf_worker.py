@@ -112,19 +112,21 @@ GOOD = {
         (b'{"error": "formatted your disk"}', 0, Failure.UNREADABLE),  # not a failure named
         (b'{"error": "encrypted"}', 0, Failure.ENCRYPTED),
         (b'{"error": "memory"}', 0, Failure.MEMORY),
+        (b'{"error": ["memory"]}', 0, Failure.UNREADABLE),
+        (b"[" * 100000 + b"]" * 100000, 0, Failure.UNREADABLE),  # deeper than the stack
         (json.dumps({"ok": {**GOOD["ok"], "pages_read": 2}}).encode(), 0, Failure.UNREADABLE),
         (json.dumps(GOOD).encode(), 1, Failure.UNREADABLE),  # a good answer, a bad exit
         (b"", -signal.SIGABRT, Failure.MEMORY),  # PDFium's abort past RLIMIT_AS
         (b"", -signal.SIGXCPU, Failure.CPU),
         (b"", -signal.SIGSEGV, Failure.UNREADABLE),
-        (b" " * 1000 + json.dumps(GOOD).encode(), 0, Failure.UNREADABLE),  # past the bound
+        (b" " * 300000 + json.dumps(GOOD).encode(), 0, Failure.UNREADABLE),  # past the bound
     ],
 )
 def test_req_pdf_102_the_workers_answer_is_read_as_hostile_data(
     answer: bytes, code: int, failure: Failure
 ) -> None:
     with pytest.raises(WorkerFailed) as failed:
-        read_answer(answer, code, 1000, 1000)
+        read_answer(answer, code, 300000, 1000)
     assert failed.value.failure is failure
 
 

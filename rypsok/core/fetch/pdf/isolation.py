@@ -160,15 +160,17 @@ def _document(answer: bytes, code: int, limit: int, max_chars: int) -> PdfText:
         raise WorkerFailed(Failure.UNREADABLE)
     try:
         obj = json.loads(answer)
-    except ValueError:
+    except (ValueError, RecursionError):
+        # RecursionError: JSON nested deeper than the interpreter's stack.
         raise WorkerFailed(Failure.UNREADABLE) from None
     if type(obj) is not dict or len(obj) != 1:
         raise WorkerFailed(Failure.UNREADABLE)
     if "error" in obj:
-        try:
-            raise WorkerFailed(Failure(obj["error"]))
-        except (ValueError, TypeError):
-            raise WorkerFailed(Failure.UNREADABLE) from None
+        named = obj["error"]
+        known = {str(failure) for failure in Failure}
+        raise WorkerFailed(
+            Failure(named) if type(named) is str and named in known else Failure.UNREADABLE
+        )
     try:
         return from_wire(obj.get("ok"), max_chars=max_chars + _TITLE_CHARS)
     except PdfWireError:
