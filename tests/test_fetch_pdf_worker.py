@@ -173,6 +173,30 @@ async def test_req_pdf_103_a_caller_with_many_documents_waits_its_turn_behind_ot
     assert order == ["busy0", "busy1", "other0", "busy2", "busy3"]
 
 
+async def test_req_pdf_103_with_one_worker_the_callers_take_turns() -> None:
+    share = WorkerShare(1)
+    order: list[str] = []
+    done = {name: trio.Event() for name in ("a0", "a1", "a2", "b0", "c0")}
+
+    async def read(caller: str, name: str) -> None:
+        async with share.worker(caller):
+            order.append(name)
+            await done[name].wait()
+
+    async with trio.open_nursery() as nursery:
+        for caller, name in (("a", "a0"), ("a", "a1"), ("a", "a2"), ("b", "b0"), ("c", "c0")):
+            nursery.start_soon(read, caller, name)
+            await trio.testing.wait_all_tasks_blocked()
+        for name in ("a0", "b0", "c0", "a1", "a2"):
+            assert order[-1] == name
+            done[name].set()
+            await trio.testing.wait_all_tasks_blocked()
+    # "a" came first with three; "b" and "c" each had their turn before its second.
+    assert order == ["a0", "b0", "c0", "a1", "a2"]
+    assert share.free == 1
+    assert share._last_turn == {}
+
+
 async def test_req_pdf_103_a_cancelled_wait_gives_its_place_up() -> None:
     share = WorkerShare(1)
     async with share.worker("a"):

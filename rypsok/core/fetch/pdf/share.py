@@ -1,10 +1,12 @@
 """The PDF workers a process runs at once (LIM-C10), shared among its callers (REQ-PDF-103).
 
 The workers are one pool for the process. When every worker is busy, the next free one goes
-to the waiting caller that has the fewest workers running, and among those to the one that
-has waited longest: a caller sending many PDFs at once gets its turn after each other
-caller's, never all the workers while others wait. A caller alone may use every worker
-(nothing is kept idle for callers that are not there).
+to the waiting caller that has the fewest workers running; among those, to the one whose
+last turn is the oldest (a caller with nothing in flight before has had none); among those,
+to the call that has waited longest. So callers take turns: a caller sending many PDFs at
+once gets a worker after each other waiting caller has had one, and never holds every worker
+while others wait for one it frees. A caller alone may use every worker (nothing is kept
+idle for callers that are not there).
 
 A wait is ended by the caller's cancel scope (the fetch deadline answers it, as a wait for a
 parse permit is answered). Not thread-safe: used in Trio's thread only.
@@ -40,6 +42,10 @@ class WorkerShare:
         self._running: dict[str, int] = {}
         self._waiting: list[_Waiter] = []
         self._order = itertools.count()
+        # Each caller's last turn, kept while it has a call running or waiting: the table is
+        # bounded by the calls in flight, not by the callers ever seen.
+        self._last_turn: dict[str, int] = {}
+        self._turns = itertools.count()
 
     @property
     def free(self) -> int:
@@ -77,11 +83,17 @@ class WorkerShare:
                 self._give_back(caller)
             else:
                 self._waiting.remove(waiter)
+                self._forget_if_idle(caller)
             raise
 
     def _grant(self, caller: str) -> None:
         self._free -= 1
         self._running[caller] = self._running.get(caller, 0) + 1
+        self._last_turn[caller] = next(self._turns)
+
+    def _forget_if_idle(self, caller: str) -> None:
+        if caller not in self._running and all(w.caller != caller for w in self._waiting):
+            self._last_turn.pop(caller, None)
 
     def _give_back(self, caller: str) -> None:
         left = self._running[caller] - 1
@@ -91,12 +103,16 @@ class WorkerShare:
             del self._running[caller]
         self._free += 1
         self._serve()
+        self._forget_if_idle(caller)
 
     def _serve(self) -> None:
         while self._free and self._waiting:
-            # The fewest running first, then the longest waiting (the queue is short: it
-            # holds at most the calls in flight, LIM-C3 and those waiting for a slot).
-            waiter = min(self._waiting, key=lambda w: (self.running(w.caller), w.order))
+            # The fewest running, then the oldest last turn, then the longest waiting (the
+            # queue is short: it holds at most the calls past their download, LIM-C3).
+            waiter = min(
+                self._waiting,
+                key=lambda w: (self.running(w.caller), self._last_turn.get(w.caller, -1), w.order),
+            )
             self._waiting.remove(waiter)
             self._grant(waiter.caller)
             waiter.granted = True
