@@ -338,3 +338,30 @@ async def test_req_pdf_105_javascript_and_launch_actions_are_never_run(tmp_path:
     # The text stays; the javascript: link goes, and nothing the actions name happened.
     assert response.content == "The readable sentence of this document."
     assert not marker.exists()
+
+
+# -- REQ-PDF-103: the callers' turns at the workers ---------------------------------------------
+
+
+async def test_req_pdf_103_a_caller_with_one_pdf_goes_before_anothers_third() -> None:
+    config = http_config("[fetch]\npdf_workers = 1\n[limits]\nfetches_in_flight = 8\n")
+    body = paper()
+    async with serve_site({"/doc.pdf": pdf_page(body), "/robots.txt": ROBOTS_OPEN}) as site:
+        rypsok, _, _ = fetching_rypsok(config, {"example.org": site})
+        async with rypsok:
+            finished: list[str] = []
+
+            async def call(caller: str, name: str) -> None:
+                request = FetchRequest(url="http://example.org/doc.pdf")
+                response = await rypsok.fetch_as(caller, request)
+                assert isinstance(response, FetchResponse)
+                finished.append(name)
+
+            async with trio.open_nursery() as nursery:
+                for n in range(3):
+                    nursery.start_soon(call, "many", f"many{n}")
+                # The three are read one at a time; the other caller comes while the first is.
+                await trio.sleep(0.3)
+                nursery.start_soon(call, "one", "one")
+    assert len(finished) == 4
+    assert finished.index("one") < finished.index("many2")
