@@ -178,7 +178,7 @@ def measure_answers(config: Config) -> None:
     }
     reading = PdfFetching(config.fetch)
     for name, blocks in shapes.items():
-        wire = {
+        wire: dict[str, object] = {
             "v": 1,
             "title": None,
             "pages_read": 2000,
@@ -262,15 +262,19 @@ def _message(request_id: int, method: str, params: dict[str, Any]) -> bytes:
         "io.modelcontextprotocol/clientInfo": {"name": "measure", "version": "1"},
         "io.modelcontextprotocol/clientCapabilities": {},
     }
-    message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**params}}
-    message["params"]["_meta"] = meta
+    message = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": method,
+        "params": {**params, "_meta": meta},
+    }
     return json.dumps(message).encode() + b"\n"
 
 
 async def _server_run(
     body: bytes, calls: int, config_path: Path, folder: str
 ) -> tuple[Sampled, list[Any], float]:
-    pages = {
+    pages: dict[str, tuple[int, tuple[tuple[str, str], ...], bytes]] = {
         "/doc.pdf": (200, (("Content-Type", "application/pdf"),), body),
         "/robots.txt": (200, (("Content-Type", "text/plain"),), b"User-agent: *\nAllow: /\n"),
     }

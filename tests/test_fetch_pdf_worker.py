@@ -7,6 +7,7 @@ import json
 import signal
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
 import pytest
 import trio
@@ -18,6 +19,9 @@ from rypsok.core.fetch.pdf.share import WorkerShare
 from rypsok.core.fetch.pdf.worker import _bounded_answer as bounded_answer
 from rypsok.core.fetch.pdf.worker import answer_limit
 from testkit.pdf_writer import Page, pdf_bytes, text_lines
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # What a confined worker tries: every way out it could take once PDFium's code is not its own.
 PROBE = """
@@ -44,7 +48,7 @@ print(" ".join(outcomes))
 """
 
 
-def test_req_pdf_102_a_confined_worker_can_open_no_socket_file_or_pipe(tmp_path) -> None:
+def test_req_pdf_102_a_confined_worker_can_open_no_socket_file_or_pipe(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-I", "-B", "-c", PROBE],
         capture_output=True,
