@@ -37,7 +37,8 @@ MEDIA_TYPE_MAX_CHARS: Final = 2048  # LIM-F9: the media type is external text, b
 
 
 class Kind(StrEnum):
-    """The readings of REQ-FETCH-008; the values are the extractor's document kinds."""
+    """The readings of REQ-FETCH-008; the values are the extractor's document kinds, and PDF,
+    which a worker process reads instead (REQ-PDF-101)."""
 
     HTML = "html"
     XHTML = "xhtml"
