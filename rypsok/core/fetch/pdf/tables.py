@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from rypsok.core.fetch.pdf.lines import join_pieces, line_of
+from rypsok.core.fetch.pdf.lines import join_pieces, text_of
 from rypsok.core.fetch.pdf.lists import is_marker
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ class Table:
     rows: tuple[tuple[str, ...], ...]
 
 
-def _columns(cells: list[list[Segment]]) -> list[tuple[float, float]]:
+def _columns(cells: list[tuple[Segment, ...]]) -> list[tuple[float, float]]:
     """The cells' extents merged where they overlap, left to right."""
     spans = sorted((group[0].x0, max(s.x1 for s in group)) for group in cells)
     merged: list[tuple[float, float]] = []
@@ -50,7 +50,7 @@ def _columns(cells: list[list[Segment]]) -> list[tuple[float, float]]:
 
 def _grid(lines: list[Line]) -> tuple[tuple[str, ...], ...] | None:
     """The rows of `lines` under their shared columns, or None when they share fewer than two."""
-    per_line = [line.cells() for line in lines]
+    per_line = [line.cells for line in lines]
     columns = _columns([group for groups in per_line for group in groups])
     if len(columns) < 2:
         return None
@@ -62,7 +62,7 @@ def _grid(lines: list[Line]) -> tuple[tuple[str, ...], ...] | None:
         cells = [""] * len(columns)
         for group in groups:
             index = next(i for i, (x0, x1) in enumerate(columns) if group[0].x0 < x1 + 0.5)
-            cells[index] = join_pieces([cells[index], line_of(group).text])
+            cells[index] = join_pieces([cells[index], text_of(group)])
         wrapped = (
             previous is not None
             and rows
@@ -92,10 +92,10 @@ def _row(line: Line) -> bool:
     A justified line stretched so far that every word stands alone has words for cells and
     the same gap between each two; a table's row has gaps as its columns and texts leave.
     """
-    cells = line.cells()
+    cells = line.cells
     if len(cells) < 2:
         return False
-    if len(cells) < 3 or any(" " in line_of(group).text.strip() for group in cells):
+    if len(cells) < 3 or any(len(group) > 1 or " " in group[0].text.strip() for group in cells):
         return True
     gaps = [b[0].x0 - a[-1].x1 for a, b in itertools.pairwise(cells)]
     # Justification spreads a line's glue evenly: its gaps agree to a fraction of a point.
@@ -121,7 +121,7 @@ def find_tables(lines: list[Line], body_size: float) -> list[Table]:
             if line.top - before.bottom > _MAX_ROW_GAP * line.size or line.size > largest:
                 break
             if not _row(line) and not (
-                len(line.cells()) == 1 and end + 1 < len(lines) and _row(lines[end + 1])
+                len(line.cells) == 1 and end + 1 < len(lines) and _row(lines[end + 1])
             ):
                 break
             end += 1
