@@ -65,16 +65,27 @@ def _placed(line: Line, columns: list[tuple[float, float]]) -> list[list[str]]:
 def _owners(lines: list[Line], keys: list[int]) -> list[int]:
     """For each line, the index of the row-starting line (one of `keys`) it belongs to.
 
-    A line without a cell in the first column is a wrapped cell's line: it belongs to the
-    row whose first line is nearest above or below it (a browser centres a cell's lines on
-    its row, TeX hangs them below).
+    A line without a cell in the first column is a wrapped cell's line. It belongs to the
+    row whose first line is nearest it (a browser or a library centres a cell's lines on
+    its row), the row above on a tie or when all the lines stand at one pitch (TeX hangs a
+    row's wrapped lines below it at the pitch of the rows).
     """
+    pitches = [b.top - a.top for a, b in itertools.pairwise(lines)]
+    uniform = not pitches or max(pitches) < 1.15 * min(pitches) + 0.5
     owners = []
     for index, line in enumerate(lines):
+        above = [k for k in keys if k <= index]
+        below = [k for k in keys if k > index]
         if index in keys or not keys:
             owners.append(index)
-            continue
-        owners.append(min(keys, key=lambda k: (abs(lines[k].top - line.top), k > index)))
+        elif not above or (
+            not uniform
+            and below
+            and lines[below[0]].top - line.top < line.top - lines[above[-1]].top - 0.3 * line.size
+        ):
+            owners.append(below[0])
+        else:
+            owners.append(above[-1])
     return owners
 
 
