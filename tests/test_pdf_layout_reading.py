@@ -8,11 +8,12 @@ runs; the links are judged by web_fetch's own rule for a page's links.
 from __future__ import annotations
 
 import functools
+import io
 
 import pytest
 
 from rypsok.core.fetch.markdown import link_target
-from rypsok.core.fetch.pdf.model import PdfUnreadable
+from rypsok.core.fetch.pdf.model import PdfEncrypted, PdfUnreadable
 from rypsok.core.fetch.pdf.read import read_document
 from rypsok.core.fetch.pdf.render import render_markdown
 from testkit.pdf_writer import Link, Page, Text, pdf_bytes, text_lines
@@ -255,3 +256,21 @@ def test_req_pdf_007_justified_prose_stretched_word_by_word_is_no_table() -> Non
     md = markdown_of(pdf_bytes([Page(texts=texts)]))
     assert "|" not in md
     assert " ".join(w for line in words for w in line) in md
+
+
+def test_req_pdf_001_encrypted_document_named_so() -> None:
+    pypdf = pytest.importorskip("pypdf")  # a development dependency: the test's encryptor
+    plain = pdf_bytes([Page(texts=text_lines(["A secret line of text."]))])
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(plain)))
+    writer.encrypt(user_password="a password", owner_password="owner", algorithm="AES-128")
+    locked = io.BytesIO()
+    writer.write(locked)
+    with pytest.raises(PdfEncrypted):
+        read_document(locked.getvalue(), max_pages=5, max_chars=1000)
+    # A document encrypted with an empty user password opens as a viewer opens it.
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(plain)))
+    writer.encrypt(user_password="", owner_password="owner", algorithm="AES-128")
+    open_one = io.BytesIO()
+    writer.write(open_one)
+    doc = read_document(open_one.getvalue(), max_pages=5, max_chars=1000)
+    assert doc.blocks[0].text == "A secret line of text."
