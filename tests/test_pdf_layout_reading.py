@@ -274,3 +274,14 @@ def test_req_pdf_001_encrypted_document_named_so() -> None:
     writer.write(open_one)
     doc = read_document(open_one.getvalue(), max_pages=5, max_chars=1000)
     assert doc.blocks[0].text == "A secret line of text."
+
+
+def test_req_pdf_006_nested_list_items() -> None:
+    texts = (
+        *text_lines(["The plan has parts:"], y=100),
+        *text_lines(["1. gather the wood"], x=90, y=125),
+        *text_lines(["\u2022 oak from the hill", "\u2022 birch"], x=110, y=140),
+        *text_lines(["2. build the shed"], x=90, y=170),
+    )
+    md = markdown_of(pdf_bytes([Page(texts=texts)]))
+    assert "1. gather the wood\n   - oak from the hill\n   - birch\n2. build the shed" in md

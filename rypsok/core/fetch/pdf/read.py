@@ -155,7 +155,7 @@ def _block(draft: Draft, vocabulary: Vocabulary) -> PdfBlock:
         kind=draft.kind,  # type: ignore[arg-type]
         page=draft.page,
         runs=runs,
-        level=draft.level if draft.kind == "heading" else 0,
+        level=draft.level if draft.kind in ("heading", "list_item") else 0,
         ordered=draft.ordered,
         number=draft.number,
     )
