@@ -8,11 +8,12 @@ runs; the links are judged by web_fetch's own rule for a page's links.
 from __future__ import annotations
 
 import functools
+import io
 
 import pytest
 
 from rypsok.core.fetch.markdown import link_target
-from rypsok.core.fetch.pdf.model import PdfUnreadable
+from rypsok.core.fetch.pdf.model import PdfEncrypted, PdfUnreadable
 from rypsok.core.fetch.pdf.read import read_document
 from rypsok.core.fetch.pdf.render import render_markdown
 from testkit.pdf_writer import Link, Page, Text, pdf_bytes, text_lines
@@ -209,3 +210,78 @@ def test_req_pdf_001_no_text_layer_and_not_a_pdf() -> None:
     assert doc.blocks == ()
     with pytest.raises(PdfUnreadable):
         read_document(b"<html>not a pdf</html>", max_pages=5, max_chars=1000)
+
+
+def test_req_pdf_004_word_with_own_hyphens_keeps_the_line_end_one() -> None:
+    texts = text_lines(["We report the state-of-", "the-art results of the survey."])
+    md = markdown_of(pdf_bytes([Page(texts=texts)]))
+    assert "We report the state-of-the-art results of the survey." in md
+
+
+def test_req_pdf_007_wrapped_cell_joins_its_row() -> None:
+    texts = text_lines(["The notes of the survey wrap inside their cells."], y=90)
+    # Rows 36 points apart. Birch's note goes on a line under its row (TeX's way); Alder's
+    # is centred on its row, a line above it and a line below (a browser's way).
+    rows = [
+        ("Name", "Count", "Note", 120),
+        ("Oak", "120", "old wood", 156),
+        ("Birch", "88", "pale bark", 192),
+        ("Alder", "84", "on", 240),
+    ]
+    for name, count, note, y in rows:
+        texts += (Text(72, y, name), Text(200, y, count), Text(330, y, note))
+    texts += (Text(330, 204, "on hills"), Text(330, 228, "wet"), Text(330, 252, "ground"))
+    texts += text_lines(["The oak leads by a wide margin in every plot."], y=300)
+    md = markdown_of(pdf_bytes([Page(texts=texts)]))
+    assert (
+        "| Name | Count | Note |\n| --- | --- | --- |\n| Oak | 120 | old wood |\n"
+        "| Birch | 88 | pale bark on hills |\n| Alder | 84 | wet on ground |"
+    ) in md
+
+
+def test_req_pdf_007_justified_prose_stretched_word_by_word_is_no_table() -> None:
+    words = [
+        ["Narrow", "columns", "stretch", "their"],
+        ["words", "apart", "when", "text"],
+        ["is", "justified", "like", "this"],
+    ]
+    texts: tuple[Text, ...] = ()
+    for row, line in enumerate(words):
+        # Each word placed alone with the same wide gap between each two, as justification
+        # spreads a line.
+        x = 72.0
+        for word in line:
+            texts += (Text(x, 100 + row * 14, word, font="Courier"),)
+            x += 0.6 * 11 * len(word) + 30.0
+    md = markdown_of(pdf_bytes([Page(texts=texts)]))
+    assert "|" not in md
+    assert " ".join(w for line in words for w in line) in md
+
+
+def test_req_pdf_001_encrypted_document_named_so() -> None:
+    pypdf = pytest.importorskip("pypdf")  # a development dependency: the test's encryptor
+    plain = pdf_bytes([Page(texts=text_lines(["A secret line of text."]))])
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(plain)))
+    writer.encrypt(user_password="a password", owner_password="owner", algorithm="AES-128")
+    locked = io.BytesIO()
+    writer.write(locked)
+    with pytest.raises(PdfEncrypted):
+        read_document(locked.getvalue(), max_pages=5, max_chars=1000)
+    # A document encrypted with an empty user password opens as a viewer opens it.
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(plain)))
+    writer.encrypt(user_password="", owner_password="owner", algorithm="AES-128")
+    open_one = io.BytesIO()
+    writer.write(open_one)
+    doc = read_document(open_one.getvalue(), max_pages=5, max_chars=1000)
+    assert doc.blocks[0].text == "A secret line of text."
+
+
+def test_req_pdf_006_nested_list_items() -> None:
+    texts = (
+        *text_lines(["The plan has parts:"], y=100),
+        *text_lines(["1. gather the wood"], x=90, y=125),
+        *text_lines(["\u2022 oak from the hill", "\u2022 birch"], x=110, y=140),
+        *text_lines(["2. build the shed"], x=90, y=170),
+    )
+    md = markdown_of(pdf_bytes([Page(texts=texts)]))
+    assert "1. gather the wood\n   - oak from the hill\n   - birch\n2. build the shed" in md

@@ -26,7 +26,7 @@ from rypsok.core.fetch.pdf.lines import Line
 from rypsok.core.fetch.pdf.lists import marker_of
 from rypsok.core.fetch.pdf.tables import find_tables
 
-__all__ = ["Draft", "Metrics", "draft_blocks", "heading_levels"]
+__all__ = ["Draft", "Metrics", "draft_blocks", "heading_levels", "list_levels"]
 
 _HEADING_SIZE: Final = 1.12
 _NOTE_SIZE: Final = 0.9
@@ -194,7 +194,34 @@ def draft_blocks(streams: list[list[Line]], metrics: Metrics) -> list[Draft]:
             draft.size = max(line.size for line in draft.lines)
             draft.bold = all(line.bold for line in draft.lines)
     heading_levels(drafts)
+    list_levels(drafts)
     return drafts
+
+
+def list_levels(drafts: list[Draft]) -> None:
+    """Each list item's nesting level, from its marker's indent against the items before it.
+
+    An item indented past the one before opens a nested list (at most five deep); one back
+    at an earlier item's indent returns to that list. A list item above the one before (the
+    next column or page) keeps the level it had at that indent.
+    """
+    stack: list[float] = []
+    previous: Draft | None = None
+    for draft in drafts:
+        if draft.kind != "list_item":
+            stack, previous = [], None
+            continue
+        moved = previous is not None and (
+            draft.page != previous.page or draft.lines[0].top < previous.lines[0].top
+        )
+        if moved:
+            stack = []
+        while stack and draft.indent < stack[-1] - 3:
+            stack.pop()
+        if not stack or draft.indent > stack[-1] + 3:
+            stack.append(draft.indent)
+        draft.level = min(len(stack) - 1, 5)
+        previous = draft
 
 
 def heading_levels(drafts: list[Draft]) -> None:

@@ -31,6 +31,7 @@ __all__ = ["Segment", "page_segments"]
 LINE_END_HYPHEN: Final = "\ufffe"
 _BOLD_NAME: Final = re.compile(r"bold|black|heavy|semibold|demi|cmbx|cmb\d|bx\d", re.IGNORECASE)
 _FORCE_BOLD: Final = 0x40000  # a font descriptor flag
+_BOLD_FONTS: dict[tuple[bytes, int], bool] = {}  # whether a font is bold, by name and flags
 _GAP: Final = 0.9  # a gap wider than this many ems between words splits a segment
 _MAX_OBJECTS: Final = 6  # text objects in one line past which it is read word by word
 _SPREAD: Final = 0.54  # ems per character past which a line's gaps are looked for
@@ -79,17 +80,24 @@ class _Boxes:
 
 
 def _style(boxes: _Boxes, index: int, box_height: float) -> tuple[float, bool]:
-    """Font size (in page points) and boldness of character `index`."""
+    """Font size (in page points) and boldness of character `index`.
+
+    Boldness is a font's: its name ("Bold", "CMBX"…), its descriptor's flag or weight,
+    remembered by the font's name and flags.
+    """
     raw = boxes.raw
     size = float(pdfium_c.FPDFText_GetFontSize(raw, index))
-    weight = int(pdfium_c.FPDFText_GetFontWeight(raw, index))
     pdfium_c.FPDFText_GetFontInfo(raw, index, boxes.name, 128, boxes.flags_ref)
-    name = boxes.name.value.decode("latin-1", errors="replace")
-    bold = (
-        weight >= 600
-        or bool(boxes.flags.value & _FORCE_BOLD)
-        or _BOLD_NAME.search(name) is not None
-    )
+    font = (boxes.name.value, boxes.flags.value)
+    bold = _BOLD_FONTS.get(font)
+    if bold is None:
+        bold = (
+            bool(font[1] & _FORCE_BOLD)
+            or _BOLD_NAME.search(font[0].decode("latin-1", errors="replace")) is not None
+            or int(pdfium_c.FPDFText_GetFontWeight(raw, index)) >= 600
+        )
+        if len(_BOLD_FONTS) < 4096:
+            _BOLD_FONTS[font] = bold
     # A font size in other units than the page's (a text matrix scales it) shows in the box.
     if size <= 0 or not 0.7 < box_height / size < 1.8:
         size = box_height / 1.15

@@ -7,6 +7,7 @@ the table finder reads as columns.
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import TYPE_CHECKING, Final
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 
-__all__ = ["CELL_GAP", "Line", "group_lines", "join_pieces", "line_of"]
+__all__ = ["CELL_GAP", "Line", "cells_of", "group_lines", "join_pieces", "line_of", "text_of"]
 
 CELL_GAP: Final = 0.9  # ems of gap between segments that separate cells of a line
 _LETTER: Final = re.compile(r"[^\W\d_]")
@@ -27,9 +28,9 @@ _WORD_GAP: Final = 0.12  # ems of gap between segments that separate words
 
 @attrs.frozen
 class Line:
-    """One line of text: its segments left to right, their union box, size and weight.
+    """One line of text: its segments left to right, their union box, size, weight and text.
 
-    `line_of` builds one from its segments.
+    `line_of` builds one from its segments; `cells` is what `cells_of` finds.
     """
 
     segments: tuple[Segment, ...]
@@ -39,37 +40,55 @@ class Line:
     bottom: float
     size: float  # the size of most of the line's characters
     bold: bool  # all its segments holding letters (or all, without letters) are bold
+    text: str  # the segments' texts, a space between two that stand apart
+    cells: tuple[tuple[Segment, ...], ...]
 
     @property
     def page(self) -> int:
         return self.segments[0].page
 
-    @property
-    def text(self) -> str:
-        """The segments' texts, a space between two that stand apart (not within a word)."""
-        out = self.segments[0].text
-        for before, seg in zip(self.segments, self.segments[1:], strict=False):
-            if seg.x0 - before.x1 > _WORD_GAP * max(seg.size, before.size):
-                out = join_pieces([out, seg.text])
-            else:
-                out += seg.text
-        return join_pieces([out])
 
-    def cells(self) -> list[list[Segment]]:
-        """The line's segments in groups separated by gaps wider than CELL_GAP ems."""
-        groups: list[list[Segment]] = [[self.segments[0]]]
-        for seg in self.segments[1:]:
-            prev = groups[-1][-1]
-            if seg.x0 - prev.x1 > CELL_GAP * max(seg.size, prev.size):
-                groups.append([seg])
-            else:
-                groups[-1].append(seg)
-        return groups
+def text_of(segments: tuple[Segment, ...]) -> str:
+    """The texts of a line's `segments`, a space between two that stand apart (not within a
+    word: a browser may write a word's letters apart)."""
+    if len(segments) == 1:
+        return join_pieces([segments[0].text])
+    out = segments[0].text
+    for before, seg in itertools.pairwise(segments):
+        if seg.x0 - before.x1 > _WORD_GAP * max(seg.size, before.size):
+            out = join_pieces([out, seg.text])
+        else:
+            out += seg.text
+    return join_pieces([out])
+
+
+def cells_of(segments: tuple[Segment, ...]) -> tuple[tuple[Segment, ...], ...]:
+    """A line's `segments` in groups separated by gaps wider than CELL_GAP ems."""
+    groups: list[list[Segment]] = [[segments[0]]]
+    for prev, seg in itertools.pairwise(segments):
+        if seg.x0 - prev.x1 > CELL_GAP * max(seg.size, prev.size):
+            groups.append([seg])
+        else:
+            groups[-1].append(seg)
+    return tuple(tuple(group) for group in groups)
 
 
 def line_of(segments: Iterable[Segment]) -> Line:
     """The line made of `segments` (at least one)."""
     ordered = tuple(sorted(segments, key=lambda s: s.x0))
+    if len(ordered) == 1:
+        only = ordered[0]
+        return Line(
+            segments=ordered,
+            x0=only.x0,
+            x1=only.x1,
+            top=only.top,
+            bottom=only.bottom,
+            size=only.size,
+            bold=only.bold,
+            text=text_of(ordered),
+            cells=(ordered,),
+        )
     letters = [s for s in ordered if _LETTER.search(s.text)]
     return Line(
         segments=ordered,
@@ -79,6 +98,8 @@ def line_of(segments: Iterable[Segment]) -> Line:
         bottom=max(s.bottom for s in ordered),
         size=max(ordered, key=lambda s: len(s.text)).size,
         bold=all(s.bold for s in letters or ordered),
+        text=text_of(ordered),
+        cells=cells_of(ordered),
     )
 
 

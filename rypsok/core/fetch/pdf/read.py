@@ -90,6 +90,21 @@ def _title(document: pdfium.PdfDocument, drafts: list[Draft]) -> str | None:
     return None if heading is None else " ".join(clean_text(heading.text).split())[:4096]
 
 
+def _read_page(document: pdfium.PdfDocument, index: int) -> tuple[float, float, list[Segment]]:
+    """Page `index`'s height, width and segments; a page PDFium cannot load reads as empty."""
+    try:
+        page = document[index]
+    except pdfium.PdfiumError:
+        return 792.0, 612.0, []
+    try:
+        height, width = float(page.get_height()), float(page.get_width())
+        return height, width, page_segments(page, index, page_links(document, page))
+    except pdfium.PdfiumError:
+        return 792.0, 612.0, []
+    finally:
+        page.close()
+
+
 def read_document(data: bytes, *, max_pages: int, max_chars: int) -> PdfText:
     """The document in `data`: raises PdfEncrypted or PdfUnreadable when it cannot be read."""
     document = _open(data)
@@ -99,17 +114,11 @@ def read_document(data: bytes, *, max_pages: int, max_chars: int) -> PdfText:
         pages: list[list[Segment]] = []
         heights: list[float] = []
         widths: list[float] = []
-        links = []
         for index in range(count):
-            page = document[index]
-            try:
-                heights.append(float(page.get_height()))
-                widths.append(float(page.get_width()))
-                page_link_list = page_links(document, page)
-                links.append(page_link_list)
-                pages.append(page_segments(page, index, page_link_list))
-            finally:
-                page.close()
+            height, width, segments = _read_page(document, index)
+            heights.append(height)
+            widths.append(width)
+            pages.append(segments)
         has_text = any(seg.text.strip() for segs in pages for seg in segs)
         page_lines = remove_furniture([group_lines(segs) for segs in pages], heights)
         streams: list[list[Line]] = []
@@ -146,7 +155,7 @@ def _block(draft: Draft, vocabulary: Vocabulary) -> PdfBlock:
         kind=draft.kind,  # type: ignore[arg-type]
         page=draft.page,
         runs=runs,
-        level=draft.level if draft.kind == "heading" else 0,
+        level=draft.level if draft.kind in ("heading", "list_item") else 0,
         ordered=draft.ordered,
         number=draft.number,
     )
