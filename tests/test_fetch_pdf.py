@@ -298,8 +298,8 @@ async def test_req_pdf_105_a_broken_file_and_an_empty_body() -> None:
 
 
 async def test_req_pdf_105_a_page_pdfium_cannot_load_is_an_answer_not_an_error() -> None:
-    # The scan's only page, refused: a document without text, answered as such (the reading
-    # once let PDFium's error out of the worker).
+    # The scan's only page, which PDFium refuses (a shape the fuzzer found): a document
+    # without text, answered as such, never an error out of the worker.
     response = await fetch_from(page_that_fails_to_load())
     assert isinstance(response, ToolError), response
     assert response.kind is ErrorKind.UNSUPPORTED_CONTENT
