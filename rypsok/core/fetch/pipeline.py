@@ -28,6 +28,7 @@ import attrs
 import httpx
 import trio
 
+from rypsok.config.memory import pdf_read_bytes
 from rypsok.core import errors, secret_scan, telemetry
 from rypsok.core.egress import (
     AdmittedURL,
@@ -182,7 +183,14 @@ class FetchPipeline:
             if parse_budget is not None
             else ParseBudget(config.fetch.max_bytes * MAX_NODES)
         )
-        self._pdf = PdfFetching(config.fetch)
+        # As many PDF workers as the budget and the permits admit reads at once (one at the
+        # defaults), however many fetch.pdf_workers allows.
+        pdf_cost = pdf_read_bytes(config.fetch.pdf_memory_mib, config.fetch.pdf_max_chars)
+        pdf_share = max(self._budget.share_of_cost(pdf_cost), 1)
+        self._pdf = PdfFetching(
+            config.fetch,
+            at_once=min(self._budget.total // pdf_share, config.limits.parsing_in_flight),
+        )
 
     # -- parameters, privacy, policy (no network) -------------------------------------------
 

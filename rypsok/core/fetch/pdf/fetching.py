@@ -50,9 +50,13 @@ class PdfMarkdown:
 class PdfFetching:
     """One process's PDF reading: its workers' share and limits."""
 
-    def __init__(self, fetch: FetchConfig) -> None:
+    def __init__(self, fetch: FetchConfig, *, at_once: int | None = None) -> None:
+        """`at_once`: how many PDF reads the parse budget and permits admit together; the
+        workers are at most that many, so that a read waits for its turn in the callers'
+        share (fair), never for the budget (first come) with a worker's place held."""
         self._fetch = fetch
-        self.share = WorkerShare(fetch.pdf_workers)
+        workers = fetch.pdf_workers if at_once is None else min(fetch.pdf_workers, at_once)
+        self.share = WorkerShare(max(workers, 1))
 
     @property
     def cost(self) -> int:
