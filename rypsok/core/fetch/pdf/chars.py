@@ -27,8 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Segment", "page_segments"]
 
-# A character PDFium marks as a hyphen at a line's end (it joins the two lines).
-LINE_END_HYPHEN: Final = "\ufffe"
 _BOLD_NAME: Final = re.compile(r"bold|black|heavy|semibold|demi|cmbx|cmb\d|bx\d", re.IGNORECASE)
 _FORCE_BOLD: Final = 0x40000  # a font descriptor flag
 _BOLD_FONTS: dict[tuple[bytes, int], bool] = {}  # whether a font is bold, by name and flags
