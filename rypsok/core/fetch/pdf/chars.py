@@ -32,6 +32,9 @@ _FORCE_BOLD: Final = 0x40000  # a font descriptor flag
 _BOLD_FONTS: dict[tuple[bytes, int], bool] = {}  # whether a font is bold, by name and flags
 _GAP: Final = 0.9  # a gap wider than this many ems between words splits a segment
 _MAX_OBJECTS: Final = 6  # text objects in one line past which it is read word by word
+# A line of a few words (a table's row, a heading) is read word by word: a gap between cells
+# written in one operation does not show in its width as it does in a long line's.
+_SHORT_LINE_SPACES: Final = 3
 _SPREAD: Final = 0.54  # ems per character past which a line's gaps are looked for
 # A line of PDFium's text: up to a line break, or through a line-end hyphen mark.
 _PIECE: Final = re.compile(r"[^\r\n\ufffe]+\ufffe?|\ufffe")
@@ -155,9 +158,10 @@ def _line_segments(
     """The segments of a page read by PDFium's lines, each placed by its two ends.
 
     A line of PDFium's text (up to a line break, or a line-end hyphen where PDFium joined
-    two lines) is one segment when its two ends sit on one baseline and its width is what
-    its characters explain. Otherwise (two columns' lines written as one, a table's row, a
-    line stretched by justification, a link over part of it) it is read word by word.
+    two lines) is one segment when its two ends sit on one baseline, its width is what its
+    characters explain and it has more than a few words. Otherwise (two columns' lines
+    written as one, a table's row, a line stretched by justification, a link over part of
+    it) it is read word by word.
     """
     out: list[Segment] = []
     for match in _PIECE.finditer(text):
@@ -172,15 +176,17 @@ def _line_segments(
         _left, x1, last_top, last_bottom = boxes.char(end - 1)
         size, bold = _style(boxes, first, bottom - top)
         uneven = abs(last_top - top) > 0.4 * size or abs(last_bottom - bottom) > 0.4 * size
+        piece = text[first:end]
         if (
             uneven
+            or 0 < piece.count(" ") <= _SHORT_LINE_SPACES
             or not 0 < x1 - x0 < _SPREAD * size * (end - first)
             or not _objects_close(boxes, first, end, size)
             or (links and _linked(links, x0, x1, top, bottom))
         ):
             out.extend(_segments(text, boxes, page_index, links, first, end))
             continue
-        out.append(Segment(page_index, text[first:end], x0, x1, top, bottom, size, bold, None))
+        out.append(Segment(page_index, piece, x0, x1, top, bottom, size, bold, None))
     return out
 
 
