@@ -35,6 +35,7 @@ _MAX_OBJECTS: Final = 6  # text objects in one line past which it is read word b
 # A line of a few words (a table's row, a heading) is read word by word: a gap between cells
 # written in one operation does not show in its width as it does in a long line's.
 _SHORT_LINE_SPACES: Final = 3
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _SPREAD: Final = 0.54  # ems per character past which a line's gaps are looked for
 # A line of PDFium's text: up to a line break, or through a line-end hyphen mark.
 _PIECE: Final = re.compile(r"[^\r\n\ufffe]+\ufffe?|\ufffe")
@@ -186,7 +187,7 @@ def _line_segments(
         ):
             out.extend(_segments(text, boxes, page_index, links, first, end))
             continue
-        out.append(Segment(page_index, piece, x0, x1, top, bottom, size, bold, None))
+        out.append(Segment(page_index, _paired(piece), x0, x1, top, bottom, size, bold, None))
     return out
 
 
@@ -256,10 +257,18 @@ def _segments(
     return out
 
 
+def _paired(text: str) -> str:
+    """`text` with UTF-16 surrogate pairs as the characters they encode (PDFium counts a
+    character outside the BMP as two) and a lone surrogate as U+FFFD."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 def _close(current: _Open, text: str, page_index: int) -> Segment:
     return Segment(
         page=page_index,
-        text=text[current.start : current.end],
+        text=_paired(text[current.start : current.end]),
         x0=current.x0,
         x1=current.x1,
         top=current.top,
