@@ -165,6 +165,7 @@ def _line_segments(
     it) it is read word by word.
     """
     out: list[Segment] = []
+    char = boxes.char
     for match in _PIECE.finditer(text):
         first, end = match.start(), match.end()
         while first < end and text[first] == " ":
@@ -173,15 +174,19 @@ def _line_segments(
             end -= 1
         if first == end:
             continue
-        x0, _right, top, bottom = boxes.char(first)
-        _left, x1, last_top, last_bottom = boxes.char(end - 1)
-        size, bold = _style(boxes, first, bottom - top)
-        uneven = abs(last_top - top) > 0.4 * size or abs(last_bottom - bottom) > 0.4 * size
         piece = text[first:end]
+        if 0 < piece.count(" ") <= _SHORT_LINE_SPACES:
+            out.extend(_segments(text, boxes, page_index, links, first, end))
+            continue
+        x0, _right, top, bottom = char(first)
+        _left, x1, last_top, last_bottom = char(end - 1)
+        height = bottom - top
+        if abs(last_top - top) > 0.35 * height or abs(last_bottom - bottom) > 0.35 * height:
+            out.extend(_segments(text, boxes, page_index, links, first, end))
+            continue
+        size, bold = _style(boxes, first, height)
         if (
-            uneven
-            or 0 < piece.count(" ") <= _SHORT_LINE_SPACES
-            or not 0 < x1 - x0 < _SPREAD * size * (end - first)
+            not 0 < x1 - x0 < _SPREAD * size * (end - first)
             or not _objects_close(boxes, first, end, size)
             or (links and _linked(links, x0, x1, top, bottom))
         ):
