@@ -285,3 +285,29 @@ def test_req_pdf_006_nested_list_items() -> None:
     )
     md = markdown_of(pdf_bytes([Page(texts=texts)]))
     assert "1. gather the wood\n   - oak from the hill\n   - birch\n2. build the shed" in md
+
+
+def test_req_pdf_004_first_line_indent_and_hanging_indent() -> None:
+    mono = functools.partial(Text, font="Courier", size=10)
+    first = "[1] A. Author and B. Writer. A long title of a paper that"
+    second = "[2] C. Scholar. Another paper with a long title set full."
+    assert len(first) == len(second)  # in Courier both fill the same width
+    texts = (
+        # Two paragraphs set as TeX sets them: no space between, the first line indented.
+        mono(90, 100, "The first paragraph starts here and runs"),
+        mono(72, 112.5, "on to a short end."),
+        mono(90, 125, "The second paragraph begins indented too and"),
+        mono(72, 137.5, "ends on its own line."),
+        # A reference list: each entry's first line fills the column, the rest hang under it.
+        mono(72, 200, first),
+        mono(90, 212.5, "fills the line. In Proceedings, 2020."),
+        mono(72, 225, second),
+        mono(90, 237.5, "and ends here. Journal, 2021."),
+    )
+    md = markdown_of(pdf_bytes([Page(texts=texts)]))
+    assert md.strip().split("\n\n") == [
+        "The first paragraph starts here and runs on to a short end.",
+        "The second paragraph begins indented too and ends on its own line.",
+        "\\[1\\] " + first[4:] + " fills the line. In Proceedings, 2020.",
+        "\\[2\\] " + second[4:] + " and ends here. Journal, 2021.",
+    ]

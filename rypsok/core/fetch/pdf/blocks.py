@@ -77,6 +77,35 @@ def _starts_block(line: Line, before: Line, left: float, metrics: Metrics, item:
     return line.x0 > left + 0.6 * line.size and before.x0 <= left + 0.6 * line.size
 
 
+def _hangs(line: Line, current: Draft, left: float, right: float) -> bool:
+    """Whether an indented `line` goes on with `current` under a hanging indent.
+
+    A list item's lines hang under its text; a reference's ("[3] A. Author, …") hang under a
+    first line that starts at the column's left edge and fills the column, as a first-line
+    indent never follows (the line before a paragraph's first ends where its text does).
+    """
+    if current.kind == "list_item":
+        return line.x0 > current.indent + 0.3 * line.size
+    first = current.lines[0]
+    return (
+        current.kind == "paragraph"
+        and first.x0 <= left + 0.6 * line.size
+        and first.x1 >= right - line.size
+        and all(abs(other.x0 - line.x0) < 2 for other in current.lines[1:])
+    )
+
+
+def _hanging_ends(line: Line, current: Draft, left: float) -> bool:
+    """Whether `line`, back at the left edge, ends a paragraph set with a hanging indent."""
+    rest = current.lines[1:]
+    return (
+        current.kind == "paragraph"
+        and bool(rest)
+        and line.x0 <= left + 0.3 * line.size
+        and all(other.x0 > left + 0.6 * other.size for other in rest)
+    )
+
+
 def _left_edge(lines: list[Line]) -> float:
     counts: dict[int, int] = {}
     for line in lines:
@@ -101,6 +130,8 @@ def _stream_drafts(lines: list[Line], metrics: Metrics) -> list[Draft]:
     notes = _footnotes_from(lines, metrics)
     tables = {t.start: t for t in find_tables(lines[:notes], metrics.size)}
     left = _left_edge(lines[:notes])
+    ends = sorted(line.x1 for line in lines[:notes])
+    right = ends[(len(ends) * 9) // 10] if ends else 0.0
     drafts: list[Draft] = []
     index = 0
     while index < notes:
@@ -123,12 +154,12 @@ def _stream_drafts(lines: list[Line], metrics: Metrics) -> list[Draft]:
                     indent=line.x0,
                 )
             )
-        elif current is None or _starts_block(
-            line,
-            current.lines[-1],
-            left,
-            metrics,
-            current.kind == "list_item" and line.x0 > current.indent + 0.3 * line.size,
+        elif (
+            current is None
+            or _starts_block(
+                line, current.lines[-1], left, metrics, _hangs(line, current, left, right)
+            )
+            or _hanging_ends(line, current, left)
         ):
             drafts.append(Draft(kind="paragraph", page=line.page, lines=[line]))
         else:

@@ -27,13 +27,15 @@ if TYPE_CHECKING:
 
 __all__ = ["Segment", "page_segments"]
 
-# A character PDFium marks as a hyphen at a line's end (it joins the two lines).
-LINE_END_HYPHEN: Final = "\ufffe"
 _BOLD_NAME: Final = re.compile(r"bold|black|heavy|semibold|demi|cmbx|cmb\d|bx\d", re.IGNORECASE)
 _FORCE_BOLD: Final = 0x40000  # a font descriptor flag
 _BOLD_FONTS: dict[tuple[bytes, int], bool] = {}  # whether a font is bold, by name and flags
 _GAP: Final = 0.9  # a gap wider than this many ems between words splits a segment
 _MAX_OBJECTS: Final = 6  # text objects in one line past which it is read word by word
+# A line of a few words (a table's row, a heading) is read word by word: a gap between cells
+# written in one operation does not show in its width as it does in a long line's.
+_SHORT_LINE_SPACES: Final = 3
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _SPREAD: Final = 0.54  # ems per character past which a line's gaps are looked for
 # A line of PDFium's text: up to a line break, or through a line-end hyphen mark.
 _PIECE: Final = re.compile(r"[^\r\n\ufffe]+\ufffe?|\ufffe")
@@ -157,11 +159,13 @@ def _line_segments(
     """The segments of a page read by PDFium's lines, each placed by its two ends.
 
     A line of PDFium's text (up to a line break, or a line-end hyphen where PDFium joined
-    two lines) is one segment when its two ends sit on one baseline and its width is what
-    its characters explain. Otherwise (two columns' lines written as one, a table's row, a
-    line stretched by justification, a link over part of it) it is read word by word.
+    two lines) is one segment when its two ends sit on one baseline, its width is what its
+    characters explain and it has more than a few words. Otherwise (two columns' lines
+    written as one, a table's row, a line stretched by justification, a link over part of
+    it) it is read word by word.
     """
     out: list[Segment] = []
+    char = boxes.char
     for match in _PIECE.finditer(text):
         first, end = match.start(), match.end()
         while first < end and text[first] == " ":
@@ -170,19 +174,25 @@ def _line_segments(
             end -= 1
         if first == end:
             continue
-        x0, _right, top, bottom = boxes.char(first)
-        _left, x1, last_top, last_bottom = boxes.char(end - 1)
-        size, bold = _style(boxes, first, bottom - top)
-        uneven = abs(last_top - top) > 0.4 * size or abs(last_bottom - bottom) > 0.4 * size
+        piece = text[first:end]
+        if 0 < piece.count(" ") <= _SHORT_LINE_SPACES:
+            out.extend(_segments(text, boxes, page_index, links, first, end))
+            continue
+        x0, _right, top, bottom = char(first)
+        _left, x1, last_top, last_bottom = char(end - 1)
+        height = bottom - top
+        if abs(last_top - top) > 0.35 * height or abs(last_bottom - bottom) > 0.35 * height:
+            out.extend(_segments(text, boxes, page_index, links, first, end))
+            continue
+        size, bold = _style(boxes, first, height)
         if (
-            uneven
-            or not 0 < x1 - x0 < _SPREAD * size * (end - first)
+            not 0 < x1 - x0 < _SPREAD * size * (end - first)
             or not _objects_close(boxes, first, end, size)
             or (links and _linked(links, x0, x1, top, bottom))
         ):
             out.extend(_segments(text, boxes, page_index, links, first, end))
             continue
-        out.append(Segment(page_index, text[first:end], x0, x1, top, bottom, size, bold, None))
+        out.append(Segment(page_index, _paired(piece), x0, x1, top, bottom, size, bold, None))
     return out
 
 
@@ -252,10 +262,18 @@ def _segments(
     return out
 
 
+def _paired(text: str) -> str:
+    """`text` with UTF-16 surrogate pairs as the characters they encode (PDFium counts a
+    character outside the BMP as two) and a lone surrogate as U+FFFD."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 def _close(current: _Open, text: str, page_index: int) -> Segment:
     return Segment(
         page=page_index,
-        text=text[current.start : current.end],
+        text=_paired(text[current.start : current.end]),
         x0=current.x0,
         x1=current.x1,
         top=current.top,

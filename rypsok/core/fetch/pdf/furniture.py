@@ -3,9 +3,9 @@
 A page's furniture is text in its top or bottom margin that is not part of its reading: the
 first or last lines of a page, within the outer sixth of its height, whose text (digits
 read as one placeholder, so "Page 3 of 9" matches "Page 4 of 9") recurs in the same margin
-on several pages (at least two, and at least a quarter of the pages: a book's even and odd
-pages carry different heads), a page's first line set apart as a running head is (see
-`_apart`), and a lone page number (digits, roman numerals, "Page 3",
+on several pages (at least two, and a quarter of the pages or three: a book's even and odd
+pages carry different heads, and its chapters their own), a page's first line set apart as
+a running head is (see `_apart`), and a lone page number (digits, roman numerals, "Page 3",
 "3 of 9", "- 3 -") in a margin on any page.
 """
 
@@ -68,7 +68,8 @@ def remove_furniture(pages: list[list[Line]], heights: list[float]) -> list[list
         for zone, line in page_edges:
             seen[zone, _key(line)].add(index)
     with_text = sum(1 for lines in pages if lines)
-    need = max(2, int(_RECUR * with_text + 0.999))
+    # (A long document's heads change with its chapters: three pages are enough there.)
+    need = max(2, min(3, int(_RECUR * with_text + 0.999)))
     out = []
     for page_lines, page_edges in zip(pages, edges, strict=True):
         drop: list[Line] = []

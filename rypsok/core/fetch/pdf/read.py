@@ -162,7 +162,7 @@ def _block(draft: Draft, vocabulary: Vocabulary) -> PdfBlock:
 
 
 def _bounded(blocks: list[PdfBlock], max_chars: int) -> tuple[PdfBlock, ...]:
-    """The first blocks whose text fits in `max_chars` (the last one cut to fit)."""
+    """The first blocks whose text fits in `max_chars`, the last one cut to fit."""
     out: list[PdfBlock] = []
     left = max_chars
     for block in blocks:
@@ -171,37 +171,27 @@ def _bounded(blocks: list[PdfBlock], max_chars: int) -> tuple[PdfBlock, ...]:
             out.append(block)
             left -= size
             continue
-        if left > 0 and block.kind != "table":
-            out.append(_cut(block, left))
-        elif left > 0:
-            rows = []
-            for row in block.rows:
-                left -= sum(len(cell) for cell in row) + len(row)
-                if left < 0:
-                    break
-                rows.append(row)
-            if len(rows) >= 1:
-                out.append(attrs_evolve_rows(block, tuple(rows)))
+        cut = _cut(block, left) if left > 0 else None
+        if cut is not None:
+            out.append(cut)
         break
     return tuple(out)
 
 
-def attrs_evolve_rows(block: PdfBlock, rows: tuple[tuple[str, ...], ...]) -> PdfBlock:
-    return PdfBlock(kind="table", page=block.page, rows=rows)
-
-
-def _cut(block: PdfBlock, left: int) -> PdfBlock:
+def _cut(block: PdfBlock, left: int) -> PdfBlock | None:
+    """`block`'s first `left` characters of text (a table's first whole rows), if any."""
+    if block.kind == "table":
+        rows = []
+        for row in block.rows:
+            left -= sum(len(cell) for cell in row) + len(row)
+            if left < 0:
+                break
+            rows.append(row)
+        return attrs.evolve(block, rows=tuple(rows)) if rows else None
     runs = []
     for run in block.runs:
         if left <= 0:
             break
-        runs.append(type(run)(text=run.text[:left], link=run.link))
+        runs.append(attrs.evolve(run, text=run.text[:left]))
         left -= len(run.text)
-    return PdfBlock(
-        kind=block.kind,
-        page=block.page,
-        runs=tuple(runs),
-        level=block.level,
-        ordered=block.ordered,
-        number=block.number,
-    )
+    return attrs.evolve(block, runs=tuple(runs))

@@ -39,11 +39,10 @@ _HYPHENS: Final = "-\u2010\ufffe"
 _COMPOUND_FIRST: Final = frozenset(
     {"well", "self", "non", "ill", "so", "all", "half", "cross", "ever", "ex", "vice"}
 )
-_WORD: Final = re.compile(r"[^\W\d_]+(?:[-\u2010][^\W\d_]+)*")
+_TOKEN: Final = re.compile(r"[\w-]+")
 _PART: Final = r"[^\W\d_]+(?:[-\u2010][^\W\d_]+)*"  # a word, with its own hyphens
-_TAIL: Final = re.compile(rf"({_PART})[-\u2010\ufffe]$")
+_WORD_END: Final = re.compile(rf"{_PART}$")
 _HEAD: Final = re.compile(rf"^({_PART})")
-_INNER: Final = re.compile(rf"({_PART})\ufffe\s*((?:{_PART})?)")
 
 
 @attrs.define
@@ -63,9 +62,13 @@ class Vocabulary:
         return cls(texts=list(texts))
 
     def _collect(self) -> None:
-        found = set(_WORD.findall(" ".join(self.texts).lower().replace("\u2010", "-")))
-        self.compounds = {word for word in found if "-" in word}
-        self.words = found - self.compounds
+        found = set(_TOKEN.findall(" ".join(self.texts).lower().replace("\u2010", "-")))
+        for token in found:
+            word = token.strip("-")
+            if word.isalpha():
+                self.words.add(word)
+            elif "-" in word and word.replace("-", "").isalpha():
+                self.compounds.add(word)
         self.ready = True
 
     def keeps_hyphen(self, first: str, rest: str) -> bool:
@@ -90,16 +93,28 @@ def clean_text(text: str) -> str:
 
 def _inner(text: str, vocabulary: Vocabulary) -> str:
     """`text` with PDFium's line-end hyphen marks (U+FFFE) resolved."""
-
-    def resolve(match: re.Match[str]) -> str:
-        first, rest = match.group(1), match.group(2)
-        if rest and vocabulary.keeps_hyphen(first, rest):
-            return f"{first}-{rest}"
-        return first + rest if rest else first + "-"
-
     if "\ufffe" not in text:
         return text
-    return _INNER.sub(resolve, text).replace("\ufffe", "-")
+    parts = text.split("\ufffe")
+    out = parts[0]
+    for part in parts[1:]:
+        first = _word_before(out)
+        rest = part.lstrip()
+        head = _HEAD.match(rest)
+        if first is None or head is None:
+            out += "-" + (rest if first is not None and rest else part)
+        elif vocabulary.keeps_hyphen(first, head.group(1)):
+            out += "-" + rest
+        else:
+            out += rest
+    return out
+
+
+def _word_before(text: str) -> str | None:
+    """The word (letters, with its own hyphens) that ends `text`, if a word ends it."""
+    last = text.rsplit(" ", 1)[-1][-64:].replace("\u2010", "-")
+    match = _WORD_END.search(last)
+    return match.group() if match is not None else None
 
 
 def join_lines(lines: list[str], vocabulary: Vocabulary) -> str:
@@ -112,10 +127,10 @@ def join_lines(lines: list[str], vocabulary: Vocabulary) -> str:
         if not out:
             out = line
             continue
-        tail = _TAIL.search(out[-80:]) if out[-1] in _HYPHENS else None
+        tail = _word_before(out[:-1]) if out[-1] in _HYPHENS else None
         head = _HEAD.match(line) if tail is not None else None
         if tail is not None and head is not None:
-            if vocabulary.keeps_hyphen(tail.group(1), head.group(1)):
+            if vocabulary.keeps_hyphen(tail, head.group(1)):
                 out = out[:-1] + "-" + line
             else:
                 out = out[:-1] + line

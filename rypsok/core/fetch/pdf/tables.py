@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["Table", "find_tables"]
 
 _MAX_ROW_GAP: Final = 3.0  # a pitch above this many line sizes ends a table
+_MAX_SHRINK: Final = 40  # lines a run of cells may go on past the end of its table
 
 
 @attrs.frozen
@@ -147,6 +148,8 @@ def find_tables(lines: list[Line], body_size: float) -> list[Table]:
     found: list[Table] = []
     index = 0
     largest = 1.05 * body_size
+    # Grids tried on this stream: a page of lines that all split into cells stays linear.
+    budget = [4 * len(lines) + 64]
     while index < len(lines):
         if lines[index].size > largest or not _row(lines[index]):
             index += 1
@@ -159,10 +162,27 @@ def find_tables(lines: list[Line], body_size: float) -> list[Table]:
             if not _row(line) and not _wrapped(line, lines[index], lines[end + 1 : end + 3]):
                 break
             end += 1
-        rows = _grid(lines[index:end]) if end - index >= 2 else None
-        if rows is not None:
-            found.append(Table(start=index, end=end, rows=rows))
-            index = end
+        table = _longest(lines, index, end, budget)
+        if table is not None:
+            found.append(table)
+            index = table.end
         else:
             index += 1
     return found
+
+
+def _longest(lines: list[Line], start: int, end: int, budget: list[int]) -> Table | None:
+    """The table of the most lines from `start` within `start`..`end`, if any.
+
+    A run of lines with cells may go on past its table into text with a margin note or a
+    gap of its own; the table is the longest part from its start that reads as one. Each
+    grid tried takes one from `budget`; none left, no more are tried.
+    """
+    for stop in range(end, max(start + 1, end - _MAX_SHRINK), -1):
+        if budget[0] <= 0:
+            return None
+        budget[0] -= 1
+        rows = _grid(lines[start:stop])
+        if rows is not None:
+            return Table(start=start, end=stop, rows=rows)
+    return None
