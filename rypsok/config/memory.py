@@ -121,7 +121,8 @@ ANSWER_MAX_BYTES: Final[dict[str, int]] = {
 # character escaped as \u0000) and a fixed part for the blocks' keys; the serving process's
 # part of a read is at most this many bytes a byte of answer: the answer, its objects, the
 # document built from them, its Markdown and the cleaned copy. The costliest shape measured,
-# blocks of one-character runs, took 15.6 (book/maintainers/measurements.md, "PDF reading").
+# blocks of one-character runs, took 15.6 (book/maintainers/measurements.md, "PDF reading:
+# the worker process and the memory of concurrent PDF calls").
 PDF_ANSWER_BYTES_PER_CHAR: Final = 6
 PDF_ANSWER_FIXED_BYTES: Final = 256 * KIB
 PDF_PARENT_TIMES_ANSWER: Final = 16
