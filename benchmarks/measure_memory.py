@@ -30,6 +30,12 @@ half of LIM-F3's bytes of text; links under half of LIM-F10's elements counted b
 
     tools/measure-memory [--page-mib 5] [--runs 3] [--shape article] [--calls 4] [--suite]
 
+`--pdf` measures PDF reading instead: one worker alone, then the server and its workers
+together under concurrent calls (benchmarks/measure_pdf_memory.py).
+
+    tools/measure-memory --pdf [--runs 3] [--pdf-calls 1,2,4,8] [--pdf-documents paper,bomb]
+                         [--pdf-config "pdf_memory_mib = 48; pdf_workers = 4"]
+
 MEASURE_STDERR=FILE appends the child's log to FILE.
 """
 
@@ -381,7 +387,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shape", choices=sorted(SHAPES), default="article")
     parser.add_argument("--calls", type=int, default=4)
     parser.add_argument("--suite", action="store_true", help="every shape, 4 then 80 calls")
+    parser.add_argument("--pdf", action="store_true", help="PDF workers, then concurrent calls")
+    parser.add_argument("--pdf-calls", default="1,2,4,8")
+    parser.add_argument("--pdf-documents", default="paper,bomb")
+    parser.add_argument("--pdf-config", default="", help="[fetch] keys, separated by ;")
     args = parser.parse_args(argv)
+    if args.pdf:
+        from benchmarks import measure_pdf_memory
+
+        return measure_pdf_memory.main(
+            args.runs, args.pdf_calls, args.pdf_config, args.pdf_documents
+        )
     plan = SUITE if args.suite else ((args.shape, args.calls, 1.0),)
     return trio.run(_main, args.page_mib, args.runs, plan)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -34,10 +35,18 @@ from rypsok.core.engines.client import parse_retry_after
 from rypsok.core.engines.duckduckgo import parse_results_page
 from rypsok.core.fetch.content import Kind, decode
 from rypsok.core.fetch.extract import DocumentKind, extract_document
+from rypsok.core.fetch.markdown import link_target
+from rypsok.core.fetch.pdf.isolation import Failure, WorkerFailed
+from rypsok.core.fetch.pdf.isolation import _document as read_worker_answer
+from rypsok.core.fetch.pdf.render import render_markdown
+from rypsok.core.fetch.pdf.worker import answer as worker_answer
+from rypsok.core.fetch.pdf.worker import answer_limit
 from rypsok.core.fetch.robots import Robots
 from rypsok.core.search.urls import normalize_url
 from rypsok.core.secret_scan import find_secrets, mask_secrets
 from rypsok.core.untrusted_text import clean_decoded_text, clean_markup_text
+from testkit import pdf_hostile
+from testkit.pdf_writer import Link, Page, Text, pdf_bytes, text_lines
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -133,6 +142,119 @@ def _retry_after(value: str) -> None:
     parse_retry_after(headers, now_unix=0.0)
 
 
+def _pdf_seeds() -> list[bytes]:
+    """Documents the PDF mutations start from: a paper with a heading, a list, a link and
+    compressed pages, and the small hostile shapes of the web_fetch tests."""
+    paper = Page(
+        texts=(
+            Text(72, 90, "A Heading", size=20, font="Helvetica-Bold"),
+            *text_lines(["Body text of the paper, long enough to reflow.", "- an item"], y=130),
+            Text(72, 200, "ﬁnal link", size=11),
+        ),
+        links=(Link(72, 190, 300, 205, "https://example.org/x"),),
+    )
+    return [
+        pdf_bytes([paper, paper], title="Seed", compress=True),
+        pdf_bytes([paper]),
+        pdf_hostile.encrypted(),
+        pdf_hostile.scan(),
+        pdf_hostile.deep_nesting(2000),
+        pdf_hostile.with_actions("/nonexistent/marker"),
+    ]
+
+
+_PDF_SEEDS = _pdf_seeds()
+# A document mutated: a seed, bytes spliced in at offsets (a hostile fragment or arbitrary
+# bytes), and a cut.
+_PDF_FRAGMENTS = st.sampled_from(
+    [
+        b"[[[[[[[[[[",
+        b"<< /Length 999999999 >>",
+        b"/FlateDecode",
+        b"endstream",
+        b"0 0 obj",
+        b"xref\n0 1\n",
+        b"/Count 5000",
+        b"/Kids [1 0 R]",
+        b"%%EOF",
+        b"trailer << /Root 3 0 R >>",
+    ]
+)
+PDF_MUTATIONS = st.tuples(
+    st.sampled_from(range(len(_PDF_SEEDS))),
+    st.lists(
+        st.tuples(st.integers(0, 4000), st.one_of(_PDF_FRAGMENTS, st.binary(max_size=24))),
+        max_size=6,
+    ),
+    st.one_of(st.none(), st.integers(0, 4000)),
+)
+
+
+def _pdf_document(mutation: tuple[int, list[tuple[int, bytes]], int | None]) -> None:
+    """The PDF path in one process: the worker's answer to the document, read back as the
+    serving process reads it (as hostile data), and the Markdown. A crash of the reading
+    (PDFium's) ends the fuzzer, a hang trips Hypothesis's health checks."""
+    seed, splices, cut = mutation
+    data = bytearray(_PDF_SEEDS[seed])
+    for offset, fragment in splices:
+        at = offset % (len(data) + 1)
+        data[at : at + len(fragment)] = fragment
+    if cut is not None:
+        del data[cut:]
+    reply = worker_answer(bytes(data), max_pages=20, max_chars=20000)
+    try:
+        doc = read_worker_answer(reply, 0, answer_limit(20000), 20000)
+    except WorkerFailed as failed:
+        if failed.failure is Failure.MEMORY:
+            raise AssertionError("a small document ran out of memory") from None
+        return
+    render_markdown(doc, judge_link=lambda href: link_target("https://example.org/", href))
+
+
+def _pdf_answer(pair: tuple[bytes, int]) -> None:
+    """A worker's answer and exit status as the serving process reads them: a document, or
+    WorkerFailed, nothing else."""
+    answer, code = pair
+    with contextlib.suppress(WorkerFailed):
+        read_worker_answer(answer, code, 1 << 20, 10000)
+
+
+# Answers shaped like a worker's, each field open to any JSON value.
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | ANY_TEXT,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(ANY_TEXT, inner, max_size=5),
+    max_leaves=30,
+)
+_BLOCK = st.fixed_dictionaries(
+    {
+        "kind": st.sampled_from(["heading", "paragraph", "list_item", "table", "footnote", "x"]),
+        "page": st.integers(-1, 3),
+        "level": st.integers(-1, 7),
+        "ordered": st.booleans() | _JSON,
+        "number": st.integers(-1, 10),
+        "runs": st.lists(st.tuples(ANY_TEXT, st.none() | ANY_TEXT).map(list), max_size=3) | _JSON,
+        "rows": st.lists(st.lists(ANY_TEXT, max_size=3), max_size=3) | _JSON,
+    }
+)
+_ANSWER = st.fixed_dictionaries(
+    {
+        "v": st.just(1) | _JSON,
+        "title": st.none() | ANY_TEXT | _JSON,
+        "pages_read": st.integers(0, 3),
+        "pages_total": st.integers(0, 3),
+        "has_text_layer": st.booleans(),
+        "blocks": st.lists(_BLOCK, max_size=4),
+    }
+)
+PDF_ANSWERS = st.tuples(
+    st.one_of(
+        ANY_BYTES,
+        _ANSWER.map(lambda a: json.dumps({"ok": a}).encode()),
+        _JSON.map(lambda a: json.dumps({"ok": a}).encode()),
+    ),
+    st.sampled_from([0, 1, -6, -9, -11, -24]),
+)
+
 _POLICY = EgressPolicy()
 
 TARGETS: dict[str, tuple[st.SearchStrategy[Any], Callable[[Any], None]]] = {
@@ -156,6 +278,8 @@ TARGETS: dict[str, tuple[st.SearchStrategy[Any], Callable[[Any], None]]] = {
     "robots-txt": (st.tuples(ANY_BYTES, ANY_TEXT), _robots),
     "provider-json": (ANY_BYTES, _refuses_with(_provider_json, EngineFailure)),
     "retry-after": (ANY_TEXT, _retry_after),
+    "pdf-document": (PDF_MUTATIONS, _pdf_document),
+    "pdf-answer": (PDF_ANSWERS, _pdf_answer),
 }
 
 

@@ -79,7 +79,8 @@ def test_req_ops_001_the_lines_the_book_shows_for_the_defaults(write):
         "max_connections=64 max_request_bytes=65536 idle_timeout_s=60 head_timeout_s=10 "
         "max_streams=16 request_timeout_s=30 max_sessions=256",
         "rypsok: fetch: ports=80,443 max_bytes=5242880 max_chars=3000 (ceiling 20000) "
-        "deadline_ms=10000 max_redirects=5 robots_txt=true follow_cross_host_redirects=false",
+        "deadline_ms=10000 max_redirects=5 robots_txt=true follow_cross_host_redirects=false "
+        "pdf_max_pages=200 pdf_max_chars=250000 pdf_memory_mib=96 pdf_workers=2",
         "rypsok: egress: allow_rules=0 deny_rules=0 allow_http=false strict_mode=false proxy=none",
         "rypsok: privacy: secret_detection=refuse",
         "rypsok: logging: level=info log_queries=false",

@@ -123,7 +123,7 @@ def test_req_cfg_005_every_class_with_ranged_keys_is_walked() -> None:
         if attrs.has(cls) and ranged_keys(cls)
     }
     assert with_ranges == set(TABLES.values())
-    assert len(ENTRIES) == 36
+    assert len(ENTRIES) == 40
 
 
 @pytest.mark.parametrize(

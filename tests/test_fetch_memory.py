@@ -43,6 +43,12 @@ def expected(
     text = memory.PARSE_TENTHS_PER_BYTE * max_bytes // 10
     dense = memory.NODE_BOUND_BYTES + memory.DOCUMENT_TENTHS_PER_BYTE * max_bytes // 10
     per_parse = max(text, dense) + memory.PARSE_FIXED_BYTES
+    # A PDF read shares the same budget (REQ-PDF-106): its worker at the default 96 MiB and
+    # the server's part for an answer of 250,000 characters at most.
+    pdf = 96 * MIB + memory.PDF_PARENT_TIMES_ANSWER * (
+        memory.PDF_ANSWER_BYTES_PER_CHAR * 250000 + memory.PDF_ANSWER_FIXED_BYTES
+    )
+    per_parse = max(per_parse, pdf)
     page = memory.ANSWER_TIMES_BYTES * 256 * 1024 if scraped else 0
     per_answer = max(page, memory.PARSE_FIXED_BYTES)
     return (

@@ -262,12 +262,14 @@ async def test_req_page_005_req_fetch_008_readable_media_types(
 
 @pytest.mark.parametrize(
     "media_type",
-    ["application/pdf", "image/png", "application/json", "application/octet-stream", "x" * 3000],
+    ["image/png", "application/json", "application/octet-stream", "x" * 3000],
 )
 async def test_req_fetch_008_another_media_type_is_unsupported_content_naming_it(
     media_type: str,
 ) -> None:
-    page = Page(headers=(("Content-Type", media_type),), body=b"%PDF-1.7 binary")
+    # Not a PDF's signature: an octet stream that starts with one is read as a PDF
+    # (tests/test_fetch_pdf.py).
+    page = Page(headers=(("Content-Type", media_type),), body=b"\x89PNG binary")
     async with serve_site({"/d": page, "/robots.txt": ROBOTS_OPEN}) as site:
         rypsok, _, _ = fetching_rypsok(http_config(), {"media.org": site})
         async with rypsok:

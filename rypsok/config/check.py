@@ -126,7 +126,9 @@ def report_lines(config: Config, env: Mapping[str, str]) -> list[str]:
         f"fetch: ports={','.join(str(p) for p in f.ports)} max_bytes={f.max_bytes} "
         f"max_chars={f.max_chars} (ceiling {f.max_chars_ceiling}) deadline_ms={f.deadline_ms} "
         f"max_redirects={f.max_redirects} robots_txt={_b(f.robots_txt)} "
-        f"follow_cross_host_redirects={_b(f.follow_cross_host_redirects)}",
+        f"follow_cross_host_redirects={_b(f.follow_cross_host_redirects)} "
+        f"pdf_max_pages={f.pdf_max_pages} pdf_max_chars={f.pdf_max_chars} "
+        f"pdf_memory_mib={f.pdf_memory_mib} pdf_workers={f.pdf_workers}",
         f"egress: allow_rules={len(config.egress.allow)} deny_rules={len(config.egress.deny)} "
         f"allow_http={_b(config.egress.allow_http)} strict_mode={_b(f.strict_mode)} "
         f"proxy={'set' if config.egress.proxy else 'none'}",

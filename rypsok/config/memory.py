@@ -3,7 +3,8 @@ MemoryMax?"), for `rypsok check`.
 
 estimate = at rest
          + limits.fetches_in_flight × fetch.max_bytes            (the bodies read or waiting)
-         + one parse of a page at the bounds                     (the pages parsing at once)
+         + one parse of a page at the bounds, or of a PDF if that costs more
+                                                                 (the pages parsing at once)
          + (limits.parsing_in_flight − 1) × what rides on a permit    (the other permits)
          + service.http.max_sessions × one session   (only while legacy_revisions is on)
          + service.http.max_connections × one connection     (what a peer without a token
@@ -31,6 +32,13 @@ budget; a smaller one rides on its permit, inside that fixed part. DuckDuckGo's 
 is parsed by its own streaming target under a permit and no share (4.3 MiB measured for
 256 KiB; counted at 27 bytes a byte), so with that engine enabled each further permit may
 hold it.
+
+A PDF is read by a worker process (REQ-PDF-102) whose address space is bounded by
+fetch.pdf_memory_mib, and its answer is written as Markdown in this process under a parse
+permit: the two together are one PDF read (`pdf_read_bytes`), and it takes that cost's part
+of the same parse budget. The unit's MemoryMax counts the workers with the server, so the
+pages and PDFs read at once cost at most the larger of one parse at the bounds and one PDF
+read, whatever fetch.pdf_workers allows.
 
 The constants are measured for the build rypsok runs as, because the interpreter and the
 allocator decide how much a process holds after a parse: here CPython on Linux with glibc
@@ -67,6 +75,8 @@ __all__ = [
     "estimate",
     "measured_build",
     "parse_bytes",
+    "pdf_answer_bytes",
+    "pdf_read_bytes",
     "settings_to_lower",
 ]
 
@@ -107,6 +117,15 @@ ANSWER_MAX_BYTES: Final[dict[str, int]] = {
     "hackernews": MIB,
     "crossref": 2 * MIB,
 }
+# A PDF worker's answer is JSON of at most 6 bytes a character of fetch.pdf_max_chars (a
+# character escaped as \u0000) and a fixed part for the blocks' keys; the serving process's
+# part of a read is at most this many bytes a byte of answer: the answer, its objects, the
+# document built from them, its Markdown and the cleaned copy. The costliest shape measured,
+# blocks of one-character runs, took 15.6 (book/maintainers/measurements.md, "PDF reading:
+# the worker process and the memory of concurrent PDF calls").
+PDF_ANSWER_BYTES_PER_CHAR: Final = 6
+PDF_ANSWER_FIXED_BYTES: Final = 256 * KIB
+PDF_PARENT_TIMES_ANSWER: Final = 16
 SESSION_BYTES: Final = 60 * KIB  # LIM-M4; a session's state is the same in kind
 # The most a connection without a token makes the process hold: a header block just under
 # LIM-H7 left unfinished measured 87.3 KiB a connection over HTTP/2 and 50.4 KiB over HTTP/1
@@ -157,6 +176,17 @@ def parse_bytes(max_bytes: int) -> int:
     return max(text, dense) + PARSE_FIXED_BYTES
 
 
+def pdf_answer_bytes(pdf_max_chars: int) -> int:
+    """The most bytes a PDF worker's answer takes for a document read to `pdf_max_chars`."""
+    return PDF_ANSWER_BYTES_PER_CHAR * pdf_max_chars + PDF_ANSWER_FIXED_BYTES
+
+
+def pdf_read_bytes(pdf_memory_mib: int, pdf_max_chars: int) -> int:
+    """The worst case of one PDF read: the worker at its address-space limit, and this
+    process's part for an answer at its bound."""
+    return pdf_memory_mib * MIB + PDF_PARENT_TIMES_ANSWER * pdf_answer_bytes(pdf_max_chars)
+
+
 def answer_bytes(config: Config) -> int:
     """What each LIM-C5 permit beyond the first can hold outside the parse budget: the part
     of a parse that does not grow (a second page within the budget, or an engine's answer
@@ -171,6 +201,8 @@ def answer_bytes(config: Config) -> int:
 
 def estimate(config: Config) -> Estimate:
     fetch, limits, http = config.fetch, config.limits, config.service.http
+    page = parse_bytes(fetch.max_bytes)
+    pdf = pdf_read_bytes(fetch.pdf_memory_mib, fetch.pdf_max_chars)
     shares = [
         Share(
             name="bodies",
@@ -181,9 +213,9 @@ def estimate(config: Config) -> Estimate:
             # The parse budget: the pages and the engines' large answers parsing at once cost
             # at most one page at the bounds; each other permit holds what rides on it.
             name="parses",
-            bytes=parse_bytes(fetch.max_bytes)
-            + (limits.parsing_in_flight - 1) * answer_bytes(config),
-            settings=("fetch.max_bytes", "limits.parsing_in_flight"),
+            bytes=max(page, pdf) + (limits.parsing_in_flight - 1) * answer_bytes(config),
+            settings=("fetch.max_bytes", "limits.parsing_in_flight")
+            + (("fetch.pdf_memory_mib", "fetch.pdf_max_chars") if pdf > page else ()),
         ),
     ]
     if http.legacy_revisions:

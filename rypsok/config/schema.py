@@ -139,6 +139,11 @@ class FetchConfig:
     robots_txt: bool = True
     follow_cross_host_redirects: bool = False
     strict_mode: bool = False
+    # A PDF's reading (REQ-PDF-106; book/pdf.md).
+    pdf_max_pages: int = ranged(200, 1, 2000)  # LIM-F18
+    pdf_max_chars: int = ranged(250000, 10000, 2000000)  # LIM-F19
+    pdf_memory_mib: int = ranged(96, 48, 1024)  # LIM-F20
+    pdf_workers: int = ranged(2, 1, 8)  # LIM-C10
 
 
 @attrs.frozen(kw_only=True)

@@ -47,6 +47,10 @@ __all__ = [
     "no_engine",
     "no_engine_skipped",
     "no_page",
+    "pdf_encrypted",
+    "pdf_memory",
+    "pdf_no_text",
+    "pdf_unreadable",
     "rate_limited",
     "redirected",
     "required",
@@ -362,7 +366,7 @@ def unsupported_media_type(media_type: str) -> ToolError:
     return _error(
         ErrorKind.UNSUPPORTED_CONTENT,
         (
-            "only HTML, XHTML, plain text and Markdown are read; the type is in "
+            "only HTML, XHTML, plain text, Markdown and PDF are read; the type is in "
             "detail.media_type; choose another page"
         ),
         reason=DetailReason.MEDIA_TYPE,
@@ -415,4 +419,47 @@ def too_many_redirects(maximum: int) -> ToolError:
 def start_char_negative() -> ToolError:
     return _error(
         ErrorKind.INVALID_REQUEST, "start_char must be 0 or more", parameter="start_char", min=0
+    )
+
+
+# --- web_fetch of a PDF (REQ-PDF-105) -------------------------------------------------------
+
+
+def pdf_encrypted() -> ToolError:
+    return _error(
+        ErrorKind.UNSUPPORTED_CONTENT,
+        "the PDF is encrypted and opens only with a password; choose another page",
+        reason=DetailReason.PDF_ENCRYPTED,
+    )
+
+
+def pdf_no_text() -> ToolError:
+    return _error(
+        ErrorKind.UNSUPPORTED_CONTENT,
+        (
+            "the PDF has no text layer (a scanned document?) and rypsok does not read text "
+            "from images; choose another page"
+        ),
+        reason=DetailReason.PDF_NO_TEXT,
+    )
+
+
+def pdf_unreadable() -> ToolError:
+    # Empty, cut short, broken past repair, or not a PDF at all: the same answer.
+    return _error(
+        ErrorKind.UNSUPPORTED_CONTENT,
+        "the PDF is empty, incomplete or broken and could not be read; choose another page",
+        reason=DetailReason.PDF_UNREADABLE,
+    )
+
+
+def pdf_memory(limit_bytes: int) -> ToolError:
+    return _error(
+        ErrorKind.TOO_LARGE,
+        (
+            f"reading the PDF needs more than {limit_bytes} bytes of memory (it decompresses "
+            "to more than rypsok reads); choose another page"
+        ),
+        reason=DetailReason.PDF_MEMORY,
+        limit_bytes=limit_bytes,
     )

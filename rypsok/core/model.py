@@ -76,6 +76,9 @@ class NoticeCode(StrEnum):
     CREDENTIAL_MASKED = "credential_masked"
     EXTRACTION_PARTIAL = "extraction_partial"
     FROM_CACHE = "from_cache"
+    # A PDF read in part (REQ-PDF-104): `reason` page_limit or character_limit, `count` the
+    # pages read.
+    DOCUMENT_PARTIAL = "document_partial"
 
 
 class Reason(StrEnum):
@@ -97,6 +100,9 @@ class Reason(StrEnum):
     INSTRUCTION_LIKE_CONTENT = "instruction_like_content"
     URL_TOO_LONG = "url_too_long"
     URL_INVALID = "url_invalid"
+    # Which bound a document read in part reached, used by document_partial.
+    PAGE_LIMIT = "page_limit"
+    CHARACTER_LIMIT = "character_limit"
 
 
 FAILURE_CLASSES: frozenset[Reason] = frozenset(
@@ -140,6 +146,11 @@ class DetailReason(StrEnum):
     BUSY = "busy"
     MEDIA_TYPE = "media_type"
     EXTRACTION_FAILED = "extraction_failed"
+    # A PDF that is not read (REQ-PDF-105): unsupported_content, or too_large for memory.
+    PDF_ENCRYPTED = "pdf_encrypted"
+    PDF_NO_TEXT = "pdf_no_text"
+    PDF_UNREADABLE = "pdf_unreadable"
+    PDF_MEMORY = "pdf_memory"
 
 
 class EngineState(StrEnum):

@@ -1,7 +1,9 @@
 """What a fetched body is and how it reads: media type, charset, and the cut to max_chars.
 
 REQ-PAGE-005: the media type is the response header's; sniffing only tells HTML from text
-when the header names no type. REQ-PAGE-007: the declared charset (header, then a meta
+when the header names no type, and a PDF from the rest when the header names none or only
+`application/octet-stream` (REQ-PDF-101: the MIME Sniffing standard's `%PDF-` signature).
+REQ-PAGE-007: the declared charset (header, then a meta
 declaration), else detection; undecodable bytes are replaced, never fatal.
 
 Implements REQ-FETCH-005 (the cut and `next_start_char`).
@@ -22,6 +24,7 @@ from rypsok.core.untrusted_text import clean_decoded_text
 
 __all__ = [
     "MEDIA_TYPE_MAX_CHARS",
+    "PDF_SIGNATURE",
     "Cut",
     "Kind",
     "classify",
@@ -34,12 +37,14 @@ MEDIA_TYPE_MAX_CHARS: Final = 2048  # LIM-F9: the media type is external text, b
 
 
 class Kind(StrEnum):
-    """The readings of REQ-FETCH-008; the values are the extractor's document kinds."""
+    """The readings of REQ-FETCH-008; the values are the extractor's document kinds, and PDF,
+    which a worker process reads instead (REQ-PDF-101)."""
 
     HTML = "html"
     XHTML = "xhtml"
     PLAIN = "plain"
     MARKDOWN = "markdown"
+    PDF = "pdf"
 
     @property
     def is_html(self) -> bool:
@@ -52,7 +57,13 @@ _READABLE: Final = {
     "text/plain": Kind.PLAIN,
     "text/markdown": Kind.MARKDOWN,
     "text/x-markdown": Kind.MARKDOWN,
+    "application/pdf": Kind.PDF,
+    "application/x-pdf": Kind.PDF,
 }
+# The signature of a PDF (the MIME Sniffing standard's pattern for application/pdf), and the
+# types a server gives a file it does not know the type of, which the signature overrides.
+PDF_SIGNATURE: Final = b"%PDF-"
+_UNTYPED: Final = frozenset({"application/octet-stream", "binary/octet-stream"})
 
 # How far into a body the sniffer looks (the HTML standard's prescan reads 1024 bytes; a
 # little more tolerates a long comment before the head).
@@ -100,6 +111,8 @@ def bounded_media_type(essence: str) -> str:
 
 def classify(essence: str | None, head: bytes | bytearray) -> Kind | None:
     """The reading of a body, or None for a type rypsok does not read."""
+    if (essence is None or essence in _UNTYPED) and head.startswith(PDF_SIGNATURE):
+        return Kind.PDF
     if essence is None:
         # No declared type: sniffing tells HTML from text, nothing else.
         return Kind.HTML if _sniffs_as_html(bytes(head[:_PRESCAN_BYTES])) else Kind.PLAIN

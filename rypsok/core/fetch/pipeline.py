@@ -10,18 +10,24 @@ the fetch deadline (LIM-F4); parsing and extraction run in worker threads under 
 limiter (LIM-C5, REQ-PAGE-008), each page with its share of the parse budget (slots.py); the
 service holds the one scope that ends the call at LIM-F5.
 
+A PDF is read by a worker process instead (pdf/fetching.py): under a worker's place, the
+caller's share of them, and the parse permit with a share of the parse budget for the
+worker's memory; the worker is killed when the call's parse deadline passes. Its Markdown is
+then cleaned, bounded and cut as a page's is (REQ-PDF-101).
+
 Implements REQ-FETCH-001, REQ-FETCH-003, LIM-F1, LIM-F2 and LIM-F7.
 """
 
 from __future__ import annotations
 
 import math
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Final, Protocol, cast
 
 import attrs
 import trio
 
+from rypsok.config.memory import pdf_read_bytes
 from rypsok.core import errors, secret_scan, telemetry
 from rypsok.core.egress import (
     AdmittedURL,
@@ -35,8 +41,10 @@ from rypsok.core.egress.clients import CONNECT_ERRORS, TRANSPORT_ERRORS, FetchTi
 from rypsok.core.fetch import content as content_mod
 from rypsok.core.fetch.body import BodyTooLarge, UnreadableBody, read_bounded
 from rypsok.core.fetch.bounds import MAX_NODES
+from rypsok.core.fetch.content import Kind
 from rypsok.core.fetch.extract import DocumentText
 from rypsok.core.fetch.parse import stop_if_abandoned
+from rypsok.core.fetch.pdf.fetching import PdfFetching
 from rypsok.core.fetch.robots import ROBOTS_MAX_BYTES, Robots, RobotsCache
 from rypsok.core.fetch.slots import ParseBudget, ParsePermit, page_share
 from rypsok.core.model import (
@@ -55,7 +63,7 @@ if TYPE_CHECKING:
 
     from rypsok.config.schema import Config
     from rypsok.core.egress.clients import HttpResponse, ResponseHeaders
-    from rypsok.core.fetch.content import Kind
+    from rypsok.core.fetch.pdf.model import PdfText
     from rypsok.core.fetch.slots import BodySlot, FetchSlots
 
 __all__ = [
@@ -139,6 +147,7 @@ class _Read:
     # not in the event loop once the next parse has already begun (issue 23.2).
     piece: content_mod.Cut | int
     notices: tuple[Notice, ...]
+    partial: bool = False  # a document read in part (a PDF past its page or character bound)
 
 
 class FetchPipeline:
@@ -174,6 +183,14 @@ class FetchPipeline:
             parse_budget
             if parse_budget is not None
             else ParseBudget(config.fetch.max_bytes * MAX_NODES)
+        )
+        # As many PDF workers as the budget and the permits admit reads at once (one at the
+        # defaults), however many fetch.pdf_workers allows.
+        pdf_cost = pdf_read_bytes(config.fetch.pdf_memory_mib, config.fetch.pdf_max_chars)
+        pdf_share = max(self._budget.share_of_cost(pdf_cost), 1)
+        self._pdf = PdfFetching(
+            config.fetch,
+            at_once=min(self._budget.total // pdf_share, config.limits.parsing_in_flight),
         )
 
     # -- parameters, privacy, policy (no network) -------------------------------------------
@@ -239,14 +256,22 @@ class FetchPipeline:
         network_deadline = start + self._fetch.deadline_ms / 1000
         progress = _Progress()
         permit: ParsePermit | None = None
+        worker = AsyncExitStack()
         try:
             async with self._slots.body() as slot:
                 with trio.move_on_at(network_deadline) as scope:
                     page = await self._retrieve(hop, progress, slot)
                     kind = _kind_of(page)
-                    share, _ = page_share(
-                        page.body, max_bytes=self._fetch.max_bytes, max_nodes=self._max_nodes
-                    )
+                    if kind is Kind.PDF:
+                        # A worker's place first, in the caller's turn among the callers
+                        # (REQ-PDF-103); the budget's share stands for the worker's memory.
+                        caller = telemetry.current_caller() or telemetry.LOCAL_CALLER
+                        await worker.enter_async_context(self._pdf.share.worker(caller))
+                        share = self._budget.share_of_cost(self._pdf.cost)
+                    else:
+                        share, _ = page_share(
+                            page.body, max_bytes=self._fetch.max_bytes, max_nodes=self._max_nodes
+                        )
                     permit = ParsePermit(self._parse_limiter, self._budget, share)
                     # The body waits for its share and its permit under its slot
                     # (REQ-PERF-003), and no longer than the fetch deadline: a call still
@@ -259,17 +284,34 @@ class FetchPipeline:
                     raise errors.deadline_fetch() if progress.started else errors.fetch_busy()
             read: _Read | None = None
             with trio.move_on_at(network_deadline + _PARSE_MARGIN_S):
-                read = await trio.to_thread.run_sync(
-                    self._read_page_and_trim,
-                    page,
-                    kind,
-                    start_char,
-                    max_chars,
-                    # The permit goes with the thread: trio returns it when the thread ends.
-                    limiter=cast("trio.CapacityLimiter", permit),
-                    abandon_on_cancel=True,
-                )
+                if kind is Kind.PDF:
+                    async with worker:
+                        # The worker is killed if the deadline passes while it reads.
+                        document = await self._pdf.read(page.body)
+                    page.body = b""
+                    read = await trio.to_thread.run_sync(
+                        self._read_pdf,
+                        document,
+                        page.url,
+                        start_char,
+                        max_chars,
+                        limiter=cast("trio.CapacityLimiter", permit),
+                        abandon_on_cancel=True,
+                    )
+                    del document
+                else:
+                    read = await trio.to_thread.run_sync(
+                        self._read_page_and_trim,
+                        page,
+                        kind,
+                        start_char,
+                        max_chars,
+                        # The permit goes with the thread: trio returns it when it ends.
+                        limiter=cast("trio.CapacityLimiter", permit),
+                        abandon_on_cancel=True,
+                    )
         finally:
+            await worker.aclose()
             if permit is not None:
                 permit.release_unless_handed()
         if read is None:
@@ -282,7 +324,8 @@ class FetchPipeline:
             url=page.url,
             title=read.title,
             content=piece.text,
-            truncated=piece.truncated,
+            # A document read in part has more than its last part shows (REQ-PDF-104).
+            truncated=piece.truncated or read.partial,
             next_start_char=piece.next_start_char,
             notices=notices + read.notices,
         )
@@ -471,11 +514,31 @@ class FetchPipeline:
         # is held at most twice at any moment (REQ-PERF-003's estimate counts on it), and
         # the decoded text only until its tree is built (the parse takes it from `document`).
         page.body = b""
-        notices: list[Notice] = []
         extracted = self._extract(document, kind, page.url)
         del document
         if extracted is None:
             raise errors.extraction_failed()
+        return self._clean_and_cut(extracted, start_char, max_chars)
+
+    def _read_pdf(self, document: PdfText, url: str, start_char: int, max_chars: int) -> _Read:
+        """A PDF's document as Markdown, then the page's cleaning and cut (REQ-PDF-101)."""
+        written = self._pdf.markdown(document, url)
+        del document
+        extracted = Extracted(title=written.title or "", markdown=written.markdown, partial=False)
+        read = self._clean_and_cut(extracted, start_char, max_chars, written.notices)
+        return attrs.evolve(read, partial=written.partial)
+
+    def _clean_and_cut(
+        self,
+        extracted: Extracted,
+        start_char: int,
+        max_chars: int,
+        read_notices: tuple[Notice, ...] = (),
+    ) -> _Read:
+        """The content boundary of every document read, a page or a PDF: invisible
+        characters out and NFC, the title bounded, instruction-like passages noticed, and
+        the part asked for cut."""
+        notices: list[Notice] = []
         title = clean_decoded_text(extracted.title, TITLE_MAX_CHARS)
         partial = extracted.partial
         # Invisible characters out, NFC, and the instruction check below: read in pieces, the
@@ -494,6 +557,7 @@ class FetchPipeline:
             )
         if partial:
             notices.append(Notice(code=NoticeCode.EXTRACTION_PARTIAL))
+        notices += read_notices
         flagged = int(title.instruction_like) + _instruction_like_passages(body)
         if flagged:
             notices.append(Notice(code=NoticeCode.INSTRUCTION_LIKE_CONTENT, count=flagged))

@@ -1,0 +1,284 @@
+"""The text of one PDF page as positioned segments, from PDFium's text page (REQ-PDF-001).
+
+PDFium gives the page's text in one call, its characters in order with the spaces and line
+breaks it infers. The text is cut into words there, and each word is placed by the loose
+boxes (the font's ascent to descent) of its first and last characters; words on one line
+closer than about an em, under the same link, make one segment, whose font size and weight
+are read from its first character. Asking PDFium two boxes per word, rather than everything
+per character or per text object (a browser writes one object per glyph), keeps the
+reading within a small factor of PDFium's own plain text.
+
+Coordinates are in points from the page's top-left corner.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from typing import TYPE_CHECKING, Final
+
+import attrs
+import pypdfium2.raw as pdfium_c
+
+if TYPE_CHECKING:
+    import pypdfium2 as pdfium
+
+    from rypsok.core.fetch.pdf.links import LinkArea
+
+__all__ = ["Segment", "page_segments"]
+
+_BOLD_NAME: Final = re.compile(r"bold|black|heavy|semibold|demi|cmbx|cmb\d|bx\d", re.IGNORECASE)
+_FORCE_BOLD: Final = 0x40000  # a font descriptor flag
+_BOLD_FONTS: dict[tuple[bytes, int], bool] = {}  # whether a font is bold, by name and flags
+_GAP: Final = 0.9  # a gap wider than this many ems between words splits a segment
+_MAX_OBJECTS: Final = 6  # text objects in one line past which it is read word by word
+# A line of a few words (a table's row, a heading) is read word by word: a gap between cells
+# written in one operation does not show in its width as it does in a long line's.
+_SHORT_LINE_SPACES: Final = 3
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_SPREAD: Final = 0.54  # ems per character past which a line's gaps are looked for
+# A line of PDFium's text: up to a line break, or through a line-end hyphen mark.
+_PIECE: Final = re.compile(r"[^\r\n\ufffe]+\ufffe?|\ufffe")
+# A word: a run of characters up to a space, a line break or PDFium's line-end hyphen mark.
+_TOKEN: Final = re.compile(r"[^\s\ufffe]+\ufffe?|\ufffe")
+
+
+@attrs.frozen
+class Segment:
+    """A piece of one line of a page: text, box (top-down points), size in points, weight."""
+
+    page: int
+    text: str
+    x0: float
+    x1: float
+    top: float
+    bottom: float
+    size: float
+    bold: bool
+    link: str | None = None
+
+    @property
+    def height(self) -> float:
+        return self.bottom - self.top
+
+
+class _Boxes:
+    """The loose boxes (the font's ascent to descent) of a text page's characters."""
+
+    def __init__(self, textpage: pdfium.PdfTextPage, height: float) -> None:
+        self.raw = textpage.raw
+        self.height = height
+        self.rect = pdfium_c.FS_RECTF()
+        self.ref = ctypes.byref(self.rect)
+        self.flags = ctypes.c_int(0)
+        self.flags_ref = ctypes.byref(self.flags)
+        self.name = ctypes.create_string_buffer(128)
+
+    def char(self, index: int) -> tuple[float, float, float, float]:
+        """Character `index`'s box as (left, right, top, bottom), top-down."""
+        pdfium_c.FPDFText_GetLooseCharBox(self.raw, index, self.ref)
+        rect = self.rect
+        return rect.left, rect.right, self.height - rect.top, self.height - rect.bottom
+
+
+def _style(boxes: _Boxes, index: int, box_height: float) -> tuple[float, bool]:
+    """Font size (in page points) and boldness of character `index`.
+
+    Boldness is a font's: its name ("Bold", "CMBX"…), its descriptor's flag or weight,
+    remembered by the font's name and flags.
+    """
+    raw = boxes.raw
+    size = float(pdfium_c.FPDFText_GetFontSize(raw, index))
+    pdfium_c.FPDFText_GetFontInfo(raw, index, boxes.name, 128, boxes.flags_ref)
+    font = (boxes.name.value, boxes.flags.value)
+    bold = _BOLD_FONTS.get(font)
+    if bold is None:
+        bold = (
+            bool(font[1] & _FORCE_BOLD)
+            or _BOLD_NAME.search(font[0].decode("latin-1", errors="replace")) is not None
+            or int(pdfium_c.FPDFText_GetFontWeight(raw, index)) >= 600
+        )
+        if len(_BOLD_FONTS) < 4096:
+            _BOLD_FONTS[font] = bold
+    # A font size in other units than the page's (a text matrix scales it) shows in the box.
+    if size <= 0 or not 0.7 < box_height / size < 1.8:
+        size = box_height / 1.15
+    return max(size, 1.0), bold
+
+
+@attrs.define
+class _Open:
+    """The segment being built: its first character, box, style and link."""
+
+    start: int
+    end: int
+    x0: float
+    x1: float
+    top: float
+    bottom: float
+    size: float
+    bold: bool
+    link: str | None
+
+
+def _link_at(links: list[LinkArea], x: float, y: float) -> str | None:
+    for link in links:
+        if link.x0 - 1 <= x <= link.x1 + 1 and link.top - 1 <= y <= link.bottom + 1:
+            return link.uri
+    return None
+
+
+def page_segments(
+    page: pdfium.PdfPage, page_index: int, links: list[LinkArea] | None = None
+) -> list[Segment]:
+    """The segments of `page` in PDFium's character order (empty for a page without text).
+
+    A word goes on the segment before it when it sits on the same line, less than _GAP ems
+    after it, under the same link (see the module's docstring).
+    """
+    textpage = page.get_textpage()
+    try:
+        count = textpage.count_chars()
+        if count <= 0:
+            return []
+        text = textpage.get_text_range(0, count)
+        if len(text) != count:
+            # Characters outside the BMP: PDFium's indices and the string's part ways.
+            text = "".join(
+                chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i) or 32) for i in range(count)
+            )
+        boxes = _Boxes(textpage, float(page.get_height()))
+        return _line_segments(text, boxes, page_index, links or [])
+    finally:
+        textpage.close()
+
+
+def _line_segments(
+    text: str, boxes: _Boxes, page_index: int, links: list[LinkArea]
+) -> list[Segment]:
+    """The segments of a page read by PDFium's lines, each placed by its two ends.
+
+    A line of PDFium's text (up to a line break, or a line-end hyphen where PDFium joined
+    two lines) is one segment when its two ends sit on one baseline, its width is what its
+    characters explain and it has more than a few words. Otherwise (two columns' lines
+    written as one, a table's row, a line stretched by justification, a link over part of
+    it) it is read word by word.
+    """
+    out: list[Segment] = []
+    char = boxes.char
+    for match in _PIECE.finditer(text):
+        first, end = match.start(), match.end()
+        while first < end and text[first] == " ":
+            first += 1
+        while end > first and text[end - 1] == " ":
+            end -= 1
+        if first == end:
+            continue
+        piece = text[first:end]
+        if 0 < piece.count(" ") <= _SHORT_LINE_SPACES:
+            out.extend(_segments(text, boxes, page_index, links, first, end))
+            continue
+        x0, _right, top, bottom = char(first)
+        _left, x1, last_top, last_bottom = char(end - 1)
+        height = bottom - top
+        if abs(last_top - top) > 0.35 * height or abs(last_bottom - bottom) > 0.35 * height:
+            out.extend(_segments(text, boxes, page_index, links, first, end))
+            continue
+        size, bold = _style(boxes, first, height)
+        if (
+            not 0 < x1 - x0 < _SPREAD * size * (end - first)
+            or not _objects_close(boxes, first, end, size)
+            or (links and _linked(links, x0, x1, top, bottom))
+        ):
+            out.extend(_segments(text, boxes, page_index, links, first, end))
+            continue
+        out.append(Segment(page_index, _paired(piece), x0, x1, top, bottom, size, bold, None))
+    return out
+
+
+def _objects_close(boxes: _Boxes, first: int, end: int, size: float) -> bool:
+    """Whether the text objects of characters first..end follow each other without a gap.
+
+    Two columns' lines or a table's cells are written by separate operations with a gap
+    between them; a line set as a few operations (a font change) has none. A line of more
+    than a few objects (a browser writes one per glyph) is read word by word.
+    """
+    count = int(pdfium_c.FPDFText_CountRects(boxes.raw, first, end - first))
+    if count == 1:
+        return True
+    if count > _MAX_OBJECTS:
+        return False
+    values = [ctypes.c_double() for _ in range(4)]
+    refs = [ctypes.byref(v) for v in values]
+    previous_right: float | None = None
+    for index in range(count):
+        pdfium_c.FPDFText_GetRect(boxes.raw, index, *refs)
+        left, _top, right, _bottom = (v.value for v in values)
+        if previous_right is not None and not -0.3 * size < left - previous_right < _GAP * size:
+            return False
+        previous_right = right
+    return True
+
+
+def _linked(links: list[LinkArea], x0: float, x1: float, top: float, bottom: float) -> bool:
+    return any(
+        link.x0 < x1 and link.x1 > x0 and link.top < bottom and link.bottom > top for link in links
+    )
+
+
+def _segments(
+    text: str,
+    boxes: _Boxes,
+    page_index: int,
+    links: list[LinkArea],
+    start: int = 0,
+    end: int | None = None,
+) -> list[Segment]:
+    """The segments of `text[start:end]` read word by word (see the module's docstring)."""
+    out: list[Segment] = []
+    current: _Open | None = None
+    for match in _TOKEN.finditer(text, start, len(text) if end is None else end):
+        first, last = match.start(), match.end() - 1
+        x0, right, top, bottom = boxes.char(first)
+        if last > first:
+            _l, right, top2, bottom2 = boxes.char(last)
+            top, bottom = min(top, top2), max(bottom, bottom2)
+        link = _link_at(links, (x0 + right) / 2, (top + bottom) / 2) if links else None
+        if current is not None:
+            size = current.size
+            same_line = abs(top - current.top) < 0.4 * size and abs(bottom - current.bottom) < (
+                0.4 * size
+            )
+            gap = x0 - current.x1
+            if same_line and -0.3 * size < gap < _GAP * size and link == current.link:
+                current.end, current.x1 = match.end(), max(current.x1, right)
+                current.top, current.bottom = min(current.top, top), max(current.bottom, bottom)
+                continue
+            out.append(_close(current, text, page_index))
+        size, bold = _style(boxes, first, bottom - top)
+        current = _Open(first, match.end(), x0, right, top, bottom, size, bold, link)
+    if current is not None:
+        out.append(_close(current, text, page_index))
+    return out
+
+
+def _paired(text: str) -> str:
+    """`text` with UTF-16 surrogate pairs as the characters they encode (PDFium counts a
+    character outside the BMP as two) and a lone surrogate as U+FFFD."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _close(current: _Open, text: str, page_index: int) -> Segment:
+    return Segment(
+        page=page_index,
+        text=_paired(text[current.start : current.end]),
+        x0=current.x0,
+        x1=current.x1,
+        top=current.top,
+        bottom=current.bottom,
+        size=current.size,
+        bold=current.bold,
+        link=current.link,
+    )

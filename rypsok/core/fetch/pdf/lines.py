@@ -1,0 +1,140 @@
+"""Segments grouped into lines, the unit the rest of the layout analysis works on (REQ-PDF-001).
+
+Two segments are on one line when their boxes share most of their height. Within a line,
+segments closer than a gap of about an em are one cell; a wider gap separates cells, which
+the table finder reads as columns.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import TYPE_CHECKING, Final
+
+import attrs
+
+from rypsok.core.fetch.pdf.chars import Segment
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+
+__all__ = ["CELL_GAP", "Line", "cells_of", "group_lines", "join_pieces", "line_of", "text_of"]
+
+CELL_GAP: Final = 0.9  # ems of gap between segments that separate cells of a line
+_LETTER: Final = re.compile(r"[^\W\d_]")
+_WORD_GAP: Final = 0.12  # ems of gap between segments that separate words
+
+
+@attrs.frozen
+class Line:
+    """One line of text: its segments left to right, their union box, size, weight and text.
+
+    `line_of` builds one from its segments; `cells` is what `cells_of` finds.
+    """
+
+    segments: tuple[Segment, ...]
+    x0: float
+    x1: float
+    top: float
+    bottom: float
+    size: float  # the size of most of the line's characters
+    bold: bool  # all its segments holding letters (or all, without letters) are bold
+    text: str  # the segments' texts, a space between two that stand apart
+    cells: tuple[tuple[Segment, ...], ...]
+
+    @property
+    def page(self) -> int:
+        return self.segments[0].page
+
+
+def text_of(segments: tuple[Segment, ...]) -> str:
+    """The texts of a line's `segments`, a space between two that stand apart (not within a
+    word: a browser may write a word's letters apart)."""
+    if len(segments) == 1:
+        return join_pieces([segments[0].text])
+    out = segments[0].text
+    for before, seg in itertools.pairwise(segments):
+        if seg.x0 - before.x1 > _WORD_GAP * max(seg.size, before.size):
+            out = join_pieces([out, seg.text])
+        else:
+            out += seg.text
+    return join_pieces([out])
+
+
+def cells_of(segments: tuple[Segment, ...]) -> tuple[tuple[Segment, ...], ...]:
+    """A line's `segments` in groups separated by gaps wider than CELL_GAP ems."""
+    groups: list[list[Segment]] = [[segments[0]]]
+    for prev, seg in itertools.pairwise(segments):
+        if seg.x0 - prev.x1 > CELL_GAP * max(seg.size, prev.size):
+            groups.append([seg])
+        else:
+            groups[-1].append(seg)
+    return tuple(tuple(group) for group in groups)
+
+
+def line_of(segments: Iterable[Segment]) -> Line:
+    """The line made of `segments` (at least one)."""
+    ordered = tuple(sorted(segments, key=lambda s: s.x0))
+    if len(ordered) == 1:
+        only = ordered[0]
+        return Line(
+            segments=ordered,
+            x0=only.x0,
+            x1=only.x1,
+            top=only.top,
+            bottom=only.bottom,
+            size=only.size,
+            bold=only.bold,
+            text=text_of(ordered),
+            cells=(ordered,),
+        )
+    letters = [s for s in ordered if _LETTER.search(s.text)]
+    return Line(
+        segments=ordered,
+        x0=ordered[0].x0,
+        x1=max(s.x1 for s in ordered),
+        top=min(s.top for s in ordered),
+        bottom=max(s.bottom for s in ordered),
+        size=max(ordered, key=lambda s: len(s.text)).size,
+        bold=all(s.bold for s in letters or ordered),
+        text=text_of(ordered),
+        cells=cells_of(ordered),
+    )
+
+
+def join_pieces(pieces: Iterable[str]) -> str:
+    """Texts of neighbouring segments joined with one space where neither has one."""
+    out = ""
+    for piece in pieces:
+        text = piece.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+        if out and not out[-1].isspace() and text and not text[0].isspace():
+            out += " "
+        out += text
+    return " ".join(out.split()) if "  " in out else out.strip()
+
+
+def group_lines(segments: list[Segment]) -> list[Line]:
+    """`segments` grouped into lines, top to bottom, each line's segments left to right.
+
+    A segment joins a line (one of the last three begun) whose first segment's box shares
+    more than half of the smaller height with its own; a superscript or a footnote mark joins
+    its line too.
+    """
+    ordered = sorted(segments, key=lambda s: s.top + s.bottom)
+    rows: list[list[Segment]] = []
+    spans: list[tuple[float, float, float]] = []  # each row's first top, bottom and height
+    for seg in ordered:
+        height = seg.bottom - seg.top
+        for index in range(len(rows) - 1, max(len(rows) - 4, -1), -1):
+            span = spans[index]
+            overlap = min(span[1], seg.bottom) - max(span[0], seg.top)
+            if overlap > 0.5 * min(height, span[2]):
+                # The row keeps its first segment's box: grown, it would reach the next line
+                # of a column whose lines sit between another column's.
+                rows[index].append(seg)
+                break
+        else:
+            rows.append([seg])
+            spans.append((seg.top, seg.bottom, height))
+    return [line_of(row) for row in rows]
