@@ -149,7 +149,7 @@ def test_req_rank_003_host_label_characters(label: str, ok: bool) -> None:
 def test_req_rank_003_port_ends(port: str, ok: bool) -> None:
     url = f"https://example.org:{port}/x"
     assert returned_url(url) == (url if ok else Reason.URL_INVALID)
-    ipv6 = f"https://[::1]:{port}/x"
+    ipv6 = f"https://[2606:4700::1111]:{port}/x"
     assert returned_url(ipv6) == (ipv6 if ok else Reason.URL_INVALID)
 
 
@@ -185,9 +185,9 @@ def test_req_rank_003_hosts_and_authorities_web_fetch_refuses_are_invalid(url: s
 @pytest.mark.parametrize(
     ("url", "shown"),
     [
-        ("https://[::1]/", "https://[::1]/"),
-        ("https://[::1]:/", "https://[::1]:/"),
-        ("https://[2001:DB8::1]/", "https://[2001:DB8::1]/"),
+        ("https://[2606:4700::1111]/", "https://[2606:4700::1111]/"),
+        ("https://[2606:4700::1111]:/", "https://[2606:4700::1111]:/"),
+        ("https://[2606:4700::AB]/", "https://[2606:4700::AB]/"),
         ("https://example.org:/", "https://example.org:/"),
         ("https://example.org?x=1", "https://example.org?x=1"),
         ("https://example.org#f", "https://example.org#f"),
@@ -217,7 +217,7 @@ KEYS = [
     ("https://example.org:80/a", "https://example.org:80/a"),
     ("https://example.org:0080/a", "https://example.org:80/a"),
     ("https://Example.ORG/A", "https://example.org/A"),
-    ("https://[2001:DB8::1]:8443/", "https://[2001:db8::1]:8443/"),
+    ("https://[2606:4700::AB]:8443/", "https://[2606:4700::ab]:8443/"),
     ("https://example.org/%7e%41%2f%2F", "https://example.org/~A%2F%2F"),
     ("https://example.org/%zz%", "https://example.org/%25zz%25"),
     ("https://example.org/é", "https://example.org/%C3%A9"),

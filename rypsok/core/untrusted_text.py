@@ -308,9 +308,14 @@ _HIDDEN_ELEMENT = re.compile(
 )
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _DECLARATION = re.compile(r"<![A-Za-z\[][^<>]*>|<\?[^<>]*>")
-# A start or end tag: a name, then attributes where quoted values may hold any character.
-# Each alternative begins with a different character, so matching is linear.
-_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)(?=[\s/>])((?:[^<>\"']|\"[^\"]*\"|'[^']*')*)>")
+# A start or end tag: a name (a prefix and a colon when it is namespaced, as the XML that
+# scholarly providers embed writes it: <jats:p>, <mml:math>), then attributes where quoted
+# values may hold any character. Each alternative begins with a different character, so
+# matching is linear.
+_TAG = re.compile(
+    r"<(/?)(?:([A-Za-z_][A-Za-z0-9._-]*):)?([A-Za-z][A-Za-z0-9-]*)(?=[\s/>])"
+    r"((?:[^<>\"']|\"[^\"]*\"|'[^']*')*)>"
+)
 
 # Tags that break a line in a rendered page: replaced by a space, so that words on either side
 # stay apart. Every other HTML element disappears without a trace ("<b>Rust</b>acean").
@@ -337,8 +342,16 @@ _INLINE_ELEMENTS = frozenset((
 # fmt: on
 
 
+# The JATS elements (the tag set of Crossref's abstracts) that break a line where HTML's
+# block elements do not already name: a title, a section, a list and its items, a label.
+_JATS_BLOCK_ELEMENTS = frozenset(("sec", "title", "list", "list-item", "label"))
+
+
 def _replace_tag(match: re.Match[str]) -> str:
-    name = match.group(2).lower()
+    name = match.group(3).lower()
+    if match.group(2) is not None:
+        # A namespaced tag is markup whatever its name: no text writes "<a:b>".
+        return " " if name in _BLOCK_ELEMENTS or name in _JATS_BLOCK_ELEMENTS else ""
     if name in _BLOCK_ELEMENTS:
         return " "
     if name in _INLINE_ELEMENTS:
@@ -678,8 +691,10 @@ def _finish(decoded: str, max_chars: int) -> Cleaned:
 def clean_markup_text(raw: str, max_chars: int) -> Cleaned:
     """Clean raw provider text: markup removed, entities decoded, then as `clean_decoded_text`.
 
-    Only HTML elements count as tags, so "a < b" and "Vec<T>" survive. Entities are decoded
-    once: "&amp;lt;" becomes "&lt;", as the provider meant.
+    HTML elements and namespaced elements (`<jats:p>`, `<mml:mi>`) count as tags, so "a < b"
+    and "Vec<T>" survive. Entities are decoded once, after the markup is gone: "&amp;lt;"
+    becomes "&lt;" and "&lt;here&gt;" becomes "<here>", text as the provider meant, never
+    read as markup again.
     """
     decoded = _remove_markup(raw)
     if "&" in decoded:

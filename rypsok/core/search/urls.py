@@ -20,6 +20,7 @@ from typing import NamedTuple
 import attrs
 import idna
 
+from rypsok.core.egress.names import literal_refusal
 from rypsok.core.model import Reason
 
 __all__ = [
@@ -215,7 +216,7 @@ def _returned(url: str) -> tuple[str, _Parts, str | None] | Reason:
     if _has_forbidden_char(url):
         return Reason.URL_INVALID
     parts = _parse(url)
-    if parts is None:
+    if parts is None or literal_refusal(parts.host) is not None:
         return Reason.URL_INVALID
     out = url
     cleaned = None
@@ -237,7 +238,9 @@ def returned_url(url: str) -> str | Reason:
     """The URL the caller is shown, or the reason the result is dropped.
 
     Reason.URL_INVALID: not an http(s) URL, credentials, a host web_fetch would refuse (an
-    empty label, a character a name cannot hold), a bad port, an invisible character.
+    empty label, a character a name cannot hold, an address literal that its default policy
+    refuses without any lookup: 127.0.0.1, 10.0.0.1, [::1], 169.254.169.254), a bad port,
+    an invisible character.
     Reason.URL_TOO_LONG: the returned form exceeds LIM-F9 characters.
     """
     out = _returned(url)
