@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import pytest
 from fetch_helpers import fetch_config, fetching_rypsok
 from fetch_sites import Page, serve_site
@@ -97,6 +98,21 @@ async def test_req_rank_003_results_on_special_purpose_addresses_are_dropped_and
             reason=Reason.URL_INVALID,
             count=len(REFUSED_LITERALS),
         ),
+    )
+
+
+async def test_req_rank_003_an_address_the_operator_configured_for_an_engine_is_kept() -> None:
+    # A private MediaWiki at an address links to itself: the operator wrote that address.
+    answer = (
+        RawResult(title="own", url="https://10.0.0.7:8443/w/index.php?title=A", snippet="s"),
+        RawResult(title="other", url="https://10.0.0.8:8443/w/index.php?title=B", snippet="s"),
+    )
+    wiki = attrs.evolve(engine_config("alpha"), base_url="https://10.0.0.7:8443/w")
+    async with Rypsok(make_config(wiki), engines=[FakeEngine("alpha", answer)]) as rypsok:
+        response = await rypsok.search(SearchRequest(query="q"))
+    assert [r.url for r in response.results] == ["https://10.0.0.7:8443/w/index.php?title=A"]
+    assert response.notices == (
+        Notice(code=NoticeCode.RESULTS_DROPPED, reason=Reason.URL_INVALID, count=1),
     )
 
 

@@ -34,12 +34,10 @@ from rypsok.core.egress import (
 )
 from rypsok.core.fetch import content as content_mod
 from rypsok.core.fetch.body import BodyTooLarge, UnreadableBody, read_bounded
-from rypsok.core.fetch.bounds import MAX_NODES
 from rypsok.core.fetch.extract import DocumentText
 from rypsok.core.fetch.markdown import escape_line_start, escape_text
 from rypsok.core.fetch.parse import stop_if_abandoned
 from rypsok.core.fetch.robots import ROBOTS_MAX_BYTES, Robots, RobotsCache
-from rypsok.core.fetch.slots import ParseBudget, ParsePermit, page_share
 from rypsok.core.model import (
     DetailReason,
     FetchRequest,
@@ -48,6 +46,7 @@ from rypsok.core.model import (
     NoticeCode,
     ToolError,
 )
+from rypsok.core.parsing import MAX_NODES, ParseBudget, ParsePermit, page_share
 from rypsok.core.untrusted_text import (
     Cleaned,
     clean_decoded_text,
