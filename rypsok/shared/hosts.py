@@ -22,8 +22,10 @@ def is_loopback_host(host: str) -> bool:
         return True
     if "%" in host:
         return False
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
     try:
-        address = ipaddress.ip_address(host.removeprefix("[").removesuffix("]"))
+        address = ipaddress.ip_address(host)
     except ValueError:
         return False
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
