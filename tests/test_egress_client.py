@@ -280,7 +280,8 @@ async def test_req_sec_006_the_client_of_a_configuration_applies_its_rules(
     # Through the real loader: the [egress] and [fetch] keys become the profile, and the
     # test's own server is reached by an allow rule added in code, not by the file.
     from rypsok.config.check import validate
-    from rypsok.core.egress import build_fetch_client_from_config
+    from rypsok.core.fetch.egress_port import FetchNetwork, build_fetch_egress
+    from rypsok.shared.identity import user_agent
 
     async with serve_http({"/p": Reply(body=b"x")}) as server:
         port = _port(server.url)
@@ -302,9 +303,14 @@ async def test_req_sec_006_the_client_of_a_configuration_applies_its_rules(
         resolver = MapResolver(
             {"example.org": ["127.0.0.1"], "wiki.corp.example.org": ["10.1.1.1"]}
         )
-        async with build_fetch_client_from_config(
-            config, extra_allow=["127.0.0.1"], resolver=resolver, network_backend=network_backend
-        ) as client:
+        network = FetchNetwork(
+            extra_allow=("127.0.0.1",), resolver=resolver, network_backend=network_backend
+        )
+        # What the service builds for web_fetch (rypsok.core.services).
+        _, client = build_fetch_egress(
+            config, network, user_agent=user_agent(config.service.user_agent_contact)
+        )
+        async with client:
             policy = client.policy
             async with client.stream(target_of(client, f"http://example.org:{port}/p")) as r:
                 assert r.status_code == 200

@@ -27,10 +27,10 @@ from rypsok.core.egress.clients import (
     _map_httpcore_exception,
     _NoCookiePolicy,
     _ResponseStream,
-    build_fetch_client_from_config,
 )
 from rypsok.core.egress.policy import AdmittedURL
 from rypsok.core.egress.testing import MapResolver, RecordingBackend
+from rypsok.core.fetch.egress_port import FetchNetwork, build_fetch_egress
 from testkit.servers import Reply, serve_http
 
 if TYPE_CHECKING:
@@ -203,7 +203,7 @@ fetches_in_flight = 3
 deadline_ms = 7000
 """
     )
-    client = build_fetch_client_from_config(config)
+    _, client = build_fetch_egress(config, FetchNetwork(), user_agent="rypsok/test")
     assert client.timeout.read == 7.0
     assert client.timeout.connect == min(client.policy.connect_timeout_s, 7.0)
     assert client.transport._pool._max_connections == 6  # a page and its robots.txt each

@@ -24,11 +24,7 @@ if TYPE_CHECKING:
         SystemResolver,
         TcpBackend,
     )
-    from rypsok.core.egress.clients import (
-        FetchClient,
-        build_fetch_client,
-        build_fetch_client_from_config,
-    )
+    from rypsok.core.egress.clients import FetchClient, build_fetch_client
     from rypsok.core.egress.policy import AdmittedURL, Denial, EgressPolicy, engine_origin_refusal
     from rypsok.core.egress.trust import ClientBuildError, system_trust_context
     from rypsok.core.egress.vocabulary import Refusal, detail_reason
@@ -47,7 +43,6 @@ __all__ = [
     "SystemResolver",
     "TcpBackend",
     "build_fetch_client",
-    "build_fetch_client_from_config",
     "detail_reason",
     "engine_origin_refusal",
     "system_trust_context",
@@ -62,7 +57,6 @@ _HOMES = {
     "TcpBackend": "backend",
     "FetchClient": "clients",
     "build_fetch_client": "clients",
-    "build_fetch_client_from_config": "clients",
     "ClientBuildError": "trust",
     "system_trust_context": "trust",
     "Denial": "policy",

@@ -33,10 +33,9 @@ from rypsok.core.egress.vocabulary import Refusal
 
 if TYPE_CHECKING:
     import ssl
-    from collections.abc import AsyncIterator, Iterable
+    from collections.abc import AsyncIterator
     from types import TracebackType
 
-    from rypsok.config.schema import Config
     from rypsok.core.egress.backend import NetworkBackend, Resolver
     from rypsok.core.egress.policy import AdmittedURL, EgressPolicy
 
@@ -47,7 +46,6 @@ __all__ = [
     "EgressTransport",
     "FetchClient",
     "build_fetch_client",
-    "build_fetch_client_from_config",
     "system_trust_context",
 ]
 
@@ -371,31 +369,4 @@ def build_fetch_client(
         network_backend=network_backend,
         max_connections=max_connections,
         deadline_s=deadline_s,
-    )
-
-
-def build_fetch_client_from_config(
-    config: Config,
-    *,
-    extra_allow: Iterable[str] = (),
-    resolver: Resolver | None = None,
-    network_backend: NetworkBackend | None = None,
-    ssl_context: ssl.SSLContext | None = None,
-) -> FetchClient:
-    """The fetch client of a configuration: its policy (`[egress]`, `[fetch] ports` and
-    LIM-F6), the engines' User-Agent, the fetch deadline (LIM-F4), and a pool sized for a
-    page and its robots.txt per fetch in flight (LIM-C3). `extra_allow` adds allow rules in
-    code (tests, an embedding host's own servers: REQ-TEST-005)."""
-    # Imported here: the engine client imports this module for the trust store.
-    from rypsok.core.egress.policy import EgressPolicy
-    from rypsok.shared.identity import user_agent
-
-    return build_fetch_client(
-        EgressPolicy.from_config(config, extra_allow=extra_allow),
-        user_agent=user_agent(config.service.user_agent_contact),
-        resolver=resolver,
-        network_backend=network_backend,
-        ssl_context=ssl_context,
-        max_connections=2 * config.limits.fetches_in_flight,
-        deadline_s=config.fetch.deadline_ms / 1000,
     )

@@ -25,16 +25,8 @@ __all__ = [
     "EngineSlot",
     "LatencyPort",
     "LimiterPort",
-    "TicketPort",
     "TurnPort",
 ]
-
-
-class TicketPort(Protocol):
-    """The circuit's permission for one call (`rypsok.core.engines.circuit.CircuitTicket`)."""
-
-    @property
-    def probe(self) -> bool: ...
 
 
 class CircuitPort(Protocol):
