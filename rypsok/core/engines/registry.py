@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from rypsok.config.schema import Config
     from rypsok.core.engines.client import EngineClient
+    from rypsok.shared.secret import Secret
 
 __all__ = [
     "DRIVER_TYPES",
@@ -182,7 +183,7 @@ def _driver(
     cfg: EngineConfig,
     config: Config,
     http: EngineClient,
-    secret: str | None,
+    secret: Secret | None,
     parse_permits: trio.CapacityLimiter,
 ) -> Engine:
     """The driver of one enabled engine; ValueError when its configuration cannot be served."""
