@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from rypsok.core.model import Reason
-from rypsok.core.search.urls import comparison_key, normalize_url, returned_url
+from rypsok.core.search.urls import comparison_key, normalize_url, returned_url, url_host
 
 # The reviewable list of RFC 008, written out here on its own.
 TRACKING = [
@@ -241,3 +241,37 @@ def test_req_rank_002_comparison_key_table(url: str, key: str) -> None:
 def test_req_rank_002_comparison_key_refuses_a_url_returned_url_refuses() -> None:
     with pytest.raises(ValueError, match="returned_url"):
         comparison_key("ftp://example.org/")
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1/", "https://[::1]:8443/x", "http://0x7f.1/", "https://10.0.0.1./a"],
+)
+def test_req_rank_003_an_address_web_fetch_refuses_is_invalid_unless_the_operators(
+    url: str,
+) -> None:
+    assert returned_url(url) == Reason.URL_INVALID
+    assert normalize_url(url) == Reason.URL_INVALID
+    host = url_host(url)
+    assert host is not None
+    kept = normalize_url(url, frozenset({host}))
+    assert not isinstance(kept, Reason)
+    assert kept.url == url
+    # Another operator host does not vouch for this one.
+    assert normalize_url(url, frozenset({"10.0.0.2", "[::2]"})) == Reason.URL_INVALID
+
+
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("https://EXAMPLE.org:8443/w", "example.org"),
+        ("http://127.0.0.1:8080/w", "127.0.0.1"),
+        ("http://[::1]:8080/", "[::1]"),
+        ("https://bücher.example/", "xn--bcher-kva.example"),
+        ("ftp://example.org/", None),
+    ],
+)
+def test_req_rank_003_url_host_is_the_form_normalize_url_compares(
+    url: str, host: str | None
+) -> None:
+    assert url_host(url) == host
