@@ -308,10 +308,9 @@ _HIDDEN_ELEMENT = re.compile(
 )
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _DECLARATION = re.compile(r"<![A-Za-z\[][^<>]*>|<\?[^<>]*>")
-# A start or end tag: a name (a prefix and a colon when it is namespaced, as the XML that
-# scholarly providers embed writes it: <jats:p>, <mml:math>), then attributes where quoted
-# values may hold any character. Each alternative begins with a different character, so
-# matching is linear.
+# A start or end tag: a name (after a prefix and a colon when namespaced: <jats:p>, <mml:mi>),
+# then attributes where quoted values may hold any character. Each alternative begins with a
+# different character, so matching is linear.
 _TAG = re.compile(
     r"<(/?)(?:([A-Za-z_][A-Za-z0-9._-]*):)?([A-Za-z][A-Za-z0-9-]*)(?=[\s/>])"
     r"((?:[^<>\"']|\"[^\"]*\"|'[^']*')*)>"
@@ -327,8 +326,6 @@ _BLOCK_ELEMENTS = frozenset((
     "p", "pre", "section", "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr",
     "ul", "legend",
 ))
-# fmt: on
-# fmt: off
 _INLINE_ELEMENTS = frozenset((
     "a", "abbr", "acronym", "area", "audio", "b", "base", "basefont", "bdi", "bdo", "big",
     "blink", "body", "button", "canvas", "center", "cite", "code", "col", "colgroup", "data",
@@ -342,19 +339,16 @@ _INLINE_ELEMENTS = frozenset((
 # fmt: on
 
 
-# The JATS elements (the tag set of Crossref's abstracts) that break a line where HTML's
-# block elements do not already name: a title, a section, a list and its items, a label.
+# The JATS elements (Crossref's abstracts) that break a line and HTML's block ones omit.
 _JATS_BLOCK_ELEMENTS = frozenset(("sec", "title", "list", "list-item", "label"))
 
 
 def _replace_tag(match: re.Match[str]) -> str:
-    name = match.group(3).lower()
-    if match.group(2) is not None:
-        # A namespaced tag is markup whatever its name: no text writes "<a:b>".
-        return " " if name in _BLOCK_ELEMENTS or name in _JATS_BLOCK_ELEMENTS else ""
-    if name in _BLOCK_ELEMENTS:
+    name, namespaced = match.group(3).lower(), match.group(2) is not None
+    if name in _BLOCK_ELEMENTS or (namespaced and name in _JATS_BLOCK_ELEMENTS):
         return " "
-    if name in _INLINE_ELEMENTS:
+    # A namespaced tag is markup whatever its name: no text writes "<a:b>".
+    if namespaced or name in _INLINE_ELEMENTS:
         return ""
     # Not an HTML element: text such as "Vec<T>" or "a <b" that happens to use angle brackets.
     return match.group()
@@ -691,10 +685,9 @@ def _finish(decoded: str, max_chars: int) -> Cleaned:
 def clean_markup_text(raw: str, max_chars: int) -> Cleaned:
     """Clean raw provider text: markup removed, entities decoded, then as `clean_decoded_text`.
 
-    HTML elements and namespaced elements (`<jats:p>`, `<mml:mi>`) count as tags, so "a < b"
-    and "Vec<T>" survive. Entities are decoded once, after the markup is gone: "&amp;lt;"
-    becomes "&lt;" and "&lt;here&gt;" becomes "<here>", text as the provider meant, never
-    read as markup again.
+    HTML and namespaced elements (`<jats:p>`) count as tags, so "a < b" and "Vec<T>" survive.
+    Entities are decoded once, after the markup is gone: "&amp;lt;" becomes "&lt;", and
+    "&lt;here&gt;" the text "<here>", never read as markup again.
     """
     decoded = _remove_markup(raw)
     if "&" in decoded:
