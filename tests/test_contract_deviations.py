@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -123,11 +124,21 @@ _SERVE_WITHOUT_THE_RULE = textwrap.dedent(
 )
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_req_cfg_005_a_driver_refusing_its_settings_is_a_configuration_error(
-    tmp_path: Path,
+    tmp_path: Path, transport: str
 ) -> None:
     config = _write(tmp_path, "https://searx.example.org/?secret=1")
-    done = _run([sys.executable, "-c", _SERVE_WITHOUT_THE_RULE, "serve", "--config", str(config)])
+    with config.open("a", encoding="utf-8") as file:
+        file.write(f'[service.http]\nbind = "127.0.0.1:{_free_port()}"\n')
+    args = ["serve", "--transport", transport, "--config", str(config)]
+    done = _run([sys.executable, "-c", _SERVE_WITHOUT_THE_RULE, *args])
     assert done.returncode == 1
     assert done.stdout == ""
     assert "uncaught_exception" not in done.stderr
