@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
     from _typeshed import SupportsWrite
 
+    from rypsok.config.schema import Config
+
 __all__ = ["main"]
 
 EXIT_OK = 0
@@ -164,6 +166,31 @@ def _serve(transport: str, path: str | None, env: Mapping[str, str]) -> int:
     telemetry.configure(
         level=config.logging.level, log_queries=config.logging.log_queries, background=True
     )
+    try:
+        return _run_transport(transport, config, env)
+    except Exception as exc:
+        refused = _config_error_in(exc)
+        if refused is None:
+            raise
+    # What the loader cannot see (a driver that refuses its engine's settings) is still a
+    # configuration error: said as one, with the configuration's status (spec 05).
+    telemetry.error("config_invalid", message=str(refused))
+    return EXIT_CONFIG
+
+
+def _config_error_in(exc: BaseException) -> ConfigError | None:
+    """The configuration error `exc` is or holds (a transport's nursery wraps it in a group)."""
+    if isinstance(exc, ConfigError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _config_error_in(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def _run_transport(transport: str, config: Config, env: Mapping[str, str]) -> int:
     if transport == "http":
         try:
             from rypsok.mcp.listener import run_http

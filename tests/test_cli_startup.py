@@ -99,15 +99,19 @@ def test_req_perf_005_serving_a_discover_line_loads_no_httpx_nor_secret_check(
     assert done.stderr.splitlines()[-1] == "LOADED "
 
 
-def test_req_perf_005_a_mirror_still_parses_its_base_url_at_start(tmp_path: Path) -> None:
-    # The one engine setting httpx reads at construction: a bad base_url stops the start as
-    # before, not at the first search (the address is valid for the configuration's rule).
+def test_req_cfg_005_a_base_url_serve_cannot_use_stops_the_start_as_a_configuration_error(
+    tmp_path: Path,
+) -> None:
+    # Refused by the configuration's rule, which serve and check share (spec 05): exit 1
+    # with the key and its place, and no uncaught exception, before anything is served.
     config = _config(tmp_path, 'base_url = "https://wiki.example.org/w?x=1"\n')
     done = _run(["-c", _SERVE_AND_LIST, "serve", "--config", str(config)])
     assert done.returncode == 1
     assert done.stdout == ""
-    assert '"event": "uncaught_exception"' in done.stderr
-    assert '"inner": ["ValueError"]' in done.stderr
+    assert "engines.wikipedia.base_url" in done.stderr
+    assert "(line 5, column 12)" in done.stderr
+    assert "uncaught_exception" not in done.stderr
+    assert "x=1" not in done.stderr
 
 
 def test_req_perf_005_a_mirror_answers_discover_without_httpx(tmp_path: Path) -> None:

@@ -12,7 +12,13 @@ import ipaddress
 import pytest
 
 from rypsok.core.egress import Refusal
-from rypsok.core.egress.names import Host, _ipv4_number, parse_host, parse_ipv4_number_form
+from rypsok.core.egress.names import (
+    Host,
+    _ipv4_number,
+    literal_refusal,
+    parse_host,
+    parse_ipv4_number_form,
+)
 
 
 @pytest.mark.parametrize(
@@ -123,3 +129,37 @@ def test_req_sec_006_a_name_of_253_characters_is_read_and_one_longer_refused() -
 def test_req_sec_006_an_empty_text_is_no_number_form() -> None:
     assert parse_ipv4_number_form("") is None
     assert parse_ipv4_number_form(".") is None
+
+
+@pytest.mark.parametrize(
+    ("host", "refusal"),
+    [
+        ("127.0.0.1", Refusal.LOOPBACK),
+        ("127.0.0.1.", Refusal.LOOPBACK),
+        ("2130706433", Refusal.LOOPBACK),
+        ("0x7f.1", Refusal.LOOPBACK),
+        ("10.0.0.1", Refusal.PRIVATE),
+        ("169.254.169.254", Refusal.METADATA),
+        ("[::1]", Refusal.LOOPBACK),
+        ("[::ffff:10.0.0.1]", Refusal.PRIVATE),
+        ("[2002:7f00:1::]", Refusal.LOOPBACK),
+        ("[fe80::1%eth0]", Refusal.ZONE_ID),
+        ("[::1", Refusal.MALFORMED_HOST),
+        ("[zz]", Refusal.MALFORMED_HOST),
+        ("1.2.3.4.5", Refusal.MALFORMED_HOST),
+        ("256.0.0.1", Refusal.MALFORMED_HOST),
+        ("0x", Refusal.UNSPECIFIED),  # "0x" alone is zero: 0.0.0.0
+        ("a.0x", Refusal.MALFORMED_HOST),  # ends in a number, so no name, and no address
+        ("93.184.215.14", None),
+        ("[2606:4700::1111]", None),
+        ("example.org", None),
+        ("example.org.", None),
+        ("x.0example", None),
+        ("localhost", None),  # a name: judged only when a fetch resolves it
+        ("1password.com", None),
+    ],
+)
+def test_req_rank_003_an_address_literal_is_judged_by_the_table_without_a_lookup(
+    host: str, refusal: Refusal | None
+) -> None:
+    assert literal_refusal(host) is refusal

@@ -13,9 +13,9 @@ from rypsok.config import memory
 from rypsok.config.check import run_check
 from rypsok.config.load import load_config_text
 from rypsok.core.fetch import pipeline
-from rypsok.core.fetch.bounds import MAX_DEPTH, MAX_NODES
 from rypsok.core.fetch.parse import parse_html
 from rypsok.core.model import FetchRequest
+from rypsok.core.parsing import MAX_DEPTH, MAX_NODES
 
 if TYPE_CHECKING:
     import pytest

@@ -23,8 +23,8 @@ from fetch_sites import serve_site
 from rypsok.core.fetch import extract as extract_mod
 from rypsok.core.fetch import parse
 from rypsok.core.fetch.extract import DocumentKind, DocumentText, extract_document
-from rypsok.core.fetch.slots import ParseBudget, page_share
 from rypsok.core.model import DetailReason, ToolError
+from rypsok.core.parsing import ParseBudget, page_share
 
 if TYPE_CHECKING:
     import pytest

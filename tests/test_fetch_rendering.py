@@ -225,14 +225,14 @@ async def test_req_sec_001_page_text_never_becomes_markdown() -> None:
     body = (
         f"{ARTICLE}<p>{lines}</p><p># Not a heading<br>&gt; not a quote<br>- not an item<br>"
         "1. not a list<br>---<br>a | b<br>--|--<br>~~~</p>"
-        '<p>Wow!<a href="http://127.0.0.1/pic.png">a link rypsok writes</a>, and '
+        '<p>Wow!<a href="http://93.184.215.14/pic.png">a link rypsok writes</a>, and '
         '<a href="/path with spaces/(x)\n\\next`y&lt;">another</a>, '
         '<a href="/q?x=&amp;lt;y&amp;z=1">a third</a>.</p>'
     )
     results = await fetch_pages({"/h": Page.html(page(body))}, host="site.test")
     content = results["/h"].content
     assert active(content) == [
-        ("link", "http://127.0.0.1/pic.png"),
+        ("link", "http://93.184.215.14/pic.png"),
         ("link", "http://site.test/path%20with%20spaces/%28x%29%5Cnext%60y%3C"),
         ("link", "http://site.test/q?x=&lt;y&z=1"),
     ]

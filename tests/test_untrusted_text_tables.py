@@ -180,6 +180,41 @@ def test_req_ctx_004_declarations_and_processing_instructions_are_removed(
     assert clean_markup_text("a" + declaration + "b", 100).text == "ab"
 
 
+JATS_BLOCK = ["sec", "title", "list", "list-item", "label"]
+
+
+@pytest.mark.parametrize("name", JATS_BLOCK + BLOCK)
+def test_req_ctx_004_every_namespaced_block_element_breaks_words_apart(name: str) -> None:
+    # Crossref's abstracts are JATS: <jats:title>Abstract</jats:title><jats:p>Text...
+    raw = f"one<jats:{name}>two</jats:{name}>three"
+    assert clean_markup_text(raw, 100).text == "one two three"
+    upper = f'one<JATS:{name.upper()} id="a>b">two<jats:{name}/>'
+    assert clean_markup_text(upper, 100).text == "one two"
+
+
+@pytest.mark.parametrize("name", ["italic", "bold", "sup", "mi", "a", "span", "x", "my-el2"])
+def test_req_ctx_004_every_other_namespaced_element_disappears_without_a_trace(
+    name: str,
+) -> None:
+    assert clean_markup_text(f"one<jats:{name}>two</jats:{name}>three", 100).text == ("onetwothree")
+    # A prefix is an XML name: letters, digits, ".", "_" and "-", not from a digit.
+    for prefix in ("mml", "_x", "a.b-c_1"):
+        raw = f"one<{prefix}:{name} xmlns:{prefix}='u'>two</{prefix}:{name}>"
+        assert clean_markup_text(raw, 100).text == "onetwo"
+
+
+@pytest.mark.parametrize(
+    "text", ["a<1x:p>b", "a<:p>b", "a<jats:>b", "a<jats:p b", "a <x:1> b", "<-a:p>"]
+)
+def test_req_ctx_004_what_only_looks_like_a_namespaced_tag_is_kept(text: str) -> None:
+    assert clean_markup_text(text, 100).text == text
+
+
+def test_req_ctx_004_decoded_entities_are_never_read_as_markup() -> None:
+    raw = "<jats:p>An <jats:italic>abstract</jats:italic> &lt;here&gt; &lt;jats:p&gt;</jats:p>"
+    assert clean_markup_text(raw, 100).text == "An abstract <here> <jats:p>"
+
+
 def test_req_ctx_004_a_tag_name_may_hold_digits_and_hyphens() -> None:
     assert clean_markup_text("a<my-el2>b</my-el2>c", 100).text == "a<my-el2>b</my-el2>c"
     assert clean_markup_text("a<h1\tclass=x>b", 100).text == "a b"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from rypsok.core.model import Reason
-from rypsok.core.search.urls import comparison_key, normalize_url, returned_url
+from rypsok.core.search.urls import comparison_key, normalize_url, returned_url, url_host
 
 # The reviewable list of RFC 008, written out here on its own.
 TRACKING = [
@@ -149,7 +149,7 @@ def test_req_rank_003_host_label_characters(label: str, ok: bool) -> None:
 def test_req_rank_003_port_ends(port: str, ok: bool) -> None:
     url = f"https://example.org:{port}/x"
     assert returned_url(url) == (url if ok else Reason.URL_INVALID)
-    ipv6 = f"https://[::1]:{port}/x"
+    ipv6 = f"https://[2606:4700::1111]:{port}/x"
     assert returned_url(ipv6) == (ipv6 if ok else Reason.URL_INVALID)
 
 
@@ -185,9 +185,9 @@ def test_req_rank_003_hosts_and_authorities_web_fetch_refuses_are_invalid(url: s
 @pytest.mark.parametrize(
     ("url", "shown"),
     [
-        ("https://[::1]/", "https://[::1]/"),
-        ("https://[::1]:/", "https://[::1]:/"),
-        ("https://[2001:DB8::1]/", "https://[2001:DB8::1]/"),
+        ("https://[2606:4700::1111]/", "https://[2606:4700::1111]/"),
+        ("https://[2606:4700::1111]:/", "https://[2606:4700::1111]:/"),
+        ("https://[2606:4700::AB]/", "https://[2606:4700::AB]/"),
         ("https://example.org:/", "https://example.org:/"),
         ("https://example.org?x=1", "https://example.org?x=1"),
         ("https://example.org#f", "https://example.org#f"),
@@ -217,7 +217,7 @@ KEYS = [
     ("https://example.org:80/a", "https://example.org:80/a"),
     ("https://example.org:0080/a", "https://example.org:80/a"),
     ("https://Example.ORG/A", "https://example.org/A"),
-    ("https://[2001:DB8::1]:8443/", "https://[2001:db8::1]:8443/"),
+    ("https://[2606:4700::AB]:8443/", "https://[2606:4700::ab]:8443/"),
     ("https://example.org/%7e%41%2f%2F", "https://example.org/~A%2F%2F"),
     ("https://example.org/%zz%", "https://example.org/%25zz%25"),
     ("https://example.org/é", "https://example.org/%C3%A9"),
@@ -241,3 +241,37 @@ def test_req_rank_002_comparison_key_table(url: str, key: str) -> None:
 def test_req_rank_002_comparison_key_refuses_a_url_returned_url_refuses() -> None:
     with pytest.raises(ValueError, match="returned_url"):
         comparison_key("ftp://example.org/")
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1/", "https://[::1]:8443/x", "http://0x7f.1/", "https://10.0.0.1./a"],
+)
+def test_req_rank_003_an_address_web_fetch_refuses_is_invalid_unless_the_operators(
+    url: str,
+) -> None:
+    assert returned_url(url) == Reason.URL_INVALID
+    assert normalize_url(url) == Reason.URL_INVALID
+    host = url_host(url)
+    assert host is not None
+    kept = normalize_url(url, frozenset({host}))
+    assert not isinstance(kept, Reason)
+    assert kept.url == url
+    # Another operator host does not vouch for this one.
+    assert normalize_url(url, frozenset({"10.0.0.2", "[::2]"})) == Reason.URL_INVALID
+
+
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("https://EXAMPLE.org:8443/w", "example.org"),
+        ("http://127.0.0.1:8080/w", "127.0.0.1"),
+        ("http://[::1]:8080/", "[::1]"),
+        ("https://bücher.example/", "xn--bcher-kva.example"),
+        ("ftp://example.org/", None),
+    ],
+)
+def test_req_rank_003_url_host_is_the_form_normalize_url_compares(
+    url: str, host: str | None
+) -> None:
+    assert url_host(url) == host

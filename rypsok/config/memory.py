@@ -17,7 +17,7 @@ one parse = the larger of the two costliest shapes of page, plus a part that doe
          attributes' bound (LIM-F17) within its first megabytes:  node bound + the document
 
 A body is held under its fetch slot until its parse has a permit, and a permit is held until
-its thread ends, an abandoned one too (rypsok/core/fetch/slots.py): so however many calls
+its thread ends, an abandoned one too (rypsok/core/parsing.py): so however many calls
 wait, the bodies and the parses alive are the ones counted here (issue 23).
 
 The pages parsing at once share the parse budget (slots.py, issue 23.2): each takes the

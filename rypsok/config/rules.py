@@ -15,13 +15,14 @@ from urllib.parse import urlsplit
 import attrs
 import idna
 
+from rypsok.shared.hosts import is_loopback_host
+
 __all__ = [
     "Bind",
     "EgressRule",
     "RuleError",
     "is_env_name",
     "is_identifier",
-    "is_loopback_host",
     "parse_bind",
     "parse_egress_rule",
     "parse_host_name",
@@ -72,6 +73,13 @@ def parse_host_name(text: str, *, what: str = "a host name") -> str:
             raise RuleError(f"{what} is not a valid name") from None
     if len(name) > _MAX_NAME or not all(_LABEL.fullmatch(label) for label in name.split(".")):
         raise RuleError(f"{what} is not a valid name")
+    for label in name.split("."):
+        if label.startswith("xn--"):
+            # An A-label must decode, as a URL's host must (rypsok.core.egress.names).
+            try:
+                idna.decode(label)
+            except (idna.IDNAError, UnicodeError, ValueError):
+                raise RuleError(f"{what} is not a valid name") from None
     return name
 
 
@@ -190,15 +198,6 @@ def parse_bind(text: str) -> Bind:
     return Bind(host=host, port=_port(port_text))
 
 
-def is_loopback_host(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return _unmapped(ipaddress.ip_address(host.strip("[]"))).is_loopback
-    except ValueError:
-        return False
-
-
 def validate_allowed_host(text: str) -> None:
     """A Host value: a name or an address, with an optional port."""
     host, port = text, ""
@@ -262,8 +261,17 @@ def _split_url(text: str, what: str) -> tuple[str, str]:
 
 
 def validate_base_url(text: str) -> None:
-    """An absolute https URL; plain http only to a loopback host."""
+    """An absolute https URL; plain http only to a loopback host (`rypsok.shared.hosts`).
+
+    No query and no fragment: the driver appends its own path and parameters. The host is
+    read no more laxly than web_fetch reads one: a name without an empty label or a root
+    dot, an address written in full (four decimal numbers, or IPv6 in brackets), and a
+    port from 1 to 65535.
+    """
     scheme, host = _split_url(text, "an absolute URL (https://wiki.example/w/api.php)")
+    if "?" in text or "#" in text:
+        raise RuleError("a base_url has no query and no fragment: the engine adds its own")
+    _validate_url_host(text, host)
     if scheme == "https":
         return
     if scheme == "http":
@@ -271,6 +279,39 @@ def validate_base_url(text: str) -> None:
             return
         raise RuleError("plain http is admitted only to a loopback host; use https")
     raise RuleError("expected an https URL")
+
+
+def _validate_url_host(text: str, host: str) -> None:
+    """The host and port of a URL `_split_url` read, as web_fetch would read them."""
+    if urlsplit(text).port == 0:
+        raise RuleError("the port must be between 1 and 65535")
+    if "[" in urlsplit(text).netloc:
+        try:
+            address = ipaddress.IPv6Address(host)
+        except ValueError:
+            raise RuleError("expected an IPv6 address in the brackets") from None
+        if address.scope_id is not None:
+            raise RuleError("an address without a zone (no %): a zone names an interface")
+        return
+    if not host.isascii():
+        # The name as written must be a name: a form that only UTS #46 maps to one (a
+        # fullwidth letter, a capital) is not read by the engine client's URL parser.
+        try:
+            idna.encode(host)
+        except (idna.IDNAError, UnicodeError, ValueError):
+            raise RuleError(
+                "the URL's host is not a valid name; write it in lower case, or in its "
+                "ASCII form (xn--...)"
+            ) from None
+    try:
+        ipaddress.IPv4Address(host)
+    except ValueError:
+        name = parse_host_name(host, what="the URL's host")
+        if _ends_in_number(name):
+            # A browser and web_fetch read such a host as an address (127.1 is 127.0.0.1).
+            raise RuleError(
+                "an address is written in full, as four decimal numbers (127.0.0.1)"
+            ) from None
 
 
 def validate_proxy(text: str) -> None:

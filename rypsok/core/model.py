@@ -9,7 +9,6 @@ Implements REQ-CTX-002, REQ-SEC-001, REQ-SEC-016, REQ-ERR-002 and REQ-RUST-003.
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
 from typing import Any
 
@@ -46,7 +45,6 @@ __all__ = [
     "TimeRange",
     "ToolError",
     "canonical_json",
-    "valid_engine_id",
 ]
 
 
@@ -189,14 +187,6 @@ class SecretKind(StrEnum):
     PRIVATE_KEY = "private_key"
     URL_PASSWORD = "url_password"
     PASSWORD_ASSIGNMENT = "password_assignment"
-
-
-_ENGINE_ID = re.compile(r"[a-z][a-z0-9_]*\Z")
-
-
-def valid_engine_id(value: str) -> bool:
-    """Engine and caller identifiers: lowercase letters, digits, underscores; a letter first."""
-    return _ENGINE_ID.match(value) is not None and len(value) <= 64
 
 
 def _drop_none(d: dict[str, Any]) -> dict[str, Any]:

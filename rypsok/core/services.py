@@ -33,9 +33,8 @@ from rypsok.core.engines.registry import (
     build_registry,
     status_entries,
 )
-from rypsok.core.fetch.bounds import MAX_NODES
 from rypsok.core.fetch.egress_port import FetchNetwork, build_fetch_egress
-from rypsok.core.fetch.slots import FetchSlots, ParseBudget
+from rypsok.core.fetch.slots import FetchSlots
 from rypsok.core.model import (
     Category,
     DetailReason,
@@ -50,6 +49,7 @@ from rypsok.core.model import (
     ToolError,
 )
 from rypsok.core.pacing import EngineLimiter
+from rypsok.core.parsing import MAX_NODES, ParseBudget
 from rypsok.core.ratelimit import ToolRateLimiter
 from rypsok.core.search.ports import EngineSlot
 

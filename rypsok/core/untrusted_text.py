@@ -308,9 +308,13 @@ _HIDDEN_ELEMENT = re.compile(
 )
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _DECLARATION = re.compile(r"<![A-Za-z\[][^<>]*>|<\?[^<>]*>")
-# A start or end tag: a name, then attributes where quoted values may hold any character.
-# Each alternative begins with a different character, so matching is linear.
-_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)(?=[\s/>])((?:[^<>\"']|\"[^\"]*\"|'[^']*')*)>")
+# A start or end tag: a name (after a prefix and a colon when namespaced: <jats:p>, <mml:mi>),
+# then attributes where quoted values may hold any character. Each alternative begins with a
+# different character, so matching is linear.
+_TAG = re.compile(
+    r"<(/?)(?:([A-Za-z_][A-Za-z0-9._-]*):)?([A-Za-z][A-Za-z0-9-]*)(?=[\s/>])"
+    r"((?:[^<>\"']|\"[^\"]*\"|'[^']*')*)>"
+)
 
 # Tags that break a line in a rendered page: replaced by a space, so that words on either side
 # stay apart. Every other HTML element disappears without a trace ("<b>Rust</b>acean").
@@ -322,8 +326,6 @@ _BLOCK_ELEMENTS = frozenset((
     "p", "pre", "section", "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr",
     "ul", "legend",
 ))
-# fmt: on
-# fmt: off
 _INLINE_ELEMENTS = frozenset((
     "a", "abbr", "acronym", "area", "audio", "b", "base", "basefont", "bdi", "bdo", "big",
     "blink", "body", "button", "canvas", "center", "cite", "code", "col", "colgroup", "data",
@@ -337,11 +339,16 @@ _INLINE_ELEMENTS = frozenset((
 # fmt: on
 
 
+# The JATS elements (Crossref's abstracts) that break a line and HTML's block ones omit.
+_JATS_BLOCK_ELEMENTS = frozenset(("sec", "title", "list", "list-item", "label"))
+
+
 def _replace_tag(match: re.Match[str]) -> str:
-    name = match.group(2).lower()
-    if name in _BLOCK_ELEMENTS:
+    name, namespaced = match.group(3).lower(), match.group(2) is not None
+    if name in _BLOCK_ELEMENTS or (namespaced and name in _JATS_BLOCK_ELEMENTS):
         return " "
-    if name in _INLINE_ELEMENTS:
+    # A namespaced tag is markup whatever its name: no text writes "<a:b>".
+    if namespaced or name in _INLINE_ELEMENTS:
         return ""
     # Not an HTML element: text such as "Vec<T>" or "a <b" that happens to use angle brackets.
     return match.group()
@@ -678,8 +685,9 @@ def _finish(decoded: str, max_chars: int) -> Cleaned:
 def clean_markup_text(raw: str, max_chars: int) -> Cleaned:
     """Clean raw provider text: markup removed, entities decoded, then as `clean_decoded_text`.
 
-    Only HTML elements count as tags, so "a < b" and "Vec<T>" survive. Entities are decoded
-    once: "&amp;lt;" becomes "&lt;", as the provider meant.
+    HTML and namespaced elements (`<jats:p>`) count as tags, so "a < b" and "Vec<T>" survive.
+    Entities are decoded once, after the markup is gone: "&amp;lt;" becomes "&lt;", and
+    "&lt;here&gt;" the text "<here>", never read as markup again.
     """
     decoded = _remove_markup(raw)
     if "&" in decoded:

@@ -24,10 +24,7 @@ if TYPE_CHECKING:
         SystemResolver,
         TcpBackend,
     )
-    from rypsok.core.egress.clients import (
-        FetchClient,
-        build_fetch_client,
-    )
+    from rypsok.core.egress.clients import FetchClient, build_fetch_client
     from rypsok.core.egress.policy import AdmittedURL, Denial, EgressPolicy, engine_origin_refusal
     from rypsok.core.egress.trust import ClientBuildError, trust_store_context
     from rypsok.core.egress.vocabulary import Refusal, detail_reason

@@ -19,12 +19,13 @@ from urllib.parse import unquote_to_bytes
 import attrs
 import idna
 
-from rypsok.core.egress.ranges import Address
+from rypsok.core.egress.ranges import Address, classify
 from rypsok.core.egress.vocabulary import Refusal
 
 __all__ = [
     "SPECIAL_USE_SUFFIXES",
     "Host",
+    "literal_refusal",
     "name_refusal",
     "parse_host",
     "parse_ipv4_number_form",
@@ -201,3 +202,29 @@ def name_refusal(name: str) -> Refusal | None:
     if labels[-1] in SPECIAL_USE_SUFFIXES:
         return Refusal.SPECIAL_USE_NAME
     return None
+
+
+def literal_refusal(host: str) -> Refusal | None:
+    """The built-in judgment of a host written as an address, made without any lookup.
+
+    `host` is a URL's host in ASCII (an IPv6 address in brackets, an IPv4 address in any
+    notation a browser reads). The answer is the refusal web_fetch's default policy gives
+    it (`classify`, the one address table), a malformed refusal for a host that ends in a
+    number but is no address, and None for a name or a globally routable address: a name
+    is judged by what it resolves to, which only a fetch finds out.
+    """
+    address: Address | Refusal | None
+    if host.startswith("["):
+        if not host.endswith("]"):
+            return Refusal.MALFORMED_HOST
+        address = _ipv6_literal(host[1:-1])
+    else:
+        # Every number form starts with a digit (decimal, 0x…, 0…): a last label that does
+        # not is a name's, and most hosts are names (this runs on every result URL). Only a
+        # shortcut: `parse_ipv4_number_form` alone gives the same answers.
+        if not host.rstrip(".").rpartition(".")[2][:1].isdigit():
+            return None
+        address = parse_ipv4_number_form(host)
+    if address is None or isinstance(address, Refusal):
+        return address
+    return classify(address)

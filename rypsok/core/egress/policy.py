@@ -16,7 +16,6 @@ Implements LIM-F8.
 
 from __future__ import annotations
 
-import ipaddress
 from typing import TYPE_CHECKING, Final
 from urllib.parse import urljoin
 
@@ -32,6 +31,7 @@ from rypsok.core.egress.ranges import (
     classify,
 )
 from rypsok.core.egress.vocabulary import Refusal, detail_reason
+from rypsok.shared.hosts import is_loopback_host
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -450,17 +450,12 @@ def _resolve_reference(current: AdmittedURL, text: str) -> str:
 
 def engine_origin_refusal(scheme: str, host: str) -> Refusal | None:
     """The engine profile (REQ-SEC-017) for one configured endpoint: https to its host, or
-    plain http to a loopback endpoint (the operator's explicit local engine)."""
+    plain http to a loopback endpoint (the operator's explicit local engine), as the
+    configuration admits it: one answer to "loopback", `rypsok.shared.hosts`."""
     if scheme not in DEFAULT_PORTS:
         return Refusal.SCHEME
     if not host:
         return Refusal.MALFORMED_HOST
     if scheme == "https":
         return None
-    if host.rstrip(".").lower() == "localhost":
-        return None
-    try:
-        address = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return Refusal.SCHEME
-    return None if classify(address) is Refusal.LOOPBACK else Refusal.SCHEME
+    return None if is_loopback_host(host) else Refusal.SCHEME

@@ -32,8 +32,8 @@ from rypsok.core.engines.base import (
     RawResult,
 )
 from rypsok.core.engines.client import EngineClient, EngineOrigin
-from rypsok.core.engines.duckduckgo import MAX_DEPTH, MAX_NODES
 from rypsok.core.model import Reason
+from rypsok.core.parsing import MAX_DEPTH, MAX_NODES
 from rypsok.shared.drivers import DRIVER_TYPES
 
 if TYPE_CHECKING:

@@ -39,8 +39,9 @@ from rypsok.core.egress.policy import (
 )
 from rypsok.core.egress.vocabulary import Refusal
 from rypsok.core.engines.base import EngineFailure
-from rypsok.core.fetch.slots import ParseBudget, ParsePermit
 from rypsok.core.model import Reason
+from rypsok.core.parsing import ParseBudget, ParsePermit
+from rypsok.shared.hosts import is_loopback_host
 from rypsok.shared.identity import PROJECT_URL, user_agent
 
 # httpx (and with it the egress stack) is imported where it is used, not here: serving starts
@@ -63,7 +64,6 @@ __all__ = [
     "EngineNetwork",
     "EngineOrigin",
     "EngineResponse",
-    "is_loopback_host",
     "origin_text",
     "parse_base_url",
     "parse_retry_after",
@@ -79,12 +79,6 @@ _TARGETS_KEPT: Final = 256
 # Closing a connection and ending its stream is immediate; this only bounds a surprise,
 # well inside LIM-O2's 500 ms for aborting a request.
 _ABANDON_S: Final = 0.1
-
-
-def is_loopback_host(host: str) -> bool:
-    """`localhost` or a loopback address literal, judged by the egress component's table
-    (REQ-SEC-005): plain http to such a host is the engine profile's only exception."""
-    return engine_origin_refusal("http", host) is None
 
 
 @attrs.frozen(kw_only=True)
@@ -269,7 +263,7 @@ class EngineClient:
         # The process's limiter of CPU-bound work (LIM-C5), shared with page parsing; set by
         # the service. Without one (a driver tested alone) decoding runs inline.
         self.parse_limiter: trio.CapacityLimiter | None = None
-        # The parse budget shared with the pages (fetch/slots.py), set by the service with
+        # The parse budget shared with the pages (core/parsing.py), set by the service with
         # the limiter: a large answer's decode takes its share, so that it and the pages
         # parsing at once stay within one page's parse at the bounds (issue 23.2).
         self.parse_budget: ParseBudget | None = None

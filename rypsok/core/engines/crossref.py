@@ -3,7 +3,9 @@
 Crossref's "polite pool" serves callers who say how to reach them: when the operator set an
 e-mail address as `[service] user_agent_contact`, it is sent as the `mailto` parameter (the
 User-Agent carries it too). Without one the request goes to the public pool. Each work is
-returned as its DOI link, `https://doi.org/<DOI>`, the persistent address of the work.
+returned as its DOI link, `https://doi.org/<DOI>`, the persistent address of the work; a
+value in the DOI field that is no DOI name (ISO 26324: `10.`, a registrant code, `/`, a
+suffix) names no work, and its item is left out.
 """
 
 from __future__ import annotations
@@ -58,6 +60,9 @@ CROSSREF_RECORD: Final = AdmissionRecord(
 # RFC 3986 path characters a DOI may hold as they are; the rest ("#", "?", "%", spaces,
 # "<", ">", non-ASCII) is percent-encoded, as doi.org's own links do.
 _DOI_SAFE: Final = "-._~!$&'()*+,;=:@/"
+# A DOI name: the directory indicator "10", a registrant code of dot-separated digits, then
+# "/" and a suffix of any characters (ISO 26324, the DOI Handbook §2.2).
+_DOI_NAME: Final = re.compile(r"10\.[0-9]+(?:\.[0-9]+)*/.+", re.DOTALL)
 _ADDRESS: Final = re.compile(r"[^@\s<>(),;:\"]+@[^@\s<>(),;:\"]+\.[^@\s<>(),;:\"]+")
 _REFUSALS: Final = {403: Reason.BLOCKED}
 
@@ -68,8 +73,13 @@ def mailto(contact: str) -> str | None:
     return None if found is None else found.group(0)
 
 
-def doi_url(doi: str) -> str:
-    return DOI_URL + quote(doi.strip(), safe=_DOI_SAFE)
+def doi_url(doi: str) -> str | None:
+    """The DOI link of a DOI name, the name percent-encoded into the path; None when the
+    text is no DOI name (`javascript:alert(1)` never becomes a path on doi.org)."""
+    name = doi.strip()
+    if _DOI_NAME.fullmatch(name) is None:
+        return None
+    return DOI_URL + quote(name, safe=_DOI_SAFE)
 
 
 def _issued(value: object) -> str | None:
@@ -136,7 +146,8 @@ def _parse(body: bytes) -> tuple[RawResult, ...]:
     for item in object_items(message.get("items")):
         doi = item.get("DOI")
         title = _first_text(item.get("title"))
-        if not isinstance(doi, str) or not doi.strip() or title is None:
+        url = doi_url(doi) if isinstance(doi, str) else None
+        if url is None or title is None:
             # Crossref registers works without a title (components, some datasets): there
             # is nothing to show for them, which is not a change of format.
             continue
@@ -147,7 +158,7 @@ def _parse(body: bytes) -> tuple[RawResult, ...]:
         results.append(
             RawResult(
                 title=title,
-                url=doi_url(doi),
+                url=url,
                 snippet=snippet or "",
                 date=_issued(item.get("issued")),
             )

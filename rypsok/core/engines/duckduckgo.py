@@ -33,6 +33,7 @@ from rypsok.core.engines.base import (
 )
 from rypsok.core.engines.client import EngineClient, EngineOrigin, parse_retry_after
 from rypsok.core.model import Reason, SafeSearch, TimeRange
+from rypsok.core.parsing import MAX_DEPTH, MAX_NODES
 from rypsok.shared.drivers import DRIVER_TYPES
 
 if TYPE_CHECKING:
@@ -41,8 +42,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DUCKDUCKGO_ORIGIN",
     "DUCKDUCKGO_RECORD",
-    "MAX_DEPTH",
-    "MAX_NODES",
     "DuckDuckGoEngine",
     "PageVerdict",
     "parse_results_page",
@@ -69,8 +68,6 @@ DUCKDUCKGO_RECORD: Final = AdmissionRecord(
     scrapes=_TRAITS.scrapes,
 )
 
-MAX_NODES: Final = 100_000  # LIM-F10, the fetch pipeline's bound
-MAX_DEPTH: Final = 256  # LIM-F11
 
 _KP: Final = {SafeSearch.STRICT: "1", SafeSearch.MODERATE: "-1", SafeSearch.OFF: "-2"}
 _DF: Final = {TimeRange.DAY: "d", TimeRange.WEEK: "w", TimeRange.MONTH: "m", TimeRange.YEAR: "y"}

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Final
 import attrs
 import trio
 
+from rypsok.config.messages import ConfigError
 from rypsok.config.schema import EngineConfig
 from rypsok.config.secrets import engine_credential
 from rypsok.core.engines.arxiv import ArxivEngine
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 
     from rypsok.config.schema import Config
     from rypsok.core.engines.client import EngineClient
+    from rypsok.shared.secret import Secret
 
 __all__ = [
     "DRIVER_TYPES",
@@ -63,8 +65,11 @@ DRIVER_TYPES: Final = SHIPPED_TYPES
 _VARIABLE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
 
 
-class RegistryError(ValueError):
-    """A configured engine that no driver can serve; the message names keys, not values."""
+class RegistryError(ConfigError):
+    """A configured engine that no driver can serve; the message names keys, not values.
+
+    A configuration error: `serve` reports it as it reports one the loader found, and exits
+    with the configuration's status, never with an uncaught exception."""
 
 
 @attrs.frozen(kw_only=True)
@@ -158,30 +163,13 @@ def build_registry(
             log("warn", "engine_inactive", **_inactive_fields(cfg))
             entries.append(_inactive(cfg, DisabledReason.NO_CREDENTIAL, state))
             continue
-        if cfg.type == "brave":
-            assert credential.secret is not None
-            engine = BraveEngine(cfg.id, http, credential.secret, cfg.endpoint)
-        elif cfg.type == "duckduckgo":
-            engine = DuckDuckGoEngine(cfg.id, http, parse_permits)
-            # The operator's switch covers this engine: say so at every start (Tutorial 5).
-            log("warn", "scraping_enabled", engine=cfg.id, type=cfg.type)
-        elif cfg.type == "searxng":
-            assert cfg.base_url is not None  # required by the configuration
-            engine = SearxngEngine(cfg.id, http, cfg.base_url, credential.secret)
-        elif cfg.type == "stackexchange":
-            engine = StackExchangeEngine(
-                cfg.id, http, site=cfg.site, api_key=credential.secret, base_url=cfg.base_url
-            )
-        elif cfg.type == "arxiv":
-            engine = ArxivEngine(cfg.id, http, base_url=cfg.base_url)
-        elif cfg.type == "hackernews":
-            engine = HackerNewsEngine(cfg.id, http, base_url=cfg.base_url)
-        elif cfg.type == "crossref":
-            engine = CrossrefEngine(
-                cfg.id, http, contact=config.service.user_agent_contact, base_url=cfg.base_url
-            )
-        else:
-            engine = WikipediaEngine(cfg.id, http, cfg.base_url)
+        try:
+            engine = _driver(cfg, config, http, credential.secret, parse_permits)
+        except ValueError as exc:
+            # The configuration's rules admit only what a driver can serve; a driver that
+            # still refuses is reported as the configuration error it is (its message names
+            # the key, never the value).
+            raise RegistryError(f"engines.{cfg.id}: {exc}") from None
         entries.append(
             RegisteredEngine(
                 id=cfg.id,
@@ -207,6 +195,39 @@ def _recent(entry: RegisteredEngine) -> RecentFailures | None:
         return None
     failures = entry.recent.failures()
     return failures if failures.requests else None
+
+
+def _driver(
+    cfg: EngineConfig,
+    config: Config,
+    http: EngineClient,
+    secret: Secret | None,
+    parse_permits: trio.CapacityLimiter,
+) -> Engine:
+    """The driver of one enabled engine; ValueError when its configuration cannot be served."""
+    if cfg.type == "brave":
+        assert secret is not None
+        return BraveEngine(cfg.id, http, secret, cfg.endpoint)
+    if cfg.type == "duckduckgo":
+        # The operator's switch covers this engine: say so at every start (Tutorial 5).
+        log("warn", "scraping_enabled", engine=cfg.id, type=cfg.type)
+        return DuckDuckGoEngine(cfg.id, http, parse_permits)
+    if cfg.type == "searxng":
+        assert cfg.base_url is not None  # required by the configuration
+        return SearxngEngine(cfg.id, http, cfg.base_url, secret)
+    if cfg.type == "stackexchange":
+        return StackExchangeEngine(
+            cfg.id, http, site=cfg.site, api_key=secret, base_url=cfg.base_url
+        )
+    if cfg.type == "arxiv":
+        return ArxivEngine(cfg.id, http, base_url=cfg.base_url)
+    if cfg.type == "hackernews":
+        return HackerNewsEngine(cfg.id, http, base_url=cfg.base_url)
+    if cfg.type == "crossref":
+        return CrossrefEngine(
+            cfg.id, http, contact=config.service.user_agent_contact, base_url=cfg.base_url
+        )
+    return WikipediaEngine(cfg.id, http, cfg.base_url)
 
 
 def status_entries(registry: Registry) -> tuple[EngineStatus, ...]:

@@ -40,13 +40,12 @@ from rypsok.core.egress import (
 from rypsok.core.egress.clients import CONNECT_ERRORS, TRANSPORT_ERRORS, FetchTimeouts
 from rypsok.core.fetch import content as content_mod
 from rypsok.core.fetch.body import BodyTooLarge, UnreadableBody, read_bounded
-from rypsok.core.fetch.bounds import MAX_NODES
 from rypsok.core.fetch.content import Kind
 from rypsok.core.fetch.extract import DocumentText
+from rypsok.core.fetch.markdown import escape_line_start, escape_text
 from rypsok.core.fetch.parse import stop_if_abandoned
 from rypsok.core.fetch.pdf.fetching import PdfFetching
 from rypsok.core.fetch.robots import ROBOTS_MAX_BYTES, Robots, RobotsCache
-from rypsok.core.fetch.slots import ParseBudget, ParsePermit, page_share
 from rypsok.core.model import (
     DetailReason,
     FetchRequest,
@@ -55,7 +54,13 @@ from rypsok.core.model import (
     NoticeCode,
     ToolError,
 )
-from rypsok.core.untrusted_text import clean_decoded_text, clean_in_pieces, looks_like_instruction
+from rypsok.core.parsing import MAX_NODES, ParseBudget, ParsePermit, page_share
+from rypsok.core.untrusted_text import (
+    Cleaned,
+    clean_decoded_text,
+    clean_in_pieces,
+    looks_like_instruction,
+)
 from rypsok.shared.allocator import malloc_trim
 
 if TYPE_CHECKING:
@@ -539,7 +544,7 @@ class FetchPipeline:
         characters out and NFC, the title bounded, instruction-like passages noticed, and
         the part asked for cut."""
         notices: list[Notice] = []
-        title = clean_decoded_text(extracted.title, TITLE_MAX_CHARS)
+        title = _title(extracted.title)
         partial = extracted.partial
         # Invisible characters out, NFC, and the instruction check below: read in pieces, the
         # GIL passing between them, so that the event loop still ends calls at LIM-F5 while
@@ -566,6 +571,23 @@ class FetchPipeline:
             piece=content_mod.cut(body, start_char, max_chars),
             notices=tuple(notices),
         )
+
+
+def _title(raw: str) -> Cleaned:
+    """The page's title as the answer shows it: escaped as the content is (external text in
+    a Markdown answer, REQ-SEC-001: `[x](javascript:…)` in a <title> stays text), then
+    cleaned and bounded as every title is (REQ-CTX-004, LIM-S10).
+
+    The instruction check reads the title before it is escaped, as its phrases are written
+    (`[INST]`, not `\\[INST\\]`). A cut that falls between a backslash and the character it
+    escapes drops the backslash, which would otherwise escape whatever follows the title.
+    """
+    plain = clean_decoded_text(raw, TITLE_MAX_CHARS)
+    shown = clean_decoded_text(escape_line_start(escape_text(raw)), TITLE_MAX_CHARS)
+    text = shown.text
+    if shown.truncated and (len(text) - len(text.rstrip("\\"))) % 2:
+        text = text[:-1]
+    return attrs.evolve(shown, text=text, instruction_like=plain.instruction_like)
 
 
 def _instruction_like_passages(content: str) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rypsok.core.fetch.bounds import MAX_DEPTH, MAX_NODES
 from rypsok.core.fetch.extract import (
     DocumentKind,
     DocumentText,
@@ -13,6 +12,7 @@ from rypsok.core.fetch.extract import (
     extract_document,
 )
 from rypsok.core.fetch.pipeline import Extracted
+from rypsok.core.parsing import MAX_DEPTH, MAX_NODES
 
 if TYPE_CHECKING:
     from rypsok.core.fetch.content import Kind

@@ -46,7 +46,7 @@ from rypsok.core.search.select import (
     selection_order,
     validate,
 )
-from rypsok.core.search.urls import NormalizedUrl, normalize_url
+from rypsok.core.search.urls import NormalizedUrl, normalize_url, url_host
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -80,8 +80,15 @@ def _valid_date(value: str | None) -> str | None:
     return value
 
 
+def _operator_hosts(config: Config) -> frozenset[str]:
+    """The hosts of the engines' configured base_url, as `normalize_url` takes them (a few
+    engines: read again for each answer rather than hashing the configuration to keep it)."""
+    hosts = (url_host(e.base_url) for e in config.engines if e.base_url is not None)
+    return frozenset(h for h in hosts if h is not None)
+
+
 async def _observations(
-    outcomes: Sequence[EngineOutcome], per_engine: int
+    outcomes: Sequence[EngineOutcome], per_engine: int, operator_hosts: frozenset[str]
 ) -> tuple[list[Observation], int, int]:
     """Normalize every answer, in selection order; counts of url_invalid and url_too_long."""
     observations: list[Observation] = []
@@ -96,11 +103,14 @@ async def _observations(
         derived = outcome.derived
         for rank, raw in enumerate(outcome.results[:per_engine], start=1):
             if derived is None:
-                normalized = normalize_url(raw.url)
+                normalized = normalize_url(raw.url, operator_hosts)
             else:
-                # A cached answer keeps its normalized URLs (a pure function of the URL).
+                # A cached answer keeps its normalized URLs (a pure function of the URL and
+                # the process's configuration).
                 normalized = derived.get(
-                    ("url", raw.url), partial(normalize_url, raw.url), _normalized_bytes
+                    ("url", raw.url),
+                    partial(normalize_url, raw.url, operator_hosts),
+                    _normalized_bytes,
                 )
             if normalized is Reason.URL_INVALID:
                 invalid += 1
@@ -343,7 +353,7 @@ async def _respond(
         raise errors.all_failed(_min_retry_ms(failed, config.resilience.max_cooldown_s))
 
     observations, invalid, too_long = await _observations(
-        outcomes, config.search.results_per_engine
+        outcomes, config.search.results_per_engine, _operator_hosts(config)
     )
     ranked = merge_and_rank(observations)
     await trio.lowlevel.checkpoint()  # between ranking and cleaning

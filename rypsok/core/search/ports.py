@@ -26,16 +26,8 @@ __all__ = [
     "LatencyPort",
     "LimiterPort",
     "RecentPort",
-    "TicketPort",
     "TurnPort",
 ]
-
-
-class TicketPort(Protocol):
-    """The circuit's permission for one call (`rypsok.core.engines.circuit.CircuitTicket`)."""
-
-    @property
-    def probe(self) -> bool: ...
 
 
 class CircuitPort(Protocol):

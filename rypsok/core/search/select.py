@@ -84,12 +84,13 @@ def validate(request: SearchRequest, config: Config, served: Sequence[Category])
     if not 1 <= len(query) <= search.query_max_chars:
         raise errors.invalid_length("query", 1, search.query_max_chars)
 
+    # Left out, the category is its default, general, and judged as the explicit value is:
+    # a process that does not serve general refuses both alike (spec 02).
     served_names = _served_names(tuple(served))
-    category = Category.GENERAL
-    if request.category is not None:
-        if not isinstance(request.category, str) or request.category not in served_names:
-            raise errors.invalid_allowed("category", served_names)
-        category = Category(request.category)
+    name = str(Category.GENERAL) if request.category is None else request.category
+    if not isinstance(name, str) or name not in served_names:
+        raise errors.invalid_allowed("category", served_names)
+    category = Category(name)
 
     max_results = search.max_results
     if request.max_results is not None:

@@ -20,6 +20,7 @@ from typing import NamedTuple
 import attrs
 import idna
 
+from rypsok.core.egress.names import literal_refusal
 from rypsok.core.model import Reason
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "comparison_key",
     "normalize_url",
     "returned_url",
+    "url_host",
 ]
 
 MAX_URL_CHARS = 2048  # LIM-F9
@@ -209,13 +211,17 @@ def _without_tracking(query: str) -> str | None:
     return "&".join(kept)
 
 
-def _returned(url: str) -> tuple[str, _Parts, str | None] | Reason:
+def _returned(
+    url: str, operator_hosts: frozenset[str] = frozenset()
+) -> tuple[str, _Parts, str | None] | Reason:
     """The returned URL, its parts and its query without tracking parameters (None when
     it had none to remove, or no query), or the reason it is dropped."""
     if _has_forbidden_char(url):
         return Reason.URL_INVALID
     parts = _parse(url)
     if parts is None:
+        return Reason.URL_INVALID
+    if parts.host not in operator_hosts and literal_refusal(parts.host) is not None:
         return Reason.URL_INVALID
     out = url
     cleaned = None
@@ -237,7 +243,9 @@ def returned_url(url: str) -> str | Reason:
     """The URL the caller is shown, or the reason the result is dropped.
 
     Reason.URL_INVALID: not an http(s) URL, credentials, a host web_fetch would refuse (an
-    empty label, a character a name cannot hold), a bad port, an invisible character.
+    empty label, a character a name cannot hold, an address literal that its default policy
+    refuses without any lookup: 127.0.0.1, 10.0.0.1, [::1], 169.254.169.254), a bad port,
+    an invisible character.
     Reason.URL_TOO_LONG: the returned form exceeds LIM-F9 characters.
     """
     out = _returned(url)
@@ -305,9 +313,22 @@ def comparison_key(url: str) -> str:
     return _key(parts, None if parts.query is None else _without_tracking(parts.query))
 
 
-def normalize_url(url: str) -> NormalizedUrl | Reason:
-    """Both forms of an engine's URL, or the reason the result is dropped."""
-    out = _returned(url)
+def url_host(url: str) -> str | None:
+    """The host of an http(s) URL in the form `normalize_url` compares with `operator_hosts`
+    (ASCII, lower-case, IPv6 in brackets), or None when it has none."""
+    parts = _parse(url)
+    return None if parts is None else parts.host
+
+
+def normalize_url(url: str, operator_hosts: frozenset[str] = frozenset()) -> NormalizedUrl | Reason:
+    """Both forms of an engine's URL, or the reason the result is dropped.
+
+    `operator_hosts` are the hosts of the engines' configured base_url (`url_host`): an
+    address the operator wrote for an engine (a private MediaWiki that links to itself) is
+    the operator's word, as the engine client admits it; every other address literal that
+    web_fetch's default policy refuses makes the URL invalid (`returned_url`).
+    """
+    out = _returned(url, operator_hosts)
     if isinstance(out, Reason):
         return out
     shown, parts, cleaned = out
