@@ -21,7 +21,7 @@ from rypsok.mcp.listener.admission import Admission
 from rypsok.mcp.listener.connection import ROOM_GRACE_S, Body, Connection
 from rypsok.mcp.listener.descriptors import ACCEPT_HEADROOM, Descriptors, plan_descriptors
 from rypsok.mcp.listener.heads import H2_PREFACE, peek, waiting_request
-from rypsok.mcp.listener.memory import MemoryReturn
+from rypsok.mcp.listener.memory import TRIM_AFTER_CLOSES, TRIM_QUIET_S, MemoryReturn
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -372,6 +372,8 @@ async def test_req_sec_018_a_callers_newcomer_past_its_share_takes_its_own_waiti
     assert b_idle is not None
     assert (a_busy.holder, a_idle.holder, b_idle.holder) == ("alpha", "alpha", "beta")
     a_busy.in_flight = a_idle.in_flight = 1
+    b_idle.sock.setblocking(False)
+    b_idle.sock.recv(65536)  # B's request read: B's connection waits for its next
     b_idle.quiet_since -= 10  # the longest waiting of all, but not A's
     assert admission.admit(_pair(pairs, _head(TOKEN_A)), "ipv4") is None
     assert _http() == {"caller_share": 1}
@@ -512,3 +514,173 @@ async def test_lim_h8_the_accept_loop_waits_for_a_socket_to_close(
     assert waited == [began + 5]
     assert descriptors.room()
     assert descriptors.open == 1
+
+
+async def test_req_sec_018_a_waiting_connection_goes_before_an_older_one_with_a_doomed_body(
+    pairs: list[Pair], autojump_clock: trio.testing.MockClock
+) -> None:
+    """Both may make room; the one without a request loses nothing at all, so it goes first,
+    however long the other has waited."""
+    admission = _admission(make_config(), cap=2)
+    doomed = admission.admit(Closed(), "ipv4")
+    assert doomed is not None
+    started = trio.current_time()
+    doomed.in_flight = 1
+    doomed.bodies.append(Body(started, 1000, started + 30))  # nothing came: doomed
+    await trio.sleep(5)
+    idle = admission.admit(Closed(), "ipv4")
+    assert idle is not None
+    await trio.sleep(ROOM_GRACE_S)
+    assert admission.admit(_pair(pairs, _head()), "ipv4") is not None
+    assert idle.evicted
+    assert not doomed.evicted
+    assert admission.admit(_pair(pairs, _head()), "ipv4") is not None
+    assert doomed.evicted  # then the doomed one, when nothing else can go
+
+
+async def test_req_sec_018_with_one_caller_it_may_hold_every_connection(
+    pairs: list[Pair], autojump_clock: trio.testing.MockClock
+) -> None:
+    """No share to keep with one caller: at the cap its newcomer is refused for the cap,
+    not for a share, and the app's claims never fail."""
+    config = make_config(
+        '[[service.http.auth.callers]]\nid = "alpha"\ntoken_env = "RYPSOK_TOKEN_A"\n',
+        CALLERS_ENV,
+    )
+    admission = _admission(config, callers=True, cap=2)
+    first = admission.admit(_pair(pairs, _head(TOKEN_A)), "ipv4")
+    second = admission.admit(_pair(pairs, _head(TOKEN_A)), "ipv4")
+    assert first is not None
+    assert second is not None
+    assert first.holder is None  # no share to count it in
+    assert admission.claim(first, "alpha")
+    assert admission.claim(second, "alpha")
+    first.in_flight = second.in_flight = 1
+    assert admission.admit(_pair(pairs, _head(TOKEN_A)), "ipv4") is None
+    assert _http() == {"too_many_connections": 1}
+
+
+async def test_req_sec_018_with_more_callers_than_connections_each_holds_one(
+    pairs: list[Pair], autojump_clock: trio.testing.MockClock
+) -> None:
+    config = make_config(CALLERS, CALLERS_ENV)
+    admission = _admission(config, callers=True, cap=1)
+    connection = admission.admit(Closed(), "ipv4")
+    assert connection is not None
+    assert admission.claim(connection, "alpha")
+    assert connection.holder == "alpha"
+
+
+async def test_req_sec_018_the_longest_waiting_of_many_goes_first(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    admission = _admission(make_config(), cap=12)
+    made = []
+    for _ in range(12):
+        connection = admission.admit(Closed(), "ipv4")
+        assert connection is not None
+        made.append(connection)
+        await trio.sleep(0.5)
+    for expected in made[:3]:
+        assert admission.admit(Closed(), "ipv4") is not None
+        assert [c for c in made if c.evicted] == made[: made.index(expected) + 1]
+
+
+async def test_req_sec_018_a_claimed_connection_waiting_makes_room_for_anyone(
+    pairs: list[Pair], autojump_clock: trio.testing.MockClock
+) -> None:
+    config = make_config(CALLERS, CALLERS_ENV)
+    admission = _admission(config, callers=True, cap=2)
+    claimed = admission.admit(Closed(), "ipv4")
+    busy = admission.admit(Closed(), "ipv4")
+    assert claimed is not None
+    assert busy is not None
+    assert admission.claim(claimed, "alpha")
+    busy.ready = True
+    await trio.sleep(ROOM_GRACE_S)
+    assert admission.admit(_pair(pairs, _head(TOKEN_B)), "ipv4") is not None
+    assert claimed.evicted
+
+
+async def test_req_sec_018_a_callers_closed_connection_frees_one_place_in_its_share(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    config = make_config(CALLERS, CALLERS_ENV)
+    admission = _admission(config, callers=True, cap=4)
+    held = [admission.admit(Closed(), "ipv4") for _ in range(4)]
+    for connection in held:
+        assert connection is not None
+        connection.in_flight = 1
+    assert admission.claim(held[0], "alpha")
+    assert admission.claim(held[1], "alpha")
+    admission.forget(held[0])
+    assert admission.claim(held[2], "alpha")  # the place held[0] left
+    assert not admission.claim(held[3], "alpha")  # and no other
+    assert admission.connections == 3
+
+
+async def test_req_perf_003_connections_forgotten_by_admission_count_for_the_trim(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    memory = MemoryReturn()
+    admission = Admission(make_config(), None, RefusalLog(), memory)
+    trims: list[float] = []
+    async with trio.open_nursery() as nursery:
+        await nursery.start(memory.run, lambda: trims.append(trio.current_time()))
+        made = [admission.admit(Closed(), "ipv4") for _ in range(TRIM_AFTER_CLOSES)]
+        for connection in made:
+            assert connection is not None
+            admission.forget(connection)
+            admission.forget(connection)  # counted once
+        await trio.sleep(TRIM_QUIET_S * 2)
+        assert len(trims) == 1
+        nursery.cancel_scope.cancel()
+
+
+async def test_req_sec_018_a_kept_alive_connection_of_a_caller_at_its_share_keeps_its_next_request(
+    pairs: list[Pair], autojump_clock: trio.testing.MockClock
+) -> None:
+    """A's next request waits unread on one of A's own connections: A is at its share, but
+    that request is one of A's, so the connection is not closed for anyone's room; and A's
+    requests on its own connections are claimed again without a look at its share."""
+    config = make_config(CALLERS, CALLERS_ENV)
+    admission = _admission(config, callers=True, cap=2)
+    assert admission.share == 1
+    kept = admission.admit(Closed(), "ipv4")
+    other = admission.admit(Closed(), "ipv4")
+    assert kept is not None
+    assert other is not None
+    assert admission.claim(kept, "alpha")
+    assert admission.claim(other, "beta")
+    other.in_flight = 1
+    kept.sock = _pair(pairs, _head(TOKEN_A))  # its next request, not read yet
+    await trio.sleep(ROOM_GRACE_S)
+    assert admission.admit(_pair(pairs, _head(TOKEN_B)), "ipv4") is None
+    assert not kept.evicted
+    kept.in_flight = 1
+    assert admission.claim(kept, "alpha")  # its second request: A's already
+    assert kept.holder == "alpha"
+
+
+async def test_req_sec_018_the_first_bytes_claim_a_connection_for_the_caller_they_name(
+    pairs: list[Pair], autojump_clock: trio.testing.MockClock
+) -> None:
+    config = make_config(CALLERS, CALLERS_ENV)
+    admission = _admission(config, callers=True, cap=4)
+    made = [admission.admit(Closed(), "ipv4") for _ in range(4)]
+    first, second, third, fourth = made
+    assert first is not None
+    assert second is not None
+    assert third is not None
+    assert fourth is not None
+    assert admission.claimed(first, _head(TOKEN_A))
+    assert first.holder == "alpha"
+    assert admission.claimed(second, b"POST /mcp HTTP/1.1\r\nAuthorization: Bear")  # cut
+    assert admission.claimed(second, _head())  # no token: the app answers it
+    assert second.holder is None
+    assert admission.claimed(second, _head(TOKEN_A))
+    first.in_flight = second.in_flight = 1
+    assert not admission.claimed(third, _head(TOKEN_A))  # A's two have requests running
+    assert third.holder is None
+    assert admission.claimed(third, _head(TOKEN_B))
+    assert third.holder == "beta"
