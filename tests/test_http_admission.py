@@ -5,6 +5,7 @@ same rules over real connections are in tests/test_http_listener.py."""
 
 from __future__ import annotations
 
+import os
 import socket
 from typing import TYPE_CHECKING
 
@@ -140,6 +141,10 @@ async def test_req_sec_018_a_peek_leaves_the_bytes_for_the_read(pairs: list[Pair
         ),
         (H2_PREFACE + b"\x00\x00\x05\x01\x04\x00\x00\x00\x01abcd", None),  # a frame cut
         (H2_PREFACE[:3] + b"\r\n\r\n", None),
+        # A method that begins as the preface does is an HTTP/1 head all the same.
+        (b"PROPFIND /mcp HTTP/1.1\r\n\r\n", b"PROPFIND /mcp HTTP/1.1"),
+        # Frames without the preface before them are no HTTP/2 request.
+        (b"X" * 24 + b"\x00\x00\x00\x01\x04\x00\x00\x00\x01", None),
     ],
 )
 def test_req_sec_018_a_waiting_request_is_a_whole_head(
@@ -684,3 +689,43 @@ async def test_req_sec_018_the_first_bytes_claim_a_connection_for_the_caller_the
     assert third.holder is None
     assert admission.claimed(third, _head(TOKEN_B))
     assert third.holder == "beta"
+
+
+async def test_req_sec_018_a_connection_claimed_by_another_caller_leaves_the_first_ones_share(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    config = make_config(CALLERS, CALLERS_ENV)
+    admission = _admission(config, callers=True, cap=2)
+    assert admission.share == 1
+    moved = admission.admit(Closed(), "ipv4")
+    other = admission.admit(Closed(), "ipv4")
+    assert moved is not None
+    assert other is not None
+    moved.in_flight = other.in_flight = 1
+    assert admission.claim(moved, "beta")
+    assert admission.claim(moved, "alpha")  # its next request carries A's token
+    assert admission.claim(other, "beta")  # B holds nothing now: one place again
+    admission.forget(moved)
+    third = admission.admit(Closed(), "ipv4")
+    assert third is not None
+    third.in_flight = 1
+    assert not admission.claim(third, "beta")  # and only one
+    assert admission.claim(third, "alpha")
+
+
+def test_req_sec_018_a_socket_on_descriptor_0_is_peeked_like_any_other(pairs: list[Pair]) -> None:
+    """A process started with standard input closed gives descriptor 0 to its first socket:
+    only -1 means closed."""
+    server = _pair(pairs, _head())
+    saved = os.dup(0)
+    try:
+        os.dup2(server.fileno(), 0)
+
+        class Zero:
+            def fileno(self) -> int:
+                return 0
+
+        assert peek(Zero()) == _head()
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
