@@ -729,3 +729,81 @@ def test_req_sec_018_a_socket_on_descriptor_0_is_peeked_like_any_other(pairs: li
     finally:
         os.dup2(saved, 0)
         os.close(saved)
+
+
+# -- a connection's state, as the watchdog and the room at the cap read it ------------------
+
+
+async def test_req_sec_018_a_new_connection_waits_with_nothing_begun(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    connection = Connection("ipv6", Closed())
+    now = trio.current_time()
+    assert (connection.family, connection.quiet_since) == ("ipv6", now)
+    assert (connection.ready, connection.ready_since, connection.in_flight) == (False, 0.0, 0)
+    assert connection.head_since is None
+    assert not connection.closed_by_peer
+    assert not connection.evicted
+    assert not connection.tokenless
+    assert connection.holder is None
+    assert not connection.wake.is_set()
+    assert connection.scopes == set()
+    assert (connection.gate, connection.h2, connection.replay) == (None, None, None)
+    assert connection.bodies == []
+    assert not connection.protected(now)
+
+
+async def test_req_mcp_007_a_peer_gone_cancels_its_requests_and_wakes_the_watchdog(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    connection = Connection("ipv4", Closed())
+    first, second = trio.CancelScope(), trio.CancelScope()
+    connection.scopes.update({first, second})
+    connection.peer_gone()
+    assert connection.closed_by_peer
+    assert first.cancel_called
+    assert second.cancel_called
+    assert connection.wake.is_set()
+
+
+async def test_req_sec_022_a_head_begun_keeps_its_start_until_it_is_whole(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    connection = Connection("ipv4", Closed())
+    connection.head_started(False)
+    assert connection.head_since is None
+    assert not connection.wake.is_set()
+    began = trio.current_time()
+    connection.head_started(True)
+    assert connection.head_since == began
+    assert connection.wake.is_set()  # the watchdog's deadline moves closer
+    connection.wake = trio.Event()
+    await trio.sleep(3)
+    connection.head_started(True)  # more of the same head: its start stays
+    assert connection.head_since == began
+    assert not connection.wake.is_set()
+    connection.head_started(False)  # whole: no head bound from here
+    assert connection.head_since is None
+
+
+async def test_req_sec_018_a_request_ended_starts_the_wait_again(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    connection = Connection("ipv4", Closed())
+    connection.ready = True
+    await trio.sleep(7)
+    connection.request_ended()
+    assert connection.quiet_since == trio.current_time()
+    assert not connection.ready
+    assert not connection.wake.is_set()
+
+
+async def test_req_sec_018_an_h2_connection_shows_no_waiting_head(
+    pairs: list[Pair], autojump_clock: trio.testing.MockClock
+) -> None:
+    """Past its preface an h2 connection's requests are streams the h2 scanner follows, not
+    heads in its buffer."""
+    connection = Connection("ipv4", _pair(pairs, _head()))
+    assert connection.waiting_head() is not None
+    connection.h2 = object()  # type: ignore[assignment]
+    assert connection.waiting_head() is None
