@@ -232,6 +232,8 @@ async def test_req_sec_018_a_connection_about_to_run_its_request_makes_no_room(
     assert not waiting.evicted
     # Over HTTP/2 the first bytes after the preface protect it for the grace only.
     ready.h2 = object()  # type: ignore[assignment]
+    ready.ready_since = trio.current_time() - ROOM_GRACE_S / 2
+    assert ready.protected(trio.current_time())
     ready.ready_since = trio.current_time() - ROOM_GRACE_S
     assert admission.admit(_pair(pairs, _head()), "ipv4") is not None
     assert ready.evicted
@@ -271,6 +273,8 @@ async def test_req_sec_018_a_request_whose_body_cannot_arrive_in_time_makes_room
         (5, 10, 10.0, False),  # the rest by 20 s, before 30
         (5, 10, 16.0, True),  # the rest by 32 s, after 30
         (20, 10, 29.0, False),  # more than declared: nothing left
+        (20, 10, 31.0, True),  # nothing left, but LIM-H5 has passed
+        (5, 10, 15.0, False),  # the rest exactly at 30 s: in time
     ],
 )
 async def test_req_sec_018_a_body_is_doomed_when_its_rate_misses_the_request_time(
@@ -280,10 +284,20 @@ async def test_req_sec_018_a_body_is_doomed_when_its_rate_misses_the_request_tim
     doomed: bool,
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    started = trio.current_time()
+    started = trio.current_time() + 100.0  # times are differences: no clock starts at 0
     body = Body(started, expected, started + 30)
     body.received = received
     assert body.doomed(started + elapsed) is doomed
+
+
+async def test_req_sec_018_a_new_body_has_nothing_yet(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    started = trio.current_time() + 100.0
+    body = Body(started, 10, started + 30)
+    assert (body.received, body.whole, body.expected) == (0, False, 10)
+    assert not body.doomed(started + ROOM_GRACE_S / 2)
+    assert body.doomed(started + ROOM_GRACE_S)  # nothing within the grace: doomed
 
 
 async def test_req_sec_018_make_room_closes_a_settled_waiting_connection(
