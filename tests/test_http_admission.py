@@ -674,8 +674,10 @@ async def test_req_sec_018_a_kept_alive_connection_of_a_caller_at_its_share_keep
     other.in_flight = 1
     kept.sock = _pair(pairs, _head(TOKEN_A))  # its next request, not read yet
     await trio.sleep(ROOM_GRACE_S)
-    assert admission.admit(_pair(pairs, _head(TOKEN_B)), "ipv4") is None
+    assert admission.admit(Closed(), "ipv4") is None  # a newcomer: no room for it
+    assert admission.admit(_pair(pairs, _head(TOKEN_B)), "ipv4") is None  # B at its share
     assert not kept.evicted
+    assert _http() == {"too_many_connections": 1, "caller_share": 1}
     kept.in_flight = 1
     assert admission.claim(kept, "alpha")  # its second request: A's already
     assert kept.holder == "alpha"
