@@ -21,7 +21,7 @@ from rypsok.mcp.http_refusals import RefusalLog
 from rypsok.mcp.listener.admission import Admission
 from rypsok.mcp.listener.connection import ROOM_GRACE_S, Body, Connection
 from rypsok.mcp.listener.descriptors import ACCEPT_HEADROOM, Descriptors, plan_descriptors
-from rypsok.mcp.listener.heads import H2_PREFACE, peek, waiting_request
+from rypsok.mcp.listener.heads import H2_PREFACE, authorization, peek, waiting_request
 from rypsok.mcp.listener.memory import TRIM_AFTER_CLOSES, TRIM_QUIET_S, MemoryReturn
 
 if TYPE_CHECKING:
@@ -823,3 +823,19 @@ async def test_req_sec_018_an_h2_connection_shows_no_waiting_head(
     assert connection.waiting_head() is not None
     connection.h2 = object()  # type: ignore[assignment]
     assert connection.waiting_head() is None
+
+
+@pytest.mark.parametrize(
+    ("head", "found"),
+    [
+        (b"POST /mcp HTTP/1.1\r\nAuthorization: Bearer a\r\nHost: h", b"Bearer a"),
+        (b"POST /mcp HTTP/1.1\r\nHost: h\r\nauthorization:Bearer b ", b"Bearer b"),
+        (b"POST /mcp HTTP/1.1\r\nHost: h", None),
+        # The request line is no field, whatever it holds.
+        (b"authorization: Bearer c\r\nHost: h", None),
+    ],
+)
+def test_req_sec_018_the_token_of_a_waiting_head_is_its_authorization_field(
+    head: bytes, found: bytes | None
+) -> None:
+    assert authorization(head) == found
