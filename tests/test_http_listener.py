@@ -1037,9 +1037,10 @@ async def test_req_sec_018_a_kept_alive_connections_next_request_unread_is_not_o
 async def test_req_sec_018_an_error_of_one_connections_socket_ends_that_connection_only(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The socket of the first connection fails (EBADF, as a descriptor closed under it
-    would): that connection ends, one aggregated `connection_failed` line says so, its
-    descriptor is counted free, and the listener serves the next connection."""
+    """The socket of a connection fails (EBADF, as a descriptor closed under it would; then
+    an error gathered by the connection's nurseries): that connection ends, an aggregated
+    `connection_failed` line says so, its descriptor is counted free, and the listener
+    serves the next connection."""
     from rypsok.mcp.listener.lifecycle import Listener
 
     served = Listener._serve_stream
@@ -1047,9 +1048,12 @@ async def test_req_sec_018_an_error_of_one_connections_socket_ends_that_connecti
 
     async def failing_once(self: Listener, stream: Any, connection: Connection) -> None:
         nonlocal failures
-        if failures < 2:
-            failures += 1
+        failures += 1
+        if failures == 1:
             raise OSError(errno.EBADF, "Bad file descriptor")
+        if failures == 2:  # as the nurseries inside a connection gather it
+            inner = ExceptionGroup("inner", [OSError(errno.ENOTCONN, "not connected")])
+            raise ExceptionGroup("connection", [inner])
         await served(self, stream, connection)
 
     monkeypatch.setattr(Listener, "_serve_stream", failing_once)
@@ -1061,9 +1065,8 @@ async def test_req_sec_018_an_error_of_one_connections_socket_ends_that_connecti
             await _wait_for(lambda: server.listener.connections == 0)
             assert server.listener.descriptors.open == 0
     failed = logs.named("connection_failed")
-    assert [(e["error"], e["family"], e["level"]) for e in failed] == [
-        ("EBADF", "ipv4", "warn"),
-        ("EBADF", "ipv4", "warn"),
+    assert [(e["error"], e["family"], e["level"], e["count"]) for e in failed] == [
+        ("EBADF", "ipv4", "warn", 1),
+        ("ENOTCONN", "ipv4", "warn", 1),
     ]
-    assert [e["count"] for e in failed] == [1, 1]  # the first at once, the second at shutdown
     assert logs.named("uncaught_exception") == []
