@@ -5,6 +5,7 @@ same rules over real connections are in tests/test_http_listener.py."""
 
 from __future__ import annotations
 
+import os
 import socket
 from typing import TYPE_CHECKING
 
@@ -20,8 +21,8 @@ from rypsok.mcp.http_refusals import RefusalLog
 from rypsok.mcp.listener.admission import Admission
 from rypsok.mcp.listener.connection import ROOM_GRACE_S, Body, Connection
 from rypsok.mcp.listener.descriptors import ACCEPT_HEADROOM, Descriptors, plan_descriptors
-from rypsok.mcp.listener.heads import H2_PREFACE, peek, waiting_request
-from rypsok.mcp.listener.memory import MemoryReturn
+from rypsok.mcp.listener.heads import H2_PREFACE, authorization, peek, waiting_request
+from rypsok.mcp.listener.memory import TRIM_AFTER_CLOSES, TRIM_QUIET_S, MemoryReturn
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -140,6 +141,10 @@ async def test_req_sec_018_a_peek_leaves_the_bytes_for_the_read(pairs: list[Pair
         ),
         (H2_PREFACE + b"\x00\x00\x05\x01\x04\x00\x00\x00\x01abcd", None),  # a frame cut
         (H2_PREFACE[:3] + b"\r\n\r\n", None),
+        # A method that begins as the preface does is an HTTP/1 head all the same.
+        (b"PROPFIND /mcp HTTP/1.1\r\n\r\n", b"PROPFIND /mcp HTTP/1.1"),
+        # Frames without the preface before them are no HTTP/2 request.
+        (b"X" * 24 + b"\x00\x00\x00\x01\x04\x00\x00\x00\x01", None),
     ],
 )
 def test_req_sec_018_a_waiting_request_is_a_whole_head(
@@ -227,6 +232,8 @@ async def test_req_sec_018_a_connection_about_to_run_its_request_makes_no_room(
     assert not waiting.evicted
     # Over HTTP/2 the first bytes after the preface protect it for the grace only.
     ready.h2 = object()  # type: ignore[assignment]
+    ready.ready_since = trio.current_time() - ROOM_GRACE_S / 2
+    assert ready.protected(trio.current_time())
     ready.ready_since = trio.current_time() - ROOM_GRACE_S
     assert admission.admit(_pair(pairs, _head()), "ipv4") is not None
     assert ready.evicted
@@ -266,6 +273,8 @@ async def test_req_sec_018_a_request_whose_body_cannot_arrive_in_time_makes_room
         (5, 10, 10.0, False),  # the rest by 20 s, before 30
         (5, 10, 16.0, True),  # the rest by 32 s, after 30
         (20, 10, 29.0, False),  # more than declared: nothing left
+        (20, 10, 31.0, True),  # nothing left, but LIM-H5 has passed
+        (5, 10, 15.0, False),  # the rest exactly at 30 s: in time
     ],
 )
 async def test_req_sec_018_a_body_is_doomed_when_its_rate_misses_the_request_time(
@@ -275,10 +284,20 @@ async def test_req_sec_018_a_body_is_doomed_when_its_rate_misses_the_request_tim
     doomed: bool,
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    started = trio.current_time()
+    started = trio.current_time() + 100.0  # times are differences: no clock starts at 0
     body = Body(started, expected, started + 30)
     body.received = received
     assert body.doomed(started + elapsed) is doomed
+
+
+async def test_req_sec_018_a_new_body_has_nothing_yet(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    started = trio.current_time() + 100.0
+    body = Body(started, 10, started + 30)
+    assert (body.received, body.whole, body.expected) == (0, False, 10)
+    assert not body.doomed(started + ROOM_GRACE_S / 2)
+    assert body.doomed(started + ROOM_GRACE_S)  # nothing within the grace: doomed
 
 
 async def test_req_sec_018_make_room_closes_a_settled_waiting_connection(
@@ -372,6 +391,8 @@ async def test_req_sec_018_a_callers_newcomer_past_its_share_takes_its_own_waiti
     assert b_idle is not None
     assert (a_busy.holder, a_idle.holder, b_idle.holder) == ("alpha", "alpha", "beta")
     a_busy.in_flight = a_idle.in_flight = 1
+    b_idle.sock.setblocking(False)
+    b_idle.sock.recv(65536)  # B's request read: B's connection waits for its next
     b_idle.quiet_since -= 10  # the longest waiting of all, but not A's
     assert admission.admit(_pair(pairs, _head(TOKEN_A)), "ipv4") is None
     assert _http() == {"caller_share": 1}
@@ -512,3 +533,309 @@ async def test_lim_h8_the_accept_loop_waits_for_a_socket_to_close(
     assert waited == [began + 5]
     assert descriptors.room()
     assert descriptors.open == 1
+
+
+async def test_req_sec_018_a_waiting_connection_goes_before_an_older_one_with_a_doomed_body(
+    pairs: list[Pair], autojump_clock: trio.testing.MockClock
+) -> None:
+    """Both may make room; the one without a request loses nothing at all, so it goes first,
+    however long the other has waited."""
+    admission = _admission(make_config(), cap=2)
+    doomed = admission.admit(Closed(), "ipv4")
+    assert doomed is not None
+    started = trio.current_time()
+    doomed.in_flight = 1
+    doomed.bodies.append(Body(started, 1000, started + 30))  # nothing came: doomed
+    await trio.sleep(5)
+    idle = admission.admit(Closed(), "ipv4")
+    assert idle is not None
+    await trio.sleep(ROOM_GRACE_S)
+    assert admission.admit(_pair(pairs, _head()), "ipv4") is not None
+    assert idle.evicted
+    assert not doomed.evicted
+    assert admission.admit(_pair(pairs, _head()), "ipv4") is not None
+    assert doomed.evicted  # then the doomed one, when nothing else can go
+
+
+async def test_req_sec_018_with_one_caller_it_may_hold_every_connection(
+    pairs: list[Pair], autojump_clock: trio.testing.MockClock
+) -> None:
+    """No share to keep with one caller: at the cap its newcomer is refused for the cap,
+    not for a share, and the app's claims never fail."""
+    config = make_config(
+        '[[service.http.auth.callers]]\nid = "alpha"\ntoken_env = "RYPSOK_TOKEN_A"\n',
+        CALLERS_ENV,
+    )
+    admission = _admission(config, callers=True, cap=2)
+    first = admission.admit(_pair(pairs, _head(TOKEN_A)), "ipv4")
+    second = admission.admit(_pair(pairs, _head(TOKEN_A)), "ipv4")
+    assert first is not None
+    assert second is not None
+    assert first.holder is None  # no share to count it in
+    assert admission.claim(first, "alpha")
+    assert admission.claim(second, "alpha")
+    first.in_flight = second.in_flight = 1
+    assert admission.admit(_pair(pairs, _head(TOKEN_A)), "ipv4") is None
+    assert _http() == {"too_many_connections": 1}
+
+
+async def test_req_sec_018_with_more_callers_than_connections_each_holds_one(
+    pairs: list[Pair], autojump_clock: trio.testing.MockClock
+) -> None:
+    config = make_config(CALLERS, CALLERS_ENV)
+    admission = _admission(config, callers=True, cap=1)
+    connection = admission.admit(Closed(), "ipv4")
+    assert connection is not None
+    assert admission.claim(connection, "alpha")
+    assert connection.holder == "alpha"
+
+
+async def test_req_sec_018_the_longest_waiting_of_many_goes_first(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    admission = _admission(make_config(), cap=12)
+    made = []
+    for _ in range(12):
+        connection = admission.admit(Closed(), "ipv4")
+        assert connection is not None
+        made.append(connection)
+        await trio.sleep(0.5)
+    for expected in made[:3]:
+        assert admission.admit(Closed(), "ipv4") is not None
+        assert [c for c in made if c.evicted] == made[: made.index(expected) + 1]
+
+
+async def test_req_sec_018_a_claimed_connection_waiting_makes_room_for_anyone(
+    pairs: list[Pair], autojump_clock: trio.testing.MockClock
+) -> None:
+    config = make_config(CALLERS, CALLERS_ENV)
+    admission = _admission(config, callers=True, cap=2)
+    claimed = admission.admit(Closed(), "ipv4")
+    busy = admission.admit(Closed(), "ipv4")
+    assert claimed is not None
+    assert busy is not None
+    assert admission.claim(claimed, "alpha")
+    busy.ready = True
+    await trio.sleep(ROOM_GRACE_S)
+    assert admission.admit(_pair(pairs, _head(TOKEN_B)), "ipv4") is not None
+    assert claimed.evicted
+
+
+async def test_req_sec_018_a_callers_closed_connection_frees_one_place_in_its_share(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    config = make_config(CALLERS, CALLERS_ENV)
+    admission = _admission(config, callers=True, cap=4)
+    held = [admission.admit(Closed(), "ipv4") for _ in range(4)]
+    for connection in held:
+        assert connection is not None
+        connection.in_flight = 1
+    assert admission.claim(held[0], "alpha")
+    assert admission.claim(held[1], "alpha")
+    admission.forget(held[0])
+    assert admission.claim(held[2], "alpha")  # the place held[0] left
+    assert not admission.claim(held[3], "alpha")  # and no other
+    assert admission.connections == 3
+
+
+async def test_req_perf_003_connections_forgotten_by_admission_count_for_the_trim(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    memory = MemoryReturn()
+    admission = Admission(make_config(), None, RefusalLog(), memory)
+    trims: list[float] = []
+    async with trio.open_nursery() as nursery:
+        await nursery.start(memory.run, lambda: trims.append(trio.current_time()))
+        made = [admission.admit(Closed(), "ipv4") for _ in range(TRIM_AFTER_CLOSES)]
+        for connection in made:
+            assert connection is not None
+            admission.forget(connection)
+            admission.forget(connection)  # counted once
+        await trio.sleep(TRIM_QUIET_S * 2)
+        assert len(trims) == 1
+        nursery.cancel_scope.cancel()
+
+
+async def test_req_sec_018_a_kept_alive_connection_of_a_caller_at_its_share_keeps_its_next_request(
+    pairs: list[Pair], autojump_clock: trio.testing.MockClock
+) -> None:
+    """A's next request waits unread on one of A's own connections: A is at its share, but
+    that request is one of A's, so the connection is not closed for anyone's room; and A's
+    requests on its own connections are claimed again without a look at its share."""
+    config = make_config(CALLERS, CALLERS_ENV)
+    admission = _admission(config, callers=True, cap=2)
+    assert admission.share == 1
+    kept = admission.admit(Closed(), "ipv4")
+    other = admission.admit(Closed(), "ipv4")
+    assert kept is not None
+    assert other is not None
+    assert admission.claim(kept, "alpha")
+    assert admission.claim(other, "beta")
+    other.in_flight = 1
+    kept.sock = _pair(pairs, _head(TOKEN_A))  # its next request, not read yet
+    await trio.sleep(ROOM_GRACE_S)
+    assert admission.admit(Closed(), "ipv4") is None  # a newcomer: no room for it
+    assert admission.admit(_pair(pairs, _head(TOKEN_B)), "ipv4") is None  # B at its share
+    assert not kept.evicted
+    assert _http() == {"too_many_connections": 1, "caller_share": 1}
+    kept.in_flight = 1
+    assert admission.claim(kept, "alpha")  # its second request: A's already
+    assert kept.holder == "alpha"
+
+
+async def test_req_sec_018_the_first_bytes_claim_a_connection_for_the_caller_they_name(
+    pairs: list[Pair], autojump_clock: trio.testing.MockClock
+) -> None:
+    config = make_config(CALLERS, CALLERS_ENV)
+    admission = _admission(config, callers=True, cap=4)
+    made = [admission.admit(Closed(), "ipv4") for _ in range(4)]
+    first, second, third, fourth = made
+    assert first is not None
+    assert second is not None
+    assert third is not None
+    assert fourth is not None
+    assert admission.claimed(first, _head(TOKEN_A))
+    assert first.holder == "alpha"
+    assert admission.claimed(second, b"POST /mcp HTTP/1.1\r\nAuthorization: Bear")  # cut
+    assert admission.claimed(second, _head())  # no token: the app answers it
+    assert second.holder is None
+    assert admission.claimed(second, _head(TOKEN_A))
+    first.in_flight = second.in_flight = 1
+    assert not admission.claimed(third, _head(TOKEN_A))  # A's two have requests running
+    assert third.holder is None
+    assert admission.claimed(third, _head(TOKEN_B))
+    assert third.holder == "beta"
+
+
+async def test_req_sec_018_a_connection_claimed_by_another_caller_leaves_the_first_ones_share(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    config = make_config(CALLERS, CALLERS_ENV)
+    admission = _admission(config, callers=True, cap=2)
+    assert admission.share == 1
+    moved = admission.admit(Closed(), "ipv4")
+    other = admission.admit(Closed(), "ipv4")
+    assert moved is not None
+    assert other is not None
+    moved.in_flight = other.in_flight = 1
+    assert admission.claim(moved, "beta")
+    assert admission.claim(moved, "alpha")  # its next request carries A's token
+    assert admission.claim(other, "beta")  # B holds nothing now: one place again
+    admission.forget(moved)
+    third = admission.admit(Closed(), "ipv4")
+    assert third is not None
+    third.in_flight = 1
+    assert not admission.claim(third, "beta")  # and only one
+    assert admission.claim(third, "alpha")
+
+
+def test_req_sec_018_a_socket_on_descriptor_0_is_peeked_like_any_other(pairs: list[Pair]) -> None:
+    """A process started with standard input closed gives descriptor 0 to its first socket:
+    only -1 means closed."""
+    server = _pair(pairs, _head())
+    saved = os.dup(0)
+    try:
+        os.dup2(server.fileno(), 0)
+
+        class Zero:
+            def fileno(self) -> int:
+                return 0
+
+        assert peek(Zero()) == _head()
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+
+
+# -- a connection's state, as the watchdog and the room at the cap read it ------------------
+
+
+async def test_req_sec_018_a_new_connection_waits_with_nothing_begun(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    connection = Connection("ipv6", Closed())
+    now = trio.current_time()
+    assert (connection.family, connection.quiet_since) == ("ipv6", now)
+    assert (connection.ready, connection.ready_since, connection.in_flight) == (False, 0.0, 0)
+    assert connection.head_since is None
+    assert not connection.closed_by_peer
+    assert not connection.evicted
+    assert not connection.tokenless
+    assert connection.holder is None
+    assert not connection.wake.is_set()
+    assert connection.scopes == set()
+    assert (connection.gate, connection.h2, connection.replay) == (None, None, None)
+    assert connection.bodies == []
+    assert not connection.protected(now)
+
+
+async def test_req_mcp_007_a_peer_gone_cancels_its_requests_and_wakes_the_watchdog(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    connection = Connection("ipv4", Closed())
+    first, second = trio.CancelScope(), trio.CancelScope()
+    connection.scopes.update({first, second})
+    connection.peer_gone()
+    assert connection.closed_by_peer
+    assert first.cancel_called
+    assert second.cancel_called
+    assert connection.wake.is_set()
+
+
+async def test_req_sec_022_a_head_begun_keeps_its_start_until_it_is_whole(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    connection = Connection("ipv4", Closed())
+    connection.head_started(False)
+    assert connection.head_since is None
+    assert not connection.wake.is_set()
+    began = trio.current_time()
+    connection.head_started(True)
+    assert connection.head_since == began
+    assert connection.wake.is_set()  # the watchdog's deadline moves closer
+    connection.wake = trio.Event()
+    await trio.sleep(3)
+    connection.head_started(True)  # more of the same head: its start stays
+    assert connection.head_since == began
+    assert not connection.wake.is_set()
+    connection.head_started(False)  # whole: no head bound from here
+    assert connection.head_since is None
+
+
+async def test_req_sec_018_a_request_ended_starts_the_wait_again(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    connection = Connection("ipv4", Closed())
+    connection.ready = True
+    await trio.sleep(7)
+    connection.request_ended()
+    assert connection.quiet_since == trio.current_time()
+    assert not connection.ready
+    assert not connection.wake.is_set()
+
+
+async def test_req_sec_018_an_h2_connection_shows_no_waiting_head(
+    pairs: list[Pair], autojump_clock: trio.testing.MockClock
+) -> None:
+    """Past its preface an h2 connection's requests are streams the h2 scanner follows, not
+    heads in its buffer."""
+    connection = Connection("ipv4", _pair(pairs, _head()))
+    assert connection.waiting_head() is not None
+    connection.h2 = object()  # type: ignore[assignment]
+    assert connection.waiting_head() is None
+
+
+@pytest.mark.parametrize(
+    ("head", "found"),
+    [
+        (b"POST /mcp HTTP/1.1\r\nAuthorization: Bearer a\r\nHost: h", b"Bearer a"),
+        (b"POST /mcp HTTP/1.1\r\nHost: h\r\nauthorization:Bearer b ", b"Bearer b"),
+        (b"POST /mcp HTTP/1.1\r\nHost: h", None),
+        # The request line is no field, whatever it holds.
+        (b"authorization: Bearer c\r\nHost: h", None),
+    ],
+)
+def test_req_sec_018_the_token_of_a_waiting_head_is_its_authorization_field(
+    head: bytes, found: bytes | None
+) -> None:
+    assert authorization(head) == found

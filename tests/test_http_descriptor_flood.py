@@ -188,3 +188,46 @@ async def test_req_sec_018_a_tokenless_body_flood_at_the_descriptor_limit_ends_n
         assert statuses == [b"HTTP/1.1 200 "] * CALLS, f"run {run}: {statuses}"
         slowest = max(seconds for _, seconds in answers)
         assert slowest <= ANSWERED_WITHIN_S, f"run {run}: {slowest:.2f} s"
+
+
+def _limit_to_100() -> None:  # pragma: no cover - runs in the child before exec
+    resource.setrlimit(resource.RLIMIT_NOFILE, (100, 100))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the unit's limit is Linux's")
+async def test_lim_h8_a_descriptor_limit_that_lowers_the_cap_is_logged_at_start(
+    tmp_path: Path,
+) -> None:
+    """100 descriptors leave 36 connections after the reserve (16 + 32 + 8) and the 8 in
+    passing: the start says so, and what limit would keep the 64."""
+    port = _free_port()
+    config = tmp_path / "rypsok.toml"
+    config.write_text(
+        f'config_version = 1\n[service.http]\nbind = "127.0.0.1:{port}"\n' + CALLERS + ENGINES
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RYPSOK_", "BRAVE_"))}
+    env.update(RYPSOK_TOKEN_A=TOKEN_A, RYPSOK_TOKEN_B=TOKEN_B)
+    argv = [_console_script(), "serve", "--transport", "http", "--config", str(config)]
+    stderr = bytearray()
+    async with trio.open_nursery() as nursery:
+        process = await trio.lowlevel.open_process(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            cwd=ROOT, env=env, preexec_fn=_limit_to_100,
+        )  # fmt: skip
+        try:
+            nursery.start_soon(_drain, process.stderr, stderr)
+            with trio.fail_after(20):
+                while b'"listening"' not in stderr:  # noqa: ASYNC110 # a buffer, no event
+                    await trio.sleep(0.05)
+            process.send_signal(signal.SIGTERM)
+            with trio.fail_after(15):
+                assert await process.wait() == 0
+        finally:
+            if process.returncode is None:
+                process.kill()
+    events = [json.loads(line) for line in stderr.decode().splitlines() if line.startswith("{")]
+    (line,) = [e for e in events if e["event"] == "descriptor_limit"]
+    assert line["level"] == "warn"
+    assert (line["limit"], line["reserve"], line["connections"]) == (100, 56, 36)
+    assert line["max_connections"] == 64
+    assert "128" in line["note"]

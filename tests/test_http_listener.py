@@ -1029,3 +1029,44 @@ async def test_req_sec_018_a_kept_alive_connections_next_request_unread_is_not_o
         assert (connection.waiting_head() is not None) is has_request
         server_side.setblocking(False)
         assert (server_side.recv(65536) if sent else b"") == sent
+
+
+# -- an error of one peer's socket -------------------------------------------------------------
+
+
+async def test_req_sec_018_an_error_of_one_connections_socket_ends_that_connection_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The socket of a connection fails (EBADF, as a descriptor closed under it would; then
+    an error gathered by the connection's nurseries): that connection ends, an aggregated
+    `connection_failed` line says so, its descriptor is counted free, and the listener
+    serves the next connection."""
+    from rypsok.mcp.listener.lifecycle import Listener
+
+    served = Listener._serve_stream
+    failures = 0
+
+    async def failing_once(self: Listener, stream: Any, connection: Connection) -> None:
+        nonlocal failures
+        failures += 1
+        if failures == 1:
+            raise OSError(errno.EBADF, "Bad file descriptor")
+        if failures == 2:  # as the nurseries inside a connection gather it
+            inner = ExceptionGroup("inner", [OSError(errno.ENOTCONN, "not connected")])
+            raise ExceptionGroup("connection", [inner])
+        await served(self, stream, connection)
+
+    monkeypatch.setattr(Listener, "_serve_stream", failing_once)
+    with capture_logs() as logs:
+        async with serving(make_config()) as server:
+            assert await _one_call(server.port) == b""
+            assert await _one_call(server.port) == b""
+            assert await _one_call(server.port) == b"HTTP/1.1 200 "
+            await _wait_for(lambda: server.listener.connections == 0)
+            assert server.listener.descriptors.open == 0
+    failed = logs.named("connection_failed")
+    assert [(e["error"], e["family"], e["level"], e["count"]) for e in failed] == [
+        ("EBADF", "ipv4", "warn", 1),
+        ("ENOTCONN", "ipv4", "warn", 1),
+    ]
+    assert logs.named("uncaught_exception") == []

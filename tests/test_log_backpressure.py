@@ -48,7 +48,10 @@ def _config(tmp_path: Path, engine_port: int, http_port: int | None = None) -> P
     path = tmp_path / "rypsok.toml"
     http = f'[service.http]\nbind = "127.0.0.1:{http_port}"\n{CALLERS}' if http_port else ""
     path.write_text(
+        # Every call served, each with its own `call` line: refused ones would be written
+        # in aggregate, and the flood of lines is what these tests need.
         f'config_version = 1\n{http}[logging]\nlevel = "debug"\n'
+        "[limits]\nengine_status_per_minute = 6000\n"
         f'[engines.wiki]\ntype = "wikipedia"\ncategories = ["general"]\n'
         f'base_url = "http://127.0.0.1:{engine_port}/w"\n',
         encoding="utf-8",

@@ -17,8 +17,7 @@ Implements REQ-MCP-003, REQ-DEP-002 and REQ-SEC-022.
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -52,6 +51,7 @@ from rypsok.mcp.http_request import (
 from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Reply, StatusCall, jsonrpc, revisions
 from rypsok.mcp.protocol.dispatch import META_VERSION
 from rypsok.mcp.sessions import SESSION_TTL_S, SessionsFull, SessionTable
+from rypsok.mcp.status_replies import StatusReplies
 from rypsok.mcp.tool_calls import execute, make_dispatcher, outcome
 
 if TYPE_CHECKING:
@@ -78,45 +78,6 @@ __all__ = [
 ]
 
 
-class _StatusReplies:
-    """engine_status's answer, encoded once for each content it has.
-
-    The answer is a function of the `StatusResponse` (a frozen value: each engine's state,
-    median latency and reason) and of the revision alone: every dispatcher of the app is made
-    from the same configuration. So the last encoding is kept with the value it was made
-    from and used again while the core hands out an equal one; any change of an engine's
-    state or latency makes an unequal value, which is encoded afresh. Only the JSON-RPC id
-    differs between calls: it is written around the kept `result`, in the order
-    `jsonrpc.result_response` gives the members.
-    """
-
-    __slots__ = ("_key", "_result")
-
-    def __init__(self) -> None:
-        self._key: tuple[StatusResponse, str] | None = None
-        self._result = b""
-
-    def encode(self, dispatcher: Dispatcher, call: Call, response: StatusResponse) -> bytes:
-        key = (response, call.revision)
-        if key != self._key:
-            reply = dispatcher.render_response(call, response.to_json())
-            self._result = jsonrpc.encode(reply["result"])[:-1]  # without the newline
-            self._key = key
-        head = (_REPLY_HEAD, _id_json(call.request_id), _REPLY_RESULT, self._result, b"}\n")
-        return b"".join(head)
-
-
-_REPLY_HEAD: Final = b'{"jsonrpc":"2.0","id":'
-_REPLY_RESULT: Final = b',"result":'
-
-
-def _id_json(request_id: jsonrpc.RequestId) -> bytes:
-    """A JSON-RPC id as `jsonrpc.encode` writes it (an int, or a string kept in UTF-8)."""
-    if isinstance(request_id, int):
-        return b"%d" % request_id
-    return json.dumps(request_id, ensure_ascii=False).encode("utf-8")
-
-
 class McpHttpApp:
     """The ASGI application of the listener: one path, `/mcp`, one dispatcher for 2026-07-28
     and one per handshake session."""
@@ -135,7 +96,7 @@ class McpHttpApp:
         http = config.service.http
         self.callers = callers  # the listener's too: a newcomer's share at the cap
         self._modern = self._new_dispatcher()
-        self._status_replies = _StatusReplies()
+        self._status_replies = StatusReplies()
         self._legacy_enabled = http.legacy_revisions
         self.sessions = SessionTable(http.max_sessions, session_ttl_s, len(http.auth.callers))
         self._max_body = http.max_request_bytes

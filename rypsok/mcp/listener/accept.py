@@ -90,7 +90,9 @@ class AcceptLoop:
                 # would wait in the backlog one round per connection queued before it,
                 # each round running every connection's work.
                 for _ in range(_ACCEPT_BURST):
-                    if not self._descriptors.room():
+                    # `backlog` borrows the listening socket's descriptor: once the owner
+                    # has closed it (the shutdown), the number is no longer ours to use.
+                    if not self._descriptors.room() or sock.fileno() < 0:
                         break
                     try:
                         raw, _ = backlog.accept()

@@ -130,9 +130,7 @@ class Listener:
             with connection.scope:
                 await self._serve_stream(trio.SocketStream(client), connection)
         except* OSError as failed:
-            error = failed.exceptions[0]
-            assert isinstance(error, OSError)
-            self.refusals.connection_failed(error, connection.family)
+            self.refusals.connection_failed(_first_error(failed), connection.family)
         finally:
             self.admission.forget(connection)
             client.close()  # the descriptor's one close: a peek finds -1 from here
@@ -264,6 +262,15 @@ class Listener:
             connection.wake.set()
         with trio.move_on_at(deadline):
             await self.calls.idle.wait()
+
+
+def _first_error(group: BaseExceptionGroup[OSError]) -> OSError:
+    """The first `OSError` of a group, however deeply the nurseries nested it."""
+    found: BaseException = group
+    while isinstance(found, BaseExceptionGroup):
+        found = found.exceptions[0]
+    assert isinstance(found, OSError)  # `except* OSError` gathers nothing else
+    return found
 
 
 class ConnectionApp:
