@@ -128,7 +128,7 @@ def _value(config: Config, dotted: str) -> object:
 def test_lim_the_committed_table_is_the_books() -> None:
     """The copy is the book's table plus the project's `where` column, its last: the book's
     rows in order; after them only the project's own rows (limits the book does not have yet,
-    decisions.md), under ids the book does not use."""
+    decisions/requirements-where-column), under ids the book does not use."""
     if not SHARED.exists():
         pytest.skip("the book's limits table is not mounted here")
     lines = TABLE.read_text(encoding="utf-8").split("\n")

@@ -478,7 +478,7 @@ async def test_req_perf_004_bytes_after_an_answer_stay_on_their_own_origins_conn
     trailing: bytes,
 ) -> None:
     # h11 keeps bytes that follow a complete answer for the connection's next exchange
-    # (decisions.md, "One outbound stack"): they can only be read as, or break, the next
+    # (decisions/engines-one-outbound-stack): they can only be read as, or break, the next
     # answer of the same provider on the same connection, never another engine's.
     async def reply(stream: trio.SocketStream, server: Scripted) -> None:
         buffer = bytearray()

@@ -1,6 +1,6 @@
 """REQ-PAGE-007 at each of its rules' ends, read through web_fetch itself: the byte order
 mark before the header, a meta read only in HTML, a meta naming UTF-16, and the measure by
-which UTF-8's structure holds or disproves a meta (decisions.md, fetchpath and its merge)."""
+which UTF-8's structure holds or disproves a meta (decisions/fetch-charset-decoding)."""
 
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ Each page is served by a loopback site and read through `Rypsok.fetch`: the boun
 the media type (sniffed when the header names none), the charset, the extraction in its
 worker thread, the cleaning. `tools/bench-extract --through-fetch` measures the same path
 on the development sets; these pages are the classes of fault it found there, and those a
-page set of that age likely holds that the development sets may not (decisions.md, the
-section of this branch).
+page set of that age likely holds that the development sets may not (decision records
+fetch-charset-decoding and fetch-content-type-sniffing).
 """
 
 from __future__ import annotations
@@ -273,8 +273,8 @@ async def test_req_page_007_a_utf8_header_over_windows_1252_bytes_is_read_as_dec
 
 async def test_req_page_007_a_latin1_header_over_utf8_bytes_is_read_as_declared() -> None:
     # An old Apache default (AddDefaultCharset ISO-8859-1) over UTF-8 pages is read as the
-    # header says: every accented letter as two (what a browser shows too; decisions.md,
-    # "a meta charset the bytes disprove", for why only a meta yields to the bytes).
+    # header says: every accented letter as two (what a browser shows too; the decision
+    # decisions/fetch-charset-decoding says why only a meta yields to the bytes).
     body = article(FRENCH + " " + CHINESE).encode("utf-8")
     latin1 = (("Content-Type", "text/html; charset=iso-8859-1"),)
     answers = await read({"/fr": Page(headers=latin1, body=body)})

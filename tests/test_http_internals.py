@@ -4,7 +4,7 @@ hypercorn is pinned below 0.19 and h2 below 5 (pyproject.toml); these tests are 
 of either must pass. Each asserts one thing `rypsok.mcp.listener` uses that neither library
 documents as public: a name, a signature, or what the library does with it. A failure here
 names the internal that moved; the fix goes to the listener (or the decision to own that part,
-book/maintainers/decisions.md, "Issue 19: hypercorn's TCPServer and h2's stream refusal").
+decisions/http-listener-on-hypercorn).
 """
 
 from __future__ import annotations

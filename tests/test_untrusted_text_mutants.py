@@ -15,7 +15,7 @@ from rypsok.core.untrusted_text import clean_in_pieces, looks_like_instruction
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-# The piece size the decisions record (decisions.md, issue 23.1 and 23.2): "a text longer
+# The piece size the decisions record (decisions/content-boundary-long-texts): "a text longer
 # than 16,384 characters is now cut into pieces".
 _PIECE = 16_384
 

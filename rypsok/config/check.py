@@ -177,7 +177,7 @@ def _category_lines(config: Config, env: Mapping[str, str]) -> list[str]:
 
     A category no active engine serves says so on its own line, not as a `warning:` line:
     the book promises no warning for the defaults and the shipped examples, each of which
-    leaves some category unserved by choice (book/maintainers/decisions.md, issue 20).
+    leaves some category unserved by choice (decisions/config-check-output).
     """
     return [
         f"category {category.value}: {','.join(engines)}"

@@ -84,7 +84,7 @@ MIB: Final = 1024 * 1024
 KIB: Final = 1024
 MEMORY_MAX_BYTES: Final = 256 * MIB  # LIM-M5: MemoryMax of the documented unit
 
-# CPython 3.11 on Linux, glibc (book/maintainers/measurements.md, "Issue 23.2: the allocator
+# CPython 3.11 on Linux, glibc (book/maintainers/measurements.md, "Memory under load
 # after a parse", and "Issue 23.2: the parse budget"). At rest 42 to 58 MiB. Per parse, the
 # peak of `tools/measure-memory --suite` less the process at rest (57 MiB) and the four
 # bodies, halved (two parses at once, before the parse budget): links to the node bound with

@@ -193,7 +193,7 @@ _pipeline: tuple[Callable[..., Awaitable[SearchRun]], float] | None = None
 
 def _load_pipeline() -> tuple[Callable[..., Awaitable[SearchRun]], float]:
     """Imported by the first search, not at start-up: a host's first message is its
-    handshake (decisions.md). Looked up once: a `from` import in every call cost about
+    handshake (decisions/process-startup). Looked up once: a `from` import in every call cost about
     10,000 instructions a call (issue 19)."""
     global _pipeline
     from rypsok.core.search.pipeline import CALL_MARGIN_S, run_search

@@ -100,8 +100,8 @@ def startup_done() -> None:
     and its pause stays short (p99), and the exit's own pass is short too. The collector
     itself runs as Python runs it, start-up included. No collection first: it would cost a
     pause before the first answer and change nothing a request sees; the price is the start's
-    own garbage kept until exit (decisions.md). Nothing happens in a program that imports
-    rypsok (an embedding host, a test runner): its heap is its own.
+    own garbage kept until exit (decisions/process-startup). Nothing happens in a program
+    that imports rypsok (an embedding host, a test runner): its heap is its own.
     """
     if own_process.is_own():
         gc.freeze()

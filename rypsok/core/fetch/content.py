@@ -261,7 +261,7 @@ def decode(content_type: str | None, body: bytes | bytearray, kind: Kind) -> str
     saved again as UTF-8 that kept its old meta), and UTF-8 over a body with more bytes that
     are not UTF-8 than that are is no declaration (a template changed before its texts
     were). With no declaration that holds: UTF-8 when the body is valid UTF-8, else the
-    charset detected, else UTF-8 (decisions.md: "a meta charset the bytes disprove")."""
+    charset detected, else UTF-8 (decisions/fetch-charset-decoding)."""
     if body.startswith(codecs.BOM_UTF8):
         return body.decode("utf-8-sig", errors="replace")
     if body.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):

@@ -96,7 +96,7 @@ _ROBOTS_REDIRECTS: Final = 5  # RFC 9309 §2.3.1.2
 # pages, the HTML engines' answers among them, are not worth it.
 TRIM_AFTER_BYTES: Final = 1024 * 1024
 _TRIM: Final = malloc_trim()
-# The part of the fetch deadline a robots.txt read may take (decisions.md, issue 23).
+# The part of the fetch deadline a robots.txt read may take (decisions/fetch-robots-txt).
 _ROBOTS_SHARE: Final = 0.5
 _ACCEPT: Final = "text/html, application/xhtml+xml, text/markdown, text/plain;q=0.9, */*;q=0.1"
 
@@ -182,7 +182,7 @@ class FetchPipeline:
         self._was_returned = was_returned
         self._max_nodes = MAX_NODES  # the node bound the extractor parses under
         # The pages parsing at once hold at most one page at the bounds between them: LIM-F3's
-        # bytes and LIM-F10's elements (slots.page_share; decisions.md, issue 23.2). The
+        # bytes and LIM-F10's elements (slots.page_share; decisions/fetch-parse-budget). The
         # service passes the budget it shares with the engines' large answers (services.py).
         self._budget = (
             parse_budget
@@ -497,7 +497,7 @@ class FetchPipeline:
             except TRANSPORT_ERRORS:
                 return Robots.unreachable()
         # RFC 9309 §2.3.1.2 lets a crawler take the file as unavailable past five redirects;
-        # a file that cannot be read disallows (decisions.md, issue 23).
+        # a file that cannot be read disallows (decisions/fetch-robots-txt).
         return Robots.unreachable()
 
     # -- worker thread: decode, extract, clean -------------------------------------------------

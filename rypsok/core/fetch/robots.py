@@ -10,7 +10,7 @@ minute is not closed for a day.
 
 The file is read as RFC 9309 §2.2 reads it, and only then handed to Protego, which matches
 paths (percent-encoding, `*`, `$`, the longest match, allow on a tie). Protego on its own
-reads three things otherwise (decisions.md, issue 23): a byte order mark makes the first
+reads three things otherwise (decisions/fetch-robots-txt): a byte order mark makes the first
 line unknown; `User-agent: rypsok/1.0` or `rypsok bot` is not rypsok, and a prefix such as
 `ryp` is; a line that is neither a user-agent nor a rule (`Crawl-delay`, `Sitemap`, an
 unknown one) ends a group. So each line is read here and the file Protego parses holds
@@ -42,7 +42,7 @@ __all__ = [
 
 PRODUCT_TOKEN: Final = "rypsok"
 ROBOTS_TTL_S: Final = 24 * 3600.0  # LIM-F12
-ROBOTS_UNREADABLE_TTL_S: Final = 300.0  # decisions.md, issue 23
+ROBOTS_UNREADABLE_TTL_S: Final = 300.0  # decisions/fetch-robots-txt
 ROBOTS_MAX_BYTES: Final = 512 * 1024  # LIM-F13
 
 # RFC 9309 §2.2: EOL is CR, LF or CR LF, nothing else (str.splitlines would also split at

@@ -12,7 +12,7 @@ __all__ = ["SearchRun", "run_search"]
 
 def __getattr__(name: str) -> Any:
     # Lazy, so that importing a light submodule (`ports`) at start-up does not import the
-    # whole pipeline with it (decisions.md, "Start-up and the hot path").
+    # whole pipeline with it (decisions/process-startup).
     if name in __all__:
         from rypsok.core.search import pipeline
 

@@ -7,7 +7,7 @@ decides, this module only recognizes one).
 
 Every string of a parsed message is Unicode text: a line whose JSON holds an unpaired
 surrogate escape (`"\\ud800"`) is a parse error, so no string that cannot be written as UTF-8
-goes further than this module (book/maintainers/decisions.md, "Protocol input").
+goes further than this module (decisions/protocol-jsonrpc-input).
 """
 
 from __future__ import annotations
