@@ -173,7 +173,7 @@ def _serving(config: Config, env: Mapping[str, str]) -> dict[Category, list[str]
 
 
 def _category_lines(config: Config, env: Mapping[str, str]) -> list[str]:
-    """One line per category naming the engines a web_search of it asks (issue 20).
+    """One line per category naming the engines a web_search of it asks.
 
     A category no active engine serves says so on its own line, not as a `warning:` line:
     the book promises no warning for the defaults and the shipped examples, each of which

@@ -18,9 +18,9 @@ one parse = the larger of the two costliest shapes of page, plus a part that doe
 
 A body is held under its fetch slot until its parse has a permit, and a permit is held until
 its thread ends, an abandoned one too (rypsok/core/parsing.py): so however many calls
-wait, the bodies and the parses alive are the ones counted here (issue 23).
+wait, the bodies and the parses alive are the ones counted here.
 
-The pages parsing at once share the parse budget (slots.py, issue 23.2): each takes the
+The pages parsing at once share the parse budget (slots.py): each takes the
 larger of its part of fetch.max_bytes and its part of LIM-F10's elements, and together they
 take at most the whole. A parse's cost is at most linear in both (the larger of the text's
 slope and the tree's), so the pages parsing at once cost at most one page at both bounds,
@@ -44,8 +44,8 @@ The constants are measured for the build rypsok runs as, because the interpreter
 allocator decide how much a process holds after a parse: here CPython on Linux with glibc
 (with the allocator settings of rypsok/shared/allocator.py),
 measured one parse at a time and by `tools/measure-memory --suite` (every page shape with four
-calls from four hosts and the costliest with 80 at once, 5 MiB pages, the worst shapes of
-issue 23 among them) and rounded up so that the estimate is above every measured peak
+calls from four hosts and the costliest with 80 at once, 5 MiB pages, the worst page
+shapes among them) and rounded up so that the estimate is above every measured peak
 (book/maintainers/measurements.md). Elsewhere the same figures
 are printed with a note that they were not measured there, and nothing is compared with the
 unit.
@@ -84,8 +84,8 @@ MIB: Final = 1024 * 1024
 KIB: Final = 1024
 MEMORY_MAX_BYTES: Final = 256 * MIB  # LIM-M5: MemoryMax of the documented unit
 
-# CPython 3.11 on Linux, glibc (book/maintainers/measurements.md, "Memory under load
-# after a parse", and "Issue 23.2: the parse budget"). At rest 42 to 58 MiB. Per parse, the
+# CPython 3.11 on Linux, glibc (book/maintainers/measurements.md, "Memory under load").
+# At rest 42 to 58 MiB. Per parse, the
 # peak of `tools/measure-memory --suite` less the process at rest (57 MiB) and the four
 # bodies, halved (two parses at once, before the parse budget): links to the node bound with
 # one character beyond U+FFFF (the decoded text four bytes a character) 117 MiB (lxml's tree

@@ -81,7 +81,7 @@ class HttpConfig:
     max_connections: int = ranged(64, 1, 4096)  # LIM-H1
     max_request_bytes: int = ranged(65536, 4096, 1048576)  # LIM-H2
     idle_timeout_s: int = ranged(60, 5, 600)  # LIM-H3
-    head_timeout_s: int = 10  # below idle_timeout_s (decisions: issue 18)
+    head_timeout_s: int = 10  # below idle_timeout_s
     max_streams: int = ranged(16, 1, 256)  # LIM-H4
     max_sessions: int = ranged(256, 1, 2048)  # LIM-H6
     request_timeout_s: int = 30  # LIM-H5

@@ -324,7 +324,7 @@ class Validator(Reader):
             600,
             why=f"fetch.deadline_ms {fetch_deadline_ms} plus 2 s",
         )
-        # Below the idle time (issue 18.2): a connection that has begun a request is not
+        # Below the idle time: a connection that has begun a request is not
         # waiting for one. Unset, 10 s, or the idle time less 1 s when that is shorter.
         idle = http["idle_timeout_s"]
         head_ceiling = min(HEAD_TIMEOUT_MAX_S, idle - 1)

@@ -46,7 +46,7 @@ class _Waiter:
 
 
 class ParseBudget:
-    """Bytes of page in parse at once (issue 23.2), beside the LIM-C5 permits.
+    """Bytes of page in parse at once, beside the LIM-C5 permits.
 
     Waiting is first come, first served: the first waiter is served as soon as its share is
     free, and no one behind it goes first, so a large page is never starved by a stream of

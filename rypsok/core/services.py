@@ -194,7 +194,7 @@ _pipeline: tuple[Callable[..., Awaitable[SearchRun]], float] | None = None
 def _load_pipeline() -> tuple[Callable[..., Awaitable[SearchRun]], float]:
     """Imported by the first search, not at start-up: a host's first message is its
     handshake (decisions/process-startup). Looked up once: a `from` import in every call cost about
-    10,000 instructions a call (issue 19)."""
+    10,000 instructions a call."""
     global _pipeline
     from rypsok.core.search.pipeline import CALL_MARGIN_S, run_search
 
@@ -243,7 +243,7 @@ class Rypsok:
         # One parse limiter for everything CPU-bound off the event loop (LIM-C5): page
         # parsing and extraction, the engines' JSON decoding, the scraping driver's pages.
         self._parse_limiter = trio.CapacityLimiter(config.limits.parsing_in_flight)
-        # Beside the permits, the bytes of page in parse at once (issue 23.2): the pages and
+        # Beside the permits, the bytes of page in parse at once: the pages and
         # the engines' large answers take their shares of one budget, which stands for one
         # parse of a page at the bounds (the estimate's figure).
         self._parse_budget = ParseBudget(

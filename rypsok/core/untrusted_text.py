@@ -435,7 +435,7 @@ def _instruction_like_visible(view: str) -> bool:
 #
 # One regular-expression scan, normalization or removal over a whole page (5 MB) is one C
 # call that holds the GIL for up to 1.8 s: the event loop cannot answer any call meanwhile,
-# and a fetch ends past LIM-F5 (issue 23). A long text is therefore read in pieces of about
+# and a fetch ends past LIM-F5. A long text is therefore read in pieces of about
 # PIECE_CHARS characters, Python running between them (the GIL can pass, and the caller's
 # checkpoint can end an abandoned read). The answer is the whole text's, on every input,
 # because of where a text is cut and how each piece is read:

@@ -3,7 +3,7 @@ connection, no copy of a body.
 
 `Http1RequestParser` holds each HTTP/1 request head back until it is complete, checks it strictly
 (RFC 9112) and hands hypercorn (h11) a head that h11 and any proxy in front must read the same
-way, or refuses it (issue 18.4: request smuggling). h11 is lenient where a proxy may not be:
+way, or refuses it (request smuggling). h11 is lenient where a proxy may not be:
 it accepts a folded field, a bare LF, a lower-case method (hypercorn upper-cases it), an
 `HTTP/2.0` request line, and keeps the connection after refusing Content-Length with
 Transfer-Encoding. After the head the body passes through as it comes, its framing followed
@@ -11,7 +11,7 @@ Transfer-Encoding. After the head the body passes through as it comes, its frami
 
 `H2FrameParser` follows the HTTP/2 frame headers as they pass (the payloads are counted, never
 kept): a header block (HEADERS and its CONTINUATION frames) above LIM-H7 closes the
-connection at once, before h2 has buffered the fragments (issue 18.3).
+connection at once, before h2 has buffered the fragments.
 """
 
 from __future__ import annotations

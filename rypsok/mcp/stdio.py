@@ -133,7 +133,7 @@ class _Connection:
     async def line(self, line: bytes, received: float | None = None) -> None:
         """One line of the host's. `received` is when it was read (its chunk's time): a call's
         deadlines count from then, not from when its task first runs, which among the lines
-        of one large chunk can be half a second later under load (issue 23)."""
+        of one large chunk can be half a second later under load."""
         if received is None:
             received = trio.current_time()
         if not line.strip() or self._stop.is_set():

@@ -38,7 +38,7 @@ DRIVER_TYPES: Final[dict[str, DriverTraits]] = {
         keyed=True, scrapes=False, cacheable=False, shipped=True, has_endpoint=True
     ),
     "duckduckgo": DriverTraits(keyed=False, scrapes=True, cacheable=False, shipped=True),
-    # The keyless API drivers (issue 20). Their admission records are in book/engines.md;
+    # The keyless API drivers. Their admission records are in book/engines.md;
     # `cacheable` is the record's storage row.
     "searxng": DriverTraits(
         keyed=True,

@@ -265,7 +265,7 @@ class EngineClient:
         self.parse_limiter: trio.CapacityLimiter | None = None
         # The parse budget shared with the pages (core/parsing.py), set by the service with
         # the limiter: a large answer's decode takes its share, so that it and the pages
-        # parsing at once stay within one page's parse at the bounds (issue 23.2).
+        # parsing at once stay within one page's parse at the bounds.
         self.parse_budget: ParseBudget | None = None
         self._operator_hosts = frozenset(host.lower() for host in operator_hosts)
         self._resolver = resolver
@@ -515,7 +515,7 @@ class _NoBody:
     """A GET's body: an async iterable that ends at once. Without content httpcore sends
     `ByteStream(b"")`, an async generator (with Trio's first-iteration hook and finalizer)
     that yields one empty chunk, written as an empty h11 `Data` event: about 2 % of a
-    web_search's instructions (issue 19). The bytes on the wire are the same."""
+    web_search's instructions. The bytes on the wire are the same."""
 
     def __aiter__(self) -> _NoBody:
         return self

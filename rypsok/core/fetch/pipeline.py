@@ -86,13 +86,13 @@ _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 _TIMER_MARGIN_S: Final = 0.5
 # A parse may run this long past the fetch deadline (LIM-F4); the rest of LIM-F5's margin is
 # the answer's: under load, ending a call and writing its answer take loop turns that the
-# parse threads compete for (issue 23: calls cut at LIM-F5 itself were answered 0.5 s late).
+# parse threads compete for (calls cut at LIM-F5 itself were answered 0.5 s late).
 _PARSE_MARGIN_S: Final = 0.5
 _ROBOTS_REDIRECTS: Final = 5  # RFC 9309 §2.3.1.2
 # A parse of a body this large hands what it freed back to the system when it ends (glibc's
 # malloc_trim): its tree and strings were freed into its worker thread's malloc arena, where
 # a later parse in another thread could not use them, and two parses at once then cost more
-# than two alone (REQ-PERF-003, issue 23.2). A trim walks every arena, up to 43 ms: small
+# than two alone (REQ-PERF-003). A trim walks every arena, up to 43 ms: small
 # pages, the HTML engines' answers among them, are not worth it.
 TRIM_AFTER_BYTES: Final = 1024 * 1024
 _TRIM: Final = malloc_trim()
@@ -115,7 +115,7 @@ class Extractor(Protocol):
     → title and Markdown, or None when nothing can be extracted. Pure and synchronous: it
     runs in a worker thread under the parse limiter, parsing under LIM-F10 and LIM-F11. The
     text is handed over in a `DocumentText`, which the parse empties: once the tree is built
-    nothing holds the text (issue 23.2)."""
+    nothing holds the text."""
 
     def __call__(self, document: DocumentText, kind: Kind, base_url: str) -> Extracted | None: ...
 
@@ -149,7 +149,7 @@ class _Read:
     # The part of the content asked for (or the content's length, when start_char is past
     # its end), cut in the worker thread: the whole content (20 MiB of a 5 MiB page with a
     # character beyond U+FFFF) is freed there, under the parse's permit and budget share,
-    # not in the event loop once the next parse has already begun (issue 23.2).
+    # not in the event loop once the next parse has already begun.
     piece: content_mod.Cut | int
     notices: tuple[Notice, ...]
     partial: bool = False  # a document read in part (a PDF past its page or character bound)
@@ -548,7 +548,7 @@ class FetchPipeline:
         partial = extracted.partial
         # Invisible characters out, NFC, and the instruction check below: read in pieces, the
         # GIL passing between them, so that the event loop still ends calls at LIM-F5 while
-        # a large page is read here; an abandoned read stops at its next piece (issue 23).
+        # a large page is read here; an abandoned read stops at its next piece.
         body, removed = clean_in_pieces(extracted.markdown, stop_if_abandoned)
         del extracted
         body = body.strip()

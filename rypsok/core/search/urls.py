@@ -67,7 +67,7 @@ _LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?\Z")
 
 class _Parts(NamedTuple):
     """A parsed URL (internal: a tuple, built on every result at far less cost than a
-    frozen attrs class, issue 19)."""
+    frozen attrs class)."""
 
     scheme: str  # lower-cased: http or https
     host: str  # ASCII, lower-cased for names, bracketed for IPv6

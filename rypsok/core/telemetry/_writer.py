@@ -1,4 +1,4 @@
-"""The log's writer thread: serving never waits for standard error (issue 18.1).
+"""The log's writer thread: serving never waits for standard error.
 
 A host may start `rypsok serve` with standard error on a pipe it never reads (the MCP stdio
 transport lets it). A blocking write from the event loop then stops every call once the pipe
@@ -40,7 +40,7 @@ class BackgroundWriter:
     The lines travel through a `queue.SimpleQueue`, whose `put` and blocking `get` are C
     code; the byte count is kept beside it under a plain lock. (A `threading.Condition`,
     written in Python, cost every call's line a Python-level notify on the event loop's
-    thread and a Python-level wait in this one: about 20,000 instructions a call, issue 19.)
+    thread and a Python-level wait in this one: about 20,000 instructions a call.)
     """
 
     def __init__(
