@@ -76,8 +76,26 @@ def _b(value: bool) -> str:
 
 def report_lines(config: Config, env: Mapping[str, str]) -> list[str]:
     """One line per part of the configuration, in the book's order, without the prefix."""
-    s, f, h, lim = config.search, config.fetch, config.service.http, config.limits
-    lines = [
+    lines = _search_lines(config) + _engine_lines(config, env) + _part_lines(config)
+    if config.coordination is not None:
+        lines.append(coordination_line(config.coordination))
+        # check reads the configuration only: a store out of reach, a wrong password or a
+        # missing permission shows at serve, in its log.
+        lines.append(
+            "coordination: store not contacted by check (its address, password and "
+            "permissions are first tried by serve, which logs coordination_unavailable "
+            "with the reason when it cannot use them)"
+        )
+    if config.service.metrics is not None:
+        lines.append(metrics_line(config.service.metrics))
+    # Last, as the book shows it: the line that names the build its figure is for.
+    lines.append(_memory_line(config))
+    return lines
+
+
+def _search_lines(config: Config) -> list[str]:
+    s, f, lim = config.search, config.fetch, config.limits
+    return [
         f"search: languages={','.join(s.languages)} region={s.region} "
         f"safe_search={s.safe_search.value} max_results={s.max_results} "
         f"(ceiling {s.max_results_ceiling}) query_max_chars={s.query_max_chars} "
@@ -99,6 +117,10 @@ def report_lines(config: Config, env: Mapping[str, str]) -> list[str]:
         f"web_search={s.deadline_ms + SEARCH_CALL_MARGIN_MS} "
         f"web_fetch={f.deadline_ms + FETCH_CALL_MARGIN_MS}; engine_status reads memory only",
     ]
+
+
+def _engine_lines(config: Config, env: Mapping[str, str]) -> list[str]:
+    lines: list[str] = []
     served: set[str] = set()
     for engine in config.engines:
         credential = engine_credential(engine, env) if engine.enabled else None
@@ -111,8 +133,12 @@ def report_lines(config: Config, env: Mapping[str, str]) -> list[str]:
         if ordered
         else "categories served: none (no enabled engine is active)"
     )
-    lines += _category_lines(config, env)
-    lines += [
+    return lines + _category_lines(config, env)
+
+
+def _part_lines(config: Config) -> list[str]:
+    f, h, lim = config.fetch, config.service.http, config.limits
+    return [
         f"service: structured_content={_b(config.service.structured_content)} "
         f"shutdown_ms={config.service.shutdown_ms} "
         f"user_agent_contact={'set' if config.service.user_agent_contact else 'none'} "
@@ -146,20 +172,6 @@ def report_lines(config: Config, env: Mapping[str, str]) -> list[str]:
         f"strict_mode_urls={lim.strict_mode_urls} "
         f"robots_cache_entries={lim.robots_cache_entries}",
     ]
-    if config.coordination is not None:
-        lines.append(coordination_line(config.coordination))
-        # check reads the configuration only: a store out of reach, a wrong password or a
-        # missing permission shows at serve, in its log.
-        lines.append(
-            "coordination: store not contacted by check (its address, password and "
-            "permissions are first tried by serve, which logs coordination_unavailable "
-            "with the reason when it cannot use them)"
-        )
-    if config.service.metrics is not None:
-        lines.append(metrics_line(config.service.metrics))
-    # Last, as the book shows it: the line that names the build its figure is for.
-    lines.append(_memory_line(config))
-    return lines
 
 
 def _serving(config: Config, env: Mapping[str, str]) -> dict[Category, list[str]]:

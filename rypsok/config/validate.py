@@ -90,17 +90,7 @@ class Validator(Reader):
                 "engines",
             },
         )
-        if "config_version" not in data:
-            raise ConfigError("config_version: required; this release reads config_version = 1")
-        version = data["config_version"]
-        if not isinstance(version, int) or isinstance(version, bool):
-            raise self.fail(
-                ("config_version",), f"expected the integer 1, found {kind_of(version)}"
-            )
-        if version != CONFIG_VERSION:
-            raise self.fail(
-                ("config_version",), "this release reads version 1, found another version"
-            )
+        version = self.version(data)
         search = self.search(root.sub("search", SearchConfig))
         fetch = self.fetch(root.sub("fetch", FetchConfig))
         egress = self.egress(root.sub("egress", EgressConfig))
@@ -109,22 +99,7 @@ class Validator(Reader):
         )
         limits = LimitsConfig(**self.ranged_ints(root.sub("limits", LimitsConfig)))
         resilience = self.resilience(root.sub("resilience", ResilienceConfig))
-        privacy_table = root.sub("privacy", PrivacyConfig)
-        privacy_table.known(keys={"secret_detection"})
-        privacy = PrivacyConfig(
-            secret_detection=privacy_table.get_choice(
-                "secret_detection", ("off", "warn", "mask", "refuse")
-            )
-        )
-        logging_table = root.sub("logging", LoggingConfig)
-        logging_table.known(keys={"level", "log_queries"})
-        logging = LoggingConfig(
-            level=logging_table.get_choice("level", ("error", "warn", "info", "debug")),
-            log_queries=logging_table.get_bool("log_queries"),
-        )
-        status_table = root.sub("status", StatusConfig)
-        status_table.known(keys={"enabled"})
-        status = StatusConfig(enabled=status_table.get_bool("enabled"))
+        privacy, logging, status = self.switches(root)
         cache = self.cache(root.sub("cache", CacheConfig))
         scraping_table = root.sub("scraping", ScrapingConfig)
         scraping_table.known(keys={"enabled"})
@@ -154,6 +129,39 @@ class Validator(Reader):
         )
         self.definitions_fit(config)
         return config
+
+    def version(self, data: dict[str, Any]) -> int:
+        if "config_version" not in data:
+            raise ConfigError("config_version: required; this release reads config_version = 1")
+        version = data["config_version"]
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise self.fail(
+                ("config_version",), f"expected the integer 1, found {kind_of(version)}"
+            )
+        if version != CONFIG_VERSION:
+            raise self.fail(
+                ("config_version",), "this release reads version 1, found another version"
+            )
+        return version
+
+    def switches(self, root: Table) -> tuple[PrivacyConfig, LoggingConfig, StatusConfig]:
+        """The tables of one or two choices: [privacy], [logging], [status]."""
+        privacy_table = root.sub("privacy", PrivacyConfig)
+        privacy_table.known(keys={"secret_detection"})
+        privacy = PrivacyConfig(
+            secret_detection=privacy_table.get_choice(
+                "secret_detection", ("off", "warn", "mask", "refuse")
+            )
+        )
+        logging_table = root.sub("logging", LoggingConfig)
+        logging_table.known(keys={"level", "log_queries"})
+        logging = LoggingConfig(
+            level=logging_table.get_choice("level", ("error", "warn", "info", "debug")),
+            log_queries=logging_table.get_bool("log_queries"),
+        )
+        status_table = root.sub("status", StatusConfig)
+        status_table.known(keys={"enabled"})
+        return privacy, logging, StatusConfig(enabled=status_table.get_bool("enabled"))
 
     def definitions_fit(self, config: Config) -> None:
         """LIM-I1: the tool definitions this file would serve, measured as the protocol layer
@@ -307,23 +315,7 @@ class Validator(Reader):
             ),
             tables=frozenset({"auth"}),
         )
-        least = max(3, math.ceil((fetch_deadline_ms + 2000) / 1000))
-        if least > 600:  # fetch.deadline_ms is at most 30000, so this is never reached
-            raise self.fail(("fetch", "deadline_ms"), "leaves no room for request_timeout_s")
-        request_s = h.default("request_timeout_s")
-        if "request_timeout_s" not in h.data and least > request_s:
-            raise self.fail(
-                ("fetch", "deadline_ms"),
-                f"must be at most {(request_s - 2) * 1000} (service.http.request_timeout_s, "
-                f"default {request_s} s, minus 2 s)",
-            )
-        http["request_timeout_s"] = h.get_int(
-            "request_timeout_s",
-            request_s,
-            least,
-            600,
-            why=f"fetch.deadline_ms {fetch_deadline_ms} plus 2 s",
-        )
+        http["request_timeout_s"] = self.request_timeout(h, fetch_deadline_ms)
         # Below the idle time: a connection that has begun a request is not
         # waiting for one. Unset, 10 s, or the idle time less 1 s when that is shorter.
         idle = http["idle_timeout_s"]
@@ -367,6 +359,27 @@ class Validator(Reader):
                 path=_path,
             )
         return ServiceConfig(**out)
+
+    def request_timeout(self, h: Table, fetch_deadline_ms: int) -> int:
+        """LIM-H5, at least the fetch deadline plus 2 s, so that a web_fetch call is answered
+        before its request's time is up."""
+        least = max(3, math.ceil((fetch_deadline_ms + 2000) / 1000))
+        if least > 600:  # fetch.deadline_ms is at most 30000, so this is never reached
+            raise self.fail(("fetch", "deadline_ms"), "leaves no room for request_timeout_s")
+        request_s = h.default("request_timeout_s")
+        if "request_timeout_s" not in h.data and least > request_s:
+            raise self.fail(
+                ("fetch", "deadline_ms"),
+                f"must be at most {(request_s - 2) * 1000} (service.http.request_timeout_s, "
+                f"default {request_s} s, minus 2 s)",
+            )
+        return h.get_int(
+            "request_timeout_s",
+            request_s,
+            least,
+            600,
+            why=f"fetch.deadline_ms {fetch_deadline_ms} plus 2 s",
+        )
 
     def callers(self, auth: Table) -> tuple[CallerConfig, ...]:
         path = (*auth.path, "callers")
