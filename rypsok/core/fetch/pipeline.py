@@ -289,32 +289,7 @@ class FetchPipeline:
                     raise errors.deadline_fetch() if progress.started else errors.fetch_busy()
             read: _Read | None = None
             with trio.move_on_at(network_deadline + _PARSE_MARGIN_S):
-                if kind is Kind.PDF:
-                    async with worker:
-                        # The worker is killed if the deadline passes while it reads.
-                        document = await self._pdf.read(page.body)
-                    page.body = b""
-                    read = await trio.to_thread.run_sync(
-                        self._read_pdf,
-                        document,
-                        page.url,
-                        start_char,
-                        max_chars,
-                        limiter=cast("trio.CapacityLimiter", permit),
-                        abandon_on_cancel=True,
-                    )
-                    del document
-                else:
-                    read = await trio.to_thread.run_sync(
-                        self._read_page_and_trim,
-                        page,
-                        kind,
-                        start_char,
-                        max_chars,
-                        # The permit goes with the thread: trio returns it when it ends.
-                        limiter=cast("trio.CapacityLimiter", permit),
-                        abandon_on_cancel=True,
-                    )
+                read = await self._read(page, kind, worker, permit, start_char, max_chars)
         finally:
             await worker.aclose()
             if permit is not None:
@@ -333,6 +308,42 @@ class FetchPipeline:
             truncated=piece.truncated or read.partial,
             next_start_char=piece.next_start_char,
             notices=notices + read.notices,
+        )
+
+    async def _read(
+        self,
+        page: _Page,
+        kind: Kind,
+        worker: AsyncExitStack,
+        permit: ParsePermit,
+        start_char: int,
+        max_chars: int,
+    ) -> _Read:
+        """The body read in a worker thread under `permit`, which goes with the thread (trio
+        returns it when it ends); a PDF is read by its worker process first."""
+        limiter = cast("trio.CapacityLimiter", permit)
+        if kind is not Kind.PDF:
+            return await trio.to_thread.run_sync(
+                self._read_page_and_trim,
+                page,
+                kind,
+                start_char,
+                max_chars,
+                limiter=limiter,
+                abandon_on_cancel=True,
+            )
+        async with worker:
+            # The worker is killed if the deadline passes while it reads.
+            document = await self._pdf.read(page.body)
+        page.body = b""
+        return await trio.to_thread.run_sync(
+            self._read_pdf,
+            document,
+            page.url,
+            start_char,
+            max_chars,
+            limiter=limiter,
+            abandon_on_cancel=True,
         )
 
     # -- network ------------------------------------------------------------------------------

@@ -77,17 +77,7 @@ async def serve_http(
     host, bound_port = sock.getsockname()[:2]
     app = McpHttpApp(service, config, callers, session_ttl_s=session_ttl_s, bound_port=bound_port)
     listener = Listener(app, config, descriptor_limit=descriptor_limit())
-    plan = listener.descriptor_plan
-    if plan.short:
-        telemetry.warn(
-            "descriptor_limit",
-            limit=plan.limit,
-            reserve=plan.reserve,
-            connections=plan.connections,
-            max_connections=config.service.http.max_connections,
-            note=f"raise the descriptor limit (LimitNOFILE) to at least {plan.needed}, "
-            "or lower service.http.max_connections",
-        )
+    _warn_if_short(listener, config)
     shown = f"[{host}]:{bound_port}" if ":" in host else f"{host}:{bound_port}"
     telemetry.info("listening", address=shown, transport="http", callers=len(callers))
     shutdown_ms = config.service.shutdown_ms
@@ -125,6 +115,21 @@ async def serve_http(
             connections.cancel_scope.cancel()
         app.refusals.flush(final=True)
         nursery.cancel_scope.cancel()
+
+
+def _warn_if_short(listener: Listener, config: Config) -> None:
+    """Say at start when the descriptor limit leaves fewer connections than configured."""
+    plan = listener.descriptor_plan
+    if plan.short:
+        telemetry.warn(
+            "descriptor_limit",
+            limit=plan.limit,
+            reserve=plan.reserve,
+            connections=plan.connections,
+            max_connections=config.service.http.max_connections,
+            note=f"raise the descriptor limit (LimitNOFILE) to at least {plan.needed}, "
+            "or lower service.http.max_connections",
+        )
 
 
 async def _serve_metrics(
