@@ -186,6 +186,8 @@ def remove_chrome(body: Element, stats: Stats) -> bool:
     prose_of = stats.prose.values
     attributed = stats.attributed
     candidates = _candidate_rows(stats)
+    # The rows of the page's <main> elements (one, most often none).
+    mains = [row for row in compress(range(len(tags)), map("main".__eq__, tags))]
     # In document order, a removed element's subtree skipped: what it holds goes with it,
     # and the list is of the outermost ones only.
     doomed: list[Element] = []
@@ -220,8 +222,16 @@ def remove_chrome(body: Element, stats: Stats) -> bool:
                 share >= prose * _GUARD_PLAIN and density < _GUARD_DENSITY
             )
             gone = (length <= guard and not much_prose) or _part_of_declared_body(element, stats)
+        elif kind == 2:
+            # Removed by its element or role, unless it wraps the page: a header or a nav the
+            # parser could not close at its end tag (misnested markup inside it) holds the
+            # rest of the page, the article with it.
+            gone = not (
+                (prose and prose_of[row] >= prose * GUARD_PROSE)
+                or any(row < main < end[row] for main in mains)
+            )
         else:
-            gone = kind == 2 or (kind == 3 and (not prose or prose_of[row] < thread_guard))
+            gone = not prose or prose_of[row] < thread_guard
         if gone:
             doomed.append(element)
             after = end[row]

@@ -1,0 +1,99 @@
+"""The shapes in which web_fetch lost a page's content, read through web_fetch itself.
+
+Each test serves pages written here in one shape (a blog or news template's, invented, never
+copied) from a loopback site and reads them through `Rypsok.fetch`: the bounded parse, the
+main block, the Markdown writer, as an agent reads a page. Each shape is the skeleton of a
+class of pages a held-out page set lost (issue 33's classes); a test asserts that the
+article comes back and the template around it does not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fetch_helpers import fetch_config, fetching_rypsok
+from fetch_sites import Page, serve_site
+
+from rypsok.core.model import FetchRequest, ToolError
+
+ROBOTS_OPEN = Page.text("User-agent: *\nAllow: /\n")
+HTML = (("Content-Type", "text/html"),)
+
+# The article's paragraphs, each a sentence that appears nowhere else on the pages.
+QUAY = (
+    "The harbour authority opened the northern quay on Monday, after three years of work "
+    "that moved the old fish market and rebuilt the sea wall against the winter storms."
+)
+FERRY = (
+    "Ferries to the islands will berth there from June, which frees the southern basin for "
+    "the sailing club, the lifeboat station and the fishing boats that still land daily."
+)
+COST = (
+    "The works cost eleven million euros, a third of it from the regional fund, and the "
+    "council expects the new berths to pay back their share within fifteen years."
+)
+ARTICLE = (QUAY, FERRY, COST)
+
+
+def paragraphs(*texts: str) -> str:
+    return "".join(f"<p>{text}</p>" for text in texts)
+
+
+async def read(pages: dict[str, str]) -> dict[str, str]:
+    """Each page's Markdown as web_fetch answers it (all of it)."""
+    served = {path: Page(headers=HTML, body=body.encode()) for path, body in pages.items()}
+    async with serve_site({**served, "/robots.txt": ROBOTS_OPEN}) as site:
+        rypsok, _, _ = fetching_rypsok(
+            fetch_config("[egress]\nallow_http = true\n"), {"pages.test": site}
+        )
+        answers: dict[str, str] = {}
+        async with rypsok:
+            for path in pages:
+                try:
+                    answer: Any = await rypsok.fetch(
+                        FetchRequest(url=f"http://pages.test{path}", max_chars=20000)
+                    )
+                except ToolError as error:
+                    # (Nothing extracted: an answer without the article.)
+                    answers[path] = f"error: {error.kind}"
+                    continue
+                assert answer.next_start_char is None, path
+                answers[path] = answer.content
+    return answers
+
+
+def assert_article(text: str, path: str, *absent: str) -> None:
+    for sentence in ARTICLE:
+        assert sentence in text, (path, text[:400])
+    for words in absent:
+        assert words not in text, (path, words)
+
+
+# --- Class 3: a chrome element left open by misnested markup wraps the article -------------
+
+
+async def test_req_page_002_a_header_left_open_around_the_article_is_not_removed_with_it() -> None:
+    # A table left open inside the site's navigation: the parser cannot close the header and
+    # the nav at their end tags (the table is in the way), so they wrap the rest of the page.
+    # Removing them by their element took the article along.
+    menu = "<ul><li><a href='/'>Home</a><li><a href='/news'>News</a><li><a href='/sport'>Sport</a></ul>"
+    open_table = "<table><tr><td>Advertisement: visit the boat show</td></tr>"
+    article = f"<main><article><h1>The quay opens</h1>{paragraphs(*ARTICLE)}</article></main>"
+    pages = {
+        "/header": (
+            f"<html><head><title>Quay</title></head><body><header><nav>{menu}{open_table}"
+            f"</nav></header>{article}<footer>Harbour Gazette, all rights</footer></body></html>"
+        ),
+        "/banner": (
+            f"<html><head><title>Quay</title></head><body><div role='banner'>{menu}"
+            f"{open_table}</div>{article}</body></html>"
+        ),
+        "/aside": (
+            f"<html><head><title>Quay</title></head><body><aside>{menu}{open_table}</aside>"
+            f"<div class='story'><h1>The quay opens</h1>{paragraphs(*ARTICLE)}</div>"
+            "</body></html>"
+        ),
+    }
+    answers = await read(pages)
+    for path, text in answers.items():
+        assert_article(text, path)
