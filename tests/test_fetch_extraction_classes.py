@@ -97,3 +97,44 @@ async def test_req_page_002_a_header_left_open_around_the_article_is_not_removed
     answers = await read(pages)
     for path, text in answers.items():
         assert_article(text, path)
+
+
+# --- Class 8: text lost in the parse ----------------------------------------------------------
+
+
+async def test_req_page_006_a_title_never_closed_does_not_swallow_the_page() -> None:
+    # A title element's text ends only at its end tag: one never closed, or closed by an
+    # end tag that is not one (`</titlevalue=…>`), took the whole page as the title's text.
+    story = f"<div class='story'><h1>The quay opens</h1>{paragraphs(*ARTICLE)}</div>"
+    pages = {
+        "/unclosed": (
+            "<html><head><title>Harbour Gazette - The quay opens\n"
+            '<meta name="description" content="Quay">\n<link rel="stylesheet" href="/s.css">\n'
+            f"</head><body>{story}</body></html>"
+        ),
+        "/broken-end": (
+            "<html><head><title>The quay opens</titlevalue='Quay'>"
+            f"<meta charset='utf-8'></head><body>{story}</body></html>"
+        ),
+    }
+    answers = await read(pages)
+    for path, text in answers.items():
+        assert_article(text, path, "stylesheet", "<meta", "titlevalue")
+
+
+async def test_req_page_006_flow_content_in_a_head_never_closed_starts_the_body() -> None:
+    # No </head>, no <body>: what cannot be in a head (a word processor's <o:p>, a custom
+    # element, a legacy sound element holding the text) starts the body, as the HTML
+    # standard's "in head: anything else" says; the parser kept it in the head, which is
+    # never read.
+    story = f"<h1>The quay opens</h1>{paragraphs(*ARTICLE)}"
+    pages = {
+        "/office": (
+            f"<html><head><title>Quay</title><o:p>{QUAY}</o:p>{paragraphs(FERRY, COST)}</html>"
+        ),
+        "/custom": f"<html><head><title>Quay</title><page-wrap>{story}</page-wrap>",
+        "/sound": f"<html><head><title>Quay</title><bgsound src='/tune.mid'>{story}</html>",
+    }
+    answers = await read(pages)
+    for path, text in answers.items():
+        assert_article(text, path)

@@ -126,7 +126,8 @@ def _readable(document: str) -> str:
     """The document as the parser should read it: NUL characters dropped (a browser drops
     them from text; libxml2 turns them into U+FFFD and reads the end tags after one late, so
     a well-formed page looked cut off), lone surrogates made replacement characters (they
-    cannot be encoded for the parser), a DOCTYPE's internal subset removed."""
+    cannot be encoded for the parser), a DOCTYPE's internal subset removed, a broken title
+    ended (`_title_ended`)."""
     if "\x00" in document:
         document = document.replace("\x00", "")
     if not document.isascii():
@@ -136,6 +137,44 @@ def _readable(document: str) -> str:
         match = _INTERNAL_SUBSET.match(head)
         if match is not None:
             document = match.group(1) + ">" + document[match.end() :]
+    return _title_ended(document)
+
+
+# The start of the first title element, its end tag (what HTML ends a title at: `</title`
+# and then white space, `/` or `>`), any end tag of that name, and a line that starts
+# with markup.
+_TITLE_START: Final = re.compile(r"<title(?:[\t\n\f\r ][^>]*+)?>", re.IGNORECASE)
+_TITLE_END: Final = re.compile(r"</title[\t\n\f\r />]", re.IGNORECASE)
+_TITLE_END_ANY: Final = re.compile(r"</title[^>]*+>?", re.IGNORECASE)
+_MARKUP_LINE: Final = re.compile(r"\n[\t\f\r ]*+<[A-Za-z!/?]")
+_TAG_START: Final = re.compile(r"<[A-Za-z!/?]")
+
+
+def _title_ended(document: str) -> str:
+    """`document` with its first title ended where a browser's reader sees it end.
+
+    HTML ends a title's text at its end tag only, so a title never closed, or closed by a
+    tag that is no end tag of it (`</titlevalue=…>`), takes the rest of the page as its
+    text. A title that runs past a line starting with markup is a broken one: it ends
+    before that line. One closed by a broken end tag ends there; one never closed at all,
+    at its first tag. A well-formed title is left as it is."""
+    start = _TITLE_START.search(document)
+    if start is None:
+        return document
+    opened = start.end()
+    end = _TITLE_END.search(document, opened)
+    stop = len(document) if end is None else end.start()
+    line = _MARKUP_LINE.search(document, opened, stop)
+    if line is not None:
+        return document[: line.start()] + "</title>" + document[line.start() :]
+    if end is not None:
+        return document
+    broken = _TITLE_END_ANY.search(document, opened)
+    if broken is not None:
+        return document[: broken.start()] + "</title>" + document[broken.end() :]
+    tag = _TAG_START.search(document, opened)
+    if tag is not None:
+        return document[: tag.start()] + "</title>" + document[tag.start() :]
     return document
 
 

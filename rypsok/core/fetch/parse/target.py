@@ -59,13 +59,30 @@ SKIPPED_ELEMENTS: Final = frozenset(
 
 # Void elements that libxml2 does not know as void: the text after one would become its
 # content, so they are left out of the tree but what follows them is kept.
-TRANSPARENT_VOID: Final = frozenset({"embed", "param", "source", "track", "keygen", "area"})
+TRANSPARENT_VOID: Final = frozenset(
+    {"embed", "param", "source", "track", "keygen", "area", "bgsound"}
+)
 
 # Not built, what they hold is: web_fetch never loads a frame (each `frame` is left out), so
 # a frameset page's text is its `noframes`, which libxml2 may put inside the frameset.
 _UNWRAPPED: Final = frozenset({"frameset"})
 
 _HEAD_READ: Final = frozenset({"title", "meta", "base"})
+# What HTML lets a head hold; any other element starts the body.
+_IN_HEAD: Final = frozenset(
+    {
+        "base",
+        "basefont",
+        "link",
+        "meta",
+        "title",
+        "noscript",
+        "noframes",
+        "style",
+        "script",
+        "template",
+    }
+)
 
 # Elements a document's end tags never close: a browser parses markup after </body> or
 # </html> into the body.
@@ -174,6 +191,9 @@ class BoundedTarget:
     def _start_other(self, name: str, attrib: dict[str, str], depth: int, skip_depth: int) -> None:
         """`start` for what its quick path does not take: an element inside a skipped
         subtree, of a name the rules single out, or before the root."""
+        if skip_depth == 1 and self.skip_root == "head" and name not in _IN_HEAD:
+            self._leave_head()
+            skip_depth = 0
         if name in _HEAD_READ and (not skip_depth or self.skip_root == "head"):
             # The title and og:title are read from the head, which is otherwise not built.
             if name == "title":
@@ -228,6 +248,17 @@ class BoundedTarget:
             self.builder.start(name, {})
         self.stack.append(name)
         self.built.append(True)
+
+    def _leave_head(self) -> None:
+        """Start the body at an element that cannot be in a head, as HTML's "in head:
+        anything else" does. libxml2 keeps an element it does not know (a word processor's
+        `<o:p>`, a custom element, a legacy `<bgsound>`) and what follows it in a head never
+        closed, which is never read: the page's text would be lost with it."""
+        self.skip_depth = 0
+        self.skip_root = ""
+        self.built.append(False)  # the head: its end closes nothing built
+        self.written.append("<body>")  # TreeWriter.start("body", {})
+        self.stack.append("body")
 
     def end(self, tag: object) -> None:
         if self.stopped or not self.open_tags:
