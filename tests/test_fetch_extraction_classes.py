@@ -76,7 +76,10 @@ async def test_req_page_002_a_header_left_open_around_the_article_is_not_removed
     # A table left open inside the site's navigation: the parser cannot close the header and
     # the nav at their end tags (the table is in the way), so they wrap the rest of the page.
     # Removing them by their element took the article along.
-    menu = "<ul><li><a href='/'>Home</a><li><a href='/news'>News</a><li><a href='/sport'>Sport</a></ul>"
+    menu = (
+        "<ul><li><a href='/'>Home</a><li><a href='/news'>News</a>"
+        "<li><a href='/sport'>Sport</a></ul>"
+    )
     open_table = "<table><tr><td>Advertisement: visit the boat show</td></tr>"
     article = f"<main><article><h1>The quay opens</h1>{paragraphs(*ARTICLE)}</article></main>"
     pages = {
@@ -138,3 +141,41 @@ async def test_req_page_006_flow_content_in_a_head_never_closed_starts_the_body(
     answers = await read(pages)
     for path, text in answers.items():
         assert_article(text, path)
+
+
+# --- Class 2: a short post loses to a longer sidebar ----------------------------------------
+
+ABOUT = (
+    "I am a retired harbour pilot who writes about boats, tides, lighthouses and the people "
+    "who keep them; I have lived in this town, by the water, for most of my life. "
+)
+
+
+async def test_req_page_002_a_short_post_is_chosen_over_a_longer_profile_sidebar() -> None:
+    # The post is two paragraphs; the sidebar's profile and text widgets hold several times
+    # more prose. A region is kept because it holds the post, not because it is large.
+    blogger = (
+        "<html><head><title>Harbour notes</title></head><body><div id='outer-wrapper'>"
+        "<div id='header-wrapper'><h1 class='title'>Harbour notes</h1></div>"
+        "<div id='main-wrapper'><div class='main section' id='main'><div class='date-outer'>"
+        "<h2 class='date-header'><span>Monday, 6 May</span></h2><div class='post hentry'>"
+        "<h3 class='post-title entry-title'><a href='/quay.html'>The quay opens</a></h3>"
+        f"<div class='post-body entry-content'>{QUAY} {FERRY}<br><br>{COST}</div>"
+        "<div class='post-footer'>Posted by Pilot at 08:00</div></div></div></div></div>"
+        "<div id='sidebar-wrapper'><div class='sidebar section' id='sidebar'>"
+        f"<div class='widget Profile'><h2>About Me</h2><dl><dd>{ABOUT * 6}</dd></dl></div>"
+        f"<div class='widget Text'><h2>Disclaimer</h2><div>{ABOUT * 4}</div></div>"
+        "</div></div></div></body></html>"
+    )
+    wordpress = (
+        "<html><head><title>Harbour notes</title></head><body><div id='page'>"
+        "<div id='primary' class='content-area'><div class='post type-post'>"
+        "<h1 class='entry-title'>The quay opens</h1>"
+        f"<div class='entry-content'>{paragraphs(*ARTICLE)}</div></div></div>"
+        "<div id='secondary' class='widget-area'>"
+        f"<div class='widget widget_text'><div class='textwidget'>{paragraphs(*[ABOUT * 3] * 4)}"
+        "</div></div></div></div></body></html>"
+    )
+    answers = await read({"/blogger": blogger, "/wordpress": wordpress})
+    for path, text in answers.items():
+        assert_article(text, path, "retired harbour pilot")

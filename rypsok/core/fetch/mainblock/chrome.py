@@ -186,6 +186,7 @@ def remove_chrome(body: Element, stats: Stats) -> bool:
     prose_of = stats.prose.values
     attributed = stats.attributed
     candidates = _candidate_rows(stats)
+    entries = _Entries(stats)
     # The rows of the page's <main> elements (one, most often none).
     mains = [row for row in compress(range(len(tags)), map("main".__eq__, tags))]
     # In document order, a removed element's subtree skipped: what it holds goes with it,
@@ -221,7 +222,13 @@ def remove_chrome(body: Element, stats: Stats) -> bool:
             much_prose = share >= prose * GUARD_PROSE or (
                 share >= prose * _GUARD_PLAIN and density < _GUARD_DENSITY
             )
-            gone = (length <= guard and not much_prose) or _part_of_declared_body(element, stats)
+            # A region is protected by what it holds (the title, the post), not by its size.
+            placed = entries.place(row)
+            gone = placed != _HOLDS and (
+                (length <= guard and not much_prose)
+                or _part_of_declared_body(element, stats)
+                or (placed == _BESIDE and element not in titled)
+            )
         elif kind == 2:
             # Removed by its element or role, unless it wraps the page: a header or a nav the
             # parser could not close at its end tag (misnested markup inside it) holds the
@@ -267,3 +274,81 @@ def _candidate_rows(stats: Stats) -> list[int]:
             roled,
         )
     )
+
+
+# Names of the container of a post or an article's text (not of its teasers): a blog's
+# post body, a news page's article body, microformats' entry.
+_ENTRY_NAMES: Final = re.compile(
+    r"(?:^|[-_ ])(?:(?:post|entry|article|story|blog)[-_]?(?:body|content|text|entry)"
+    r"|hentry|h-entry|single-?post)(?:$|[-_ ])",
+    re.IGNORECASE,
+)
+
+
+_NO_ENTRY: Final = 0
+_HOLDS: Final = 1
+_INSIDE: Final = 2
+_BESIDE: Final = 3
+
+
+class _Entries:
+    """The page's entry containers that hold running text: an ``<article>``, an
+    ``itemprop="articleBody"``, or an element named for a post's or an article's body
+    (`_ENTRY_NAMES`). Found when first asked (most pages never ask)."""
+
+    __slots__ = ("rows", "stats")
+
+    def __init__(self, stats: Stats) -> None:
+        self.stats = stats
+        self.rows: list[int] | None = None
+
+    def place(self, row: int) -> int:
+        """Where the element at `row` is with respect to the entries: `_HOLDS` one (it wraps
+        the post, whatever its name), `_INSIDE` one (a part of a post), `_BESIDE` them (a
+        region beside the post: a sidebar, a profile, a text widget, however much text it
+        holds), or `_NO_ENTRY` when the page has none."""
+        rows = self.rows
+        if rows is None:
+            rows = self.rows = _entry_rows(self.stats)
+        end = self.stats.end
+        last = end[row]
+        place = _NO_ENTRY
+        for entry in rows:
+            if row <= entry < last:
+                return _HOLDS
+            if entry < row < end[entry]:
+                place = _INSIDE
+            elif place == _NO_ENTRY:
+                place = _BESIDE
+        return place
+
+
+def _entry_rows(stats: Stats) -> list[int]:
+    elements = stats.elements
+    tags = stats.tags
+    prose_of = stats.prose.values
+    rows: list[int] = []
+    for row in compress(range(1, len(tags)), stats.attributed[1:]):
+        if not prose_of[row]:
+            continue
+        if tags[row] == "article":
+            rows.append(row)
+            continue
+        element = elements[row]
+        if "articlebody" in element.get("itemprop", "").lower().split():
+            rows.append(row)
+            continue
+        names = f"{element.get('class') or ''} {element.get('id') or ''}"
+        if _entry_name(names):
+            rows.append(row)
+    rows += [
+        row
+        for row in compress(range(1, len(tags)), map("article".__eq__, tags[1:]))
+        if prose_of[row] and not stats.attributed[row]
+    ]
+    return sorted(rows)
+
+
+@functools.lru_cache(maxsize=4096)
+def _entry_name(names: str) -> bool:
+    return _ENTRY_NAMES.search(names) is not None
