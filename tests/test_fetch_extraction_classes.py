@@ -179,3 +179,32 @@ async def test_req_page_002_a_short_post_is_chosen_over_a_longer_profile_sidebar
     answers = await read({"/blogger": blogger, "/wordpress": wordpress})
     for path, text in answers.items():
         assert_article(text, path, "retired harbour pilot")
+
+
+# --- Class 1: the block too wide ---------------------------------------------------------------
+
+
+async def test_req_page_002_a_signed_thread_and_linked_teasers_beside_the_post_are_left_out() -> (
+    None
+):
+    # One container holds the post, a thread of readers' comments without a telling name
+    # (each signed with a name and a time) and a "Recent posts" list of linked titles with
+    # one-line summaries: their paragraphs made the container the block.
+    thread = "".join(
+        f"<div class='{'odd' if index % 2 else 'even'}'><p>Lovely to read about the quay, "
+        f"we walked along it with the children on Saturday and the view was grand ({index}).</p>"
+        f"<span>Posted by: reader{index} on 12/0{index % 9 + 1} at 08:{index:02d}</span></div>"
+        for index in range(30)
+    )
+    teasers = "<h4>Recent Posts</h4>" + "".join(
+        f"<h5><a href='/post/{index}'>The lighthouse keepers, part {index}</a></h5>"
+        f"<p>A short summary of another story about boats and tides, number {index}.</p>"
+        for index in range(8)
+    )
+    page = (
+        "<html><head><title>Harbour notes</title></head><body><div class='blog'>"
+        f"<div class='blogbody'><h2>The quay opens</h2>{paragraphs(*ARTICLE)}</div>"
+        f"{thread}{teasers}</div></body></html>"
+    )
+    answers = await read({"/post": page})
+    assert_article(answers["/post"], "/post", "Lovely to read", "lighthouse keepers", "Recent")

@@ -54,8 +54,9 @@ from rypsok.core.fetch.mainblock.choose import (
 from rypsok.core.fetch.mainblock.chrome import remove_chrome
 from rypsok.core.fetch.mainblock.clean import clean
 from rypsok.core.fetch.mainblock.measure import Element, Stats
+from rypsok.core.fetch.mainblock.repeats import repeated_parts
 from rypsok.core.fetch.mainblock.score import score_candidates
-from rypsok.core.fetch.mainblock.tree import block_text
+from rypsok.core.fetch.mainblock.tree import block_text, drop_all
 
 __all__ = ["MainBlock", "select_main_block"]
 
@@ -98,7 +99,7 @@ def select_main_block(root: Element) -> MainBlock:
     if not scores:
         # Nothing long enough to score: the page is short, and all of it is content.
         return MainBlock(elements=(body,), heading=heading)
-    top = scores.best()
+    top = first = scores.best()
     best = scores[top]
     if best <= 0 or top is root:
         # No paragraph text anywhere (a page of links, an index): the page is its content.
@@ -116,4 +117,6 @@ def select_main_block(root: Element) -> MainBlock:
         # it has no paragraph text at all; the cleaning below still takes its link blocks.
         elements = [body]
     clean(elements, scores, good, stats)
+    if elements != [body]:
+        drop_all(repeated_parts(elements, stats, first))
     return MainBlock(elements=tuple(elements), heading=heading)
