@@ -208,3 +208,38 @@ async def test_req_page_002_a_signed_thread_and_linked_teasers_beside_the_post_a
     )
     answers = await read({"/post": page})
     assert_article(answers["/post"], "/post", "Lovely to read", "lighthouse keepers", "Recent")
+
+
+# --- Class 7: a tiny post in a full template ------------------------------------------------
+
+MENU = "<ul>" + "".join(f"<li><a href='/c/{n}'>Category number {n}</a></li>" for n in range(30))
+MENU += "</ul>"
+
+
+async def test_req_page_002_a_tiny_post_answers_the_post_not_the_whole_template() -> None:
+    # One sentence of post in a template of menus, archives and a footer: too short to
+    # score, it made the whole page the answer. The entry container (or, without one, the
+    # title's container) is the answer however short it is.
+    tiny = "Back on Monday with photographs of the new quay and the ferries."
+    footer = (
+        "<div id='footer'><p>Harbour notes is proudly powered by a blogging engine, with a "
+        "theme by a designer; entries and comments are syndicated.</p></div>"
+    )
+    sidebar = f"<div id='sidebar'><h2>Blogroll</h2>{MENU}<h2>Archives</h2>{MENU}</div>"
+    named = (
+        f"<html><head><title>Gone fishing</title></head><body><div id='header'>{MENU}</div>"
+        "<div id='content'><div class='post'><h1 class='entry-title'>Gone fishing</h1>"
+        f"<div class='entry-content'><p>{tiny}</p></div><p class='postmetadata'>Filed under "
+        "<a href='/c/1'>News</a></p></div></div>"
+        f"{sidebar}{footer}</body></html>"
+    )
+    titled = (
+        f"<html><head><title>Gone fishing</title></head><body><div id='header'>{MENU}</div>"
+        f"<div id='content'><div><h1>Gone fishing</h1><p>{tiny}</p></div></div>"
+        f"{sidebar}{footer}</body></html>"
+    )
+    answers = await read({"/named": named, "/titled": titled})
+    for path, text in answers.items():
+        assert tiny in text, path
+        for chrome in ("Category number", "proudly powered", "Blogroll"):
+            assert chrome not in text, (path, chrome)

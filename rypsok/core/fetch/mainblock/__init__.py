@@ -51,7 +51,7 @@ from rypsok.core.fetch.mainblock.choose import (
     narrow,
     with_siblings,
 )
-from rypsok.core.fetch.mainblock.chrome import remove_chrome
+from rypsok.core.fetch.mainblock.chrome import entry_rows, remove_chrome
 from rypsok.core.fetch.mainblock.clean import clean
 from rypsok.core.fetch.mainblock.measure import Element, Stats
 from rypsok.core.fetch.mainblock.repeats import repeated_parts
@@ -115,8 +115,36 @@ def select_main_block(root: Element) -> MainBlock:
         # teasers are written as links (titles and summaries alike) has next to no paragraph
         # text, and its best "paragraph" is a date line. The page is its content, as when
         # it has no paragraph text at all; the cleaning below still takes its link blocks.
-        elements = [body]
+        # But a post may be tiny: a page with an entry container, or a title, answers that
+        # and not the template around it.
+        post = _tiny_post(body, stats)
+        elements = [body if post is None else post]
     clean(elements, scores, good, stats)
     if elements != [body]:
         drop_all(repeated_parts(elements, stats, first))
     return MainBlock(elements=tuple(elements), heading=heading)
+
+
+def _tiny_post(body: Element, stats: Stats) -> Element | None:
+    """The container of a post too short to score against its template: the entry container
+    holding the most running text (named for a post's body, or the page's one
+    ``<article>``), else the container of the page's first ``<h1>`` (the heading and what
+    stands with it); None when the page has neither."""
+    rows = entry_rows(stats)
+    articles = [row for row in rows if stats.tags[row] == "article"]
+    if len(articles) > 1:
+        # Several articles are teasers of a section front, not one post.
+        rows = [row for row in rows if stats.tags[row] != "article"]
+    if rows:
+        prose = stats.prose.values
+        return stats.elements[max(rows, key=prose.__getitem__)]
+    heading = next(body.iter("h1"), None)
+    if heading is None:
+        return None
+    own = stats.text.get(heading, 0)
+    container = heading.getparent()
+    while container is not None and container is not body:
+        if stats.text.get(container, 0) > own:
+            return container
+        container = container.getparent()
+    return None

@@ -26,7 +26,7 @@ from rypsok.core.fetch.mainblock.tree import drop_all
 if TYPE_CHECKING:
     from rypsok.core.fetch.mainblock.measure import Element, Stats
 
-__all__ = ["CHROME_ELEMENTS", "CHROME_ROLES", "GUARD_PROSE", "remove_chrome"]
+__all__ = ["CHROME_ELEMENTS", "CHROME_ROLES", "GUARD_PROSE", "entry_rows", "remove_chrome"]
 
 # Removed whatever they hold (REQ-CTX-005 names navigation); a form may wrap a whole page,
 # so it is judged like a class word instead.
@@ -309,7 +309,7 @@ class _Entries:
         holds), or `_NO_ENTRY` when the page has none."""
         rows = self.rows
         if rows is None:
-            rows = self.rows = _entry_rows(self.stats)
+            rows = self.rows = entry_rows(self.stats)
         end = self.stats.end
         last = end[row]
         place = _NO_ENTRY
@@ -323,7 +323,9 @@ class _Entries:
         return place
 
 
-def _entry_rows(stats: Stats) -> list[int]:
+def entry_rows(stats: Stats) -> list[int]:
+    """The rows of the page's entry containers that hold running text (see `_Entries`), in
+    document order."""
     elements = stats.elements
     tags = stats.tags
     prose_of = stats.prose.values
