@@ -243,3 +243,26 @@ async def test_req_page_002_a_tiny_post_answers_the_post_not_the_whole_template(
         assert tiny in text, path
         for chrome in ("Category number", "proudly powered", "Blogroll"):
             assert chrome not in text, (path, chrome)
+
+
+# --- Class 4: the article's own header ------------------------------------------------------
+
+
+async def test_req_page_002_an_articles_own_header_is_content() -> None:
+    # <header> inside <article> holds the headline, the dek and the lead paragraph; the
+    # site's header outside it is still chrome.
+    lead = (
+        "After three years of works, the northern quay opened to ferries and fishing boats, "
+        "and the town's old fish market has a new home by the water."
+    )
+    page = (
+        "<html><head><title>Quay</title></head><body><header><a href='/'>Harbour Gazette</a>"
+        "<nav><a href='/news'>News</a> <a href='/sport'>Sport</a></nav></header><main>"
+        "<article><header><h1>The quay opens</h1><p class='dek'>Ferries move in from June</p>"
+        f"<p class='lead'>{lead}</p></header>{paragraphs(*ARTICLE)}</article></main></body></html>"
+    )
+    answers = await read({"/article": page})
+    text = answers["/article"]
+    assert_article(text, "/article", "Harbour Gazette", "Sport")
+    for part in ("The quay opens", "Ferries move in from June", lead):
+        assert part in text, part

@@ -95,6 +95,10 @@ def _chrome_kind(element: Element, stats: Stats) -> int:
     3: a comment thread by its name, removed unless it is nearly the whole page."""
     tag = element.tag
     if tag in CHROME_ELEMENTS:
+        if tag == "header" and next(element.iterancestors("article", "main"), None) is not None:
+            # An article's own header is its headline, dek and lead: content (its chrome,
+            # a byline or a share bar, goes by its own name).
+            return 0
         return 2
     if tag == "form":
         return 1
