@@ -266,3 +266,36 @@ async def test_req_page_002_an_articles_own_header_is_content() -> None:
     assert_article(text, "/article", "Harbour Gazette", "Sport")
     for part in ("The quay opens", "Ferries move in from June", lead):
         assert part in text, part
+
+
+# --- Class 5: a chrome-named wrapper inside the post holds its paragraphs --------------------
+
+
+async def test_req_page_002_a_caption_or_byline_holding_paragraphs_is_not_removed() -> None:
+    # A byline span never closed, a caption left open, a share wrapper: the name says chrome,
+    # but several paragraphs of prose are not a byline or a caption.
+    before = paragraphs(
+        *(
+            f"Earlier in the story, part {n}: the pilots, the tides and the old harbour wall, "
+            "told at length by the people who worked there for many years."
+            for n in range(14)
+        )
+    )
+    wrappers = {
+        "/byline": f"<span class='byline'>By the harbour reporter{paragraphs(*ARTICLE)}",
+        "/caption": (
+            "<div class='wp-caption aligncenter'><img src='/quay.jpg' alt='The quay'>"
+            f"{paragraphs(*ARTICLE)}</div>"
+        ),
+        "/share": f"<div class='share-wrapper'>{paragraphs(*ARTICLE)}<a href='/s'>Share</a></div>",
+    }
+    pages = {
+        path: (
+            "<html><head><title>Quay</title></head><body><div class='post'>"
+            f"<h1>The quay opens</h1>{before}{wrapper}</div></body></html>"
+        )
+        for path, wrapper in wrappers.items()
+    }
+    answers = await read(pages)
+    for path, text in answers.items():
+        assert_article(text, path)

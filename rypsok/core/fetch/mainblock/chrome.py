@@ -26,7 +26,16 @@ from rypsok.core.fetch.mainblock.tree import drop_all
 if TYPE_CHECKING:
     from rypsok.core.fetch.mainblock.measure import Element, Stats
 
-__all__ = ["CHROME_ELEMENTS", "CHROME_ROLES", "GUARD_PROSE", "entry_rows", "remove_chrome"]
+__all__ = [
+    "CHROME_ELEMENTS",
+    "CHROME_ROLES",
+    "GUARD_PROSE",
+    "WRAPPER_PARAGRAPHS",
+    "WRAPPER_PROSE",
+    "entry_rows",
+    "names_a_decoration",
+    "remove_chrome",
+]
 
 # Removed whatever they hold (REQ-CTX-005 names navigation); a form may wrap a whole page,
 # so it is judged like a class word instead.
@@ -228,10 +237,19 @@ def remove_chrome(body: Element, stats: Stats) -> bool:
             )
             # A region is protected by what it holds (the title, the post), not by its size.
             placed = entries.place(row)
-            gone = placed != _HOLDS and (
-                (length <= guard and not much_prose)
-                or _part_of_declared_body(element, stats)
-                or (placed == _BESIDE and element not in titled)
+            gone = (
+                placed != _HOLDS
+                and (
+                    (length <= guard and not much_prose)
+                    or _part_of_declared_body(element, stats)
+                    or (placed == _BESIDE and element not in titled)
+                )
+                and not (
+                    placed != _BESIDE
+                    and share >= WRAPPER_PROSE
+                    and names_a_decoration(element)
+                    and _paragraphs(row, stats) >= WRAPPER_PARAGRAPHS
+                )
             )
         elif kind == 2:
             # Removed by its element or role, unless it wraps the page: a header or a nav the
@@ -358,3 +376,36 @@ def entry_rows(stats: Stats) -> list[int]:
 @functools.lru_cache(maxsize=4096)
 def _entry_name(names: str) -> bool:
     return _ENTRY_NAMES.search(names) is not None
+
+
+# A decoration of a post (a caption, a credit, a byline, a date, a share bar, a figure or a
+# form) that holds several paragraphs of prose is a wrapper of the post's text, whatever its
+# name: a caption left open, a byline span never closed, a share wrapper.
+_DECORATION_WORDS: Final = re.compile(
+    r"caption|credit|byline|author|(?:^|[-_ ])(?:date|time|timestamp|dateline)(?:$|[-_ ])"
+    r"|share|sharing|social|print|follow",
+    re.IGNORECASE,
+)
+WRAPPER_PROSE: Final = 240
+WRAPPER_PARAGRAPHS: Final = 3
+_PARAGRAPH_CHARS: Final = 80
+
+
+def names_a_decoration(element: Element) -> bool:
+    """Whether `element` is named (or is an element) for a decoration of a post."""
+    if element.tag in ("figure", "form"):
+        return True
+    words = f"{element.get('class') or ''} {element.get('id') or ''}"
+    return _DECORATION_WORDS.search(words) is not None
+
+
+def _paragraphs(row: int, stats: Stats) -> int:
+    """The paragraphs of prose under the element at `row`: blocks whose own run of text is a
+    sentence or more (called for the few decorations holding much running text)."""
+    tags = stats.tags
+    inline = stats.inline
+    return sum(
+        1
+        for inner in range(row + 1, stats.end[row])
+        if inline[inner] >= _PARAGRAPH_CHARS and tags[inner] in ("p", "div", "blockquote")
+    )

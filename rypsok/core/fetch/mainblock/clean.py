@@ -12,6 +12,11 @@ from __future__ import annotations
 from itertools import accumulate
 from typing import TYPE_CHECKING, Final
 
+from rypsok.core.fetch.mainblock.chrome import (
+    WRAPPER_PARAGRAPHS,
+    WRAPPER_PROSE,
+    names_a_decoration,
+)
 from rypsok.core.fetch.mainblock.measure import MIN_BLOCK, Column, Element, Stats
 from rypsok.core.fetch.mainblock.score import Scores, class_weight
 from rypsok.core.fetch.mainblock.tree import drop_all
@@ -227,7 +232,17 @@ def _should_drop(
     text, link text, commas, paragraphs, images, items) and its name (`weight`, its
     `class_weight`; one call per part of a block that may be the whole page: what it asks
     is asked inline)."""
-    if weight < 0 and weight + scores.get(element, 0.0) < 0:
+    if (
+        weight < 0
+        and weight + scores.get(element, 0.0) < 0
+        and not (
+            # A decoration holding several paragraphs of prose wraps the post's text.
+            paragraphs >= WRAPPER_PARAGRAPHS
+            and length >= WRAPPER_PROSE
+            and links < 0.25 * length
+            and names_a_decoration(element)
+        )
+    ):
         # Its name marks it and its text does not redeem it (a list's own tag weight is no
         # mark: a definition list of short terms is content).
         return _not_a_label(element)
