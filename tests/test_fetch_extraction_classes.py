@@ -299,3 +299,32 @@ async def test_req_page_002_a_caption_or_byline_holding_paragraphs_is_not_remove
     answers = await read(pages)
     for path, text in answers.items():
         assert_article(text, path)
+
+
+# --- Class 9: paragraphs between <br><br> in a <font> or a cell ------------------------------
+
+
+async def test_req_page_002_paragraphs_between_double_breaks_score_as_paragraphs() -> None:
+    # An old table layout: the story is text in a <font> in a cell, its paragraphs separated
+    # by <br><br>; the cell beside it holds a few notes in paragraphs. Read as one run, the
+    # story scored as one paragraph, no more than the notes, and the answer was their row.
+    story = [
+        f"Part {n} of the story tells of the pilots and the tides and the boats that were "
+        "lost and saved in the long nights on the old harbour wall of the town."
+        for n in range(8)
+    ]
+    notes = "".join(
+        f"<p><a href='/n{n}'>Note {n}</a> A short note about the weather and the fish prices "
+        "and the tides of this week in the bay.</p>"
+        for n in range(3)
+    )
+    text = "<br><br>\n".join(story)
+    page = (
+        "<html><head><title>Quay</title></head><body><table><tr>"
+        f"<td width='180' valign='top'>{notes}</td><td valign='top'><font face='arial'>"
+        f"<b>The quay opens</b><br><br>{text}</font></td></tr></table></body></html>"
+    )
+    answers = await read({"/cells": page})
+    for paragraph in story:
+        assert paragraph in answers["/cells"], paragraph
+    assert "fish prices" not in answers["/cells"]

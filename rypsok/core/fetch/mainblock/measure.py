@@ -22,6 +22,8 @@ Element: TypeAlias = etree._Element
 
 # The shortest run of inline text that counts as a paragraph (characters).
 MIN_BLOCK: Final = 25
+# The text (not links) a paragraph between <br><br> holds on average to count as one.
+_PARAGRAPH_CHARS: Final = 80
 # The share of links that makes a list item a teaser of another page.
 _TEASER_LINKS: Final = 0.25
 # Blocks whose own text is a label, not running text.
@@ -70,7 +72,10 @@ class Stats:
     the element's paragraph. `prose` is the running text under an element (the runs of its
     blocks that are long enough and not mostly links). `all_commas` counts the commas of all
     the text under an element, so that the cleaning never reads the text from the tree again.
-    `runs` are the rows whose run is long enough to score, in document order.
+    `runs` are the rows whose run is long enough to score, in document order; `breaks` the
+    paragraph breaks (``<br><br>``) in a row's run, for the runs that have any: text in a
+    ``<font>`` or a cell written as paragraphs between double line breaks is read as the
+    paragraphs a browser shows, not as one.
 
     Measured by columns, not by a walk: each element's row is its place in document order,
     so the rows under an element are the ones from its own to `end[row]`, and a sum over a
@@ -105,7 +110,7 @@ class Stats:
         )
         del running
         link_rows, links_of = _link_text(tags, self.parent, end, text_of)
-        self.inline, self.commas, inline_links = _runs(
+        self.inline, self.commas, inline_links, self.breaks = _runs(
             tags, self.parent, own, own_commas, tail, tail_commas, link_rows
         )
         self.runs, prose_of = _running_text(tags, end, self.inline, inline_links, links_of, text_of)
@@ -199,8 +204,9 @@ def _runs(
     tail: list[int],
     tail_commas: list[int],
     link_rows: list[int],
-) -> tuple[list[int], list[int], list[int]]:
-    """The length, commas and link text of each row's own run of inline text.
+) -> tuple[list[int], list[int], list[int], dict[int, int]]:
+    """The length, commas and link text of each row's own run of inline text, and the
+    paragraph breaks (`<br><br>`) in the runs that have any.
 
     Each text belongs to the run of its nearest block or link (itself, or the nearest above
     it: an inline element's run is its container's), a tail to its parent's; a link's run
@@ -226,6 +232,17 @@ def _runs(
         into = owner[parent[row]]
         inline[into] += tail[row]
         commas[into] += tail_commas[row]
+    # Paragraph breaks: a <br> right after another (white space between), the first of a
+    # run, counted in the run that holds them (a browser shows a blank line there).
+    breaks: dict[int, int] = {}
+    for row in compress(range(2, count), map("br".__eq__, tags[2:])):
+        before = row - 1
+        up = parent[row]
+        if tags[before] == "br" and parent[before] == up and not tail[before]:
+            if tags[before - 1] == "br" and parent[before - 1] == up and not tail[before - 1]:
+                continue  # a third <br> of a run: the same break
+            into = owner[up]
+            breaks[into] = breaks.get(into, 0) + 1
     inline_links = [0] * count
     for row in reversed(link_rows):
         if row:
@@ -234,7 +251,15 @@ def _runs(
             inline[into] += inline[row]
             commas[into] += commas[row]
             inline_links[into] += inline[row]
-    return inline, commas, inline_links
+    if breaks:
+        # Only paragraphs of prose count as such: each a sentence or more of text that is
+        # not links on average (a footer's lines between breaks are not).
+        breaks = {
+            row: count
+            for row, count in breaks.items()
+            if inline[row] - inline_links[row] >= _PARAGRAPH_CHARS * (count + 1)
+        }
+    return inline, commas, inline_links, breaks
 
 
 def _running_text(

@@ -114,6 +114,7 @@ def _words_weight(value: str | None) -> int:
 
 # What a run's score is divided by for its parent, grandparent and the three above them.
 _DIVIDERS: Final = (1, 2, 6, 9, 12)
+_BELOW_PARAGRAPHS: Final = _DIVIDERS[1:]
 
 
 class Scores:
@@ -191,6 +192,7 @@ def score_candidates(body: Element, stats: Stats) -> tuple[Scores, Column]:
 
     inline_of = stats.inline
     commas_of = stats.commas
+    breaks = stats.breaks
     # In document order (the order breaks ties between equal scores), the blocks that can
     # score: those whose run is long enough.
     for row in stats.runs:
@@ -198,9 +200,11 @@ def score_candidates(body: Element, stats: Stats) -> tuple[Scores, Column]:
         if tag not in _SCORED_SET:
             continue
         length = inline_of[row]
-        score = 1.0 + commas_of[row] + min(length // 100, 3)
-        if tag in _BLOCK_TAGS and tag != "p":
-            # Text straight inside a container is a paragraph of that container.
+        parts = 1 + breaks.get(row, 0)  # its paragraphs, between <br><br>
+        score = parts + commas_of[row] + min(length // 100, 3 * parts)
+        if (tag in _BLOCK_TAGS and tag != "p") or parts > 1:
+            # Text straight inside a container is a paragraph of that container (and text
+            # in paragraphs between <br><br>, in a cell too, is that cell's).
             if row in scores:
                 scores[row] += score
             elif attributed[row]:
@@ -208,8 +212,10 @@ def score_candidates(body: Element, stats: Stats) -> tuple[Scores, Column]:
             else:
                 scores[row] = _TAG_WEIGHT.get(tag, 0) + score
         # The measured tree's parents: the root's own is outside it (-1).
+        # (A run of paragraphs between <br><br> is their container, as a division is of
+        # its <p>s: its parent has half their score.)
         ancestor = parent[row]
-        for divider in _DIVIDERS:
+        for divider in _DIVIDERS if parts == 1 else _BELOW_PARAGRAPHS:
             if ancestor < 0:
                 break
             if ancestor not in scores:
