@@ -328,3 +328,32 @@ async def test_req_page_002_paragraphs_between_double_breaks_score_as_paragraphs
     for paragraph in story:
         assert paragraph in answers["/cells"], paragraph
     assert "fish prices" not in answers["/cells"]
+
+
+# --- Class 10: a data table with a header row and a header column ---------------------------
+
+
+async def test_req_page_002_a_table_with_header_row_and_column_is_kept() -> None:
+    # A status grid: steps across the top, screens down the side, each cell a mark (a
+    # picture) or nothing. Mostly empty of words, it was cleaned out as a block of images.
+    steps = ("Draft", "Review", "Mockup", "Build", "Test")
+    screens = ("Map loading", "Save game", "Options", "Blueprints", "Trains")
+    done = "<img src='/done.png' width='20'>"
+    head = "<tr><td></td>" + "".join(f"<td class='header_cell'>{step}</td>" for step in steps)
+    rows = "".join(
+        f"<tr><td>{screen}</td>"
+        + "".join(f"<td class='finished'>{done}</td>" if n <= i else "<td></td>" for n in range(5))
+        + "</tr>"
+        for i, screen in enumerate(screens)
+    )
+    page = (
+        "<html><head><title>Progress</title></head><body><div class='post'><h1>Progress</h1>"
+        f"{paragraphs(*ARTICLE)}<table class='status'><tbody>{head}</tr>{rows}</tbody></table>"
+        f"{paragraphs(QUAY.replace('harbour', 'river'))}</div></body></html>"
+    )
+    answers = await read({"/grid": page})
+    text = answers["/grid"]
+    assert_article(text, "/grid")
+    for label in (*steps, *screens):
+        assert label in text, label
+    assert "| Map loading |" in text

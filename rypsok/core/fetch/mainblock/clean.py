@@ -9,7 +9,7 @@ quarter of the block's text (a page of teasers is its content).
 
 from __future__ import annotations
 
-from itertools import accumulate
+from itertools import accumulate, repeat
 from typing import TYPE_CHECKING, Final
 
 from rypsok.core.fetch.mainblock.chrome import (
@@ -122,6 +122,9 @@ def _doomed_rows(
     # The tables of data in the block: a division that is the content of one of their
     # cells (a figure, a name linked to its page) is judged with its table, not alone.
     data_tables = {table for table in root.iter("table") if _data_table(table, stats)}
+    # The tables with a header row and a header column: data, whatever their cells hold
+    # (marks, colours, pictures), never judged as a part.
+    header_tables = {table for table in root.iter("table") if _header_table(table, stats)}
     first = stats.index[root]
     block_tags = tags[first : end[first]]
     counts = _BlockCounts(stats, first, block_tags)
@@ -154,8 +157,10 @@ def _doomed_rows(
                 length -= inside[0]
                 links -= inside[1]
             drop = bool(length) and links >= 0.8 * length
-        elif (tag == "div" and data_tables and _in_data_cell(stats.elements[row], data_tables)) or (
-            keep and good.values[row] >= keep
+        elif (
+            (tag == "div" and data_tables and _in_data_cell(stats.elements[row], data_tables))
+            or (keep and good.values[row] >= keep)
+            or (tag == "table" and header_tables and stats.elements[row] in header_tables)
         ):
             # A part of a table of data's cell, or one holding much of the block's
             # paragraph text: not judged.
@@ -299,6 +304,35 @@ def _data_table(table: Element, stats: Stats) -> bool:
             if rows == _TABLE_SAMPLE:
                 break
     return rows >= 3 and data_rows >= 0.8 * rows
+
+
+def _header_table(table: Element, stats: Stats) -> bool:
+    """Whether `table` has a header row and a header column (a status grid, a timetable):
+    three rows or more, the first with a label over most of its other cells, and most of
+    the others with a label in their first cell (a label: a ``<th>``, or text that is not
+    a link)."""
+    rows = 0
+    labelled = 0
+    for row in _table_rows(table):
+        cells = [cell for cell in row if cell.tag in _CELLS]
+        if not cells:
+            continue
+        rows += 1
+        if rows == 1:
+            if len(cells) < 3 or sum(map(_label, cells[1:], repeat(stats))) < 0.8 * (
+                len(cells) - 1
+            ):
+                return False
+        elif _label(cells[0], stats):
+            labelled += 1
+        if rows == _TABLE_SAMPLE:
+            break
+    return rows >= 3 and labelled >= 0.8 * (rows - 1)
+
+
+def _label(cell: Element, stats: Stats) -> bool:
+    length = stats.text.get(cell, 0)
+    return cell.tag == "th" or (length > 0 and stats.links.get(cell, 0) < 0.5 * length)
 
 
 def _table_rows(table: Element) -> Iterable[Element]:
