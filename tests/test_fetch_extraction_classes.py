@@ -357,3 +357,35 @@ async def test_req_page_002_a_table_with_header_row_and_column_is_kept() -> None
     for label in (*steps, *screens):
         assert label in text, label
     assert "| Map loading |" in text
+
+
+# --- Class 6: the post is a list of links -------------------------------------------------
+
+
+async def test_req_page_002_a_post_that_is_a_list_of_links_is_kept() -> None:
+    # A link roundup: a short introduction, then the list that is the post. Link-density
+    # cleaning took the list as a block of links.
+    links = [f"The harbour and its boats in story number {n}" for n in range(12)]
+    items = "".join(
+        f"<li><a href='https://news.test/{n}'>{text}</a></li>" for n, text in enumerate(links)
+    )
+    intro = paragraphs(
+        "Here are the best harbour stories I read this week with a word on why.",
+        "It was a busy week on the water with the new quay opening and the ferries moving in.",
+        "Some are long reads for a quiet evening and some are short notes from the pilots.",
+    )
+    most = (
+        "<html><head><title>Links</title></head><body><div class='post'>"
+        "<h2 class='entry-title'>Links for the week</h2>"
+        f"<div class='entry-content'>{intro}<ul>{items}</ul><p>See you next week.</p></div>"
+        "</div></body></html>"
+    )
+    under_title = (
+        "<html><head><title>Links</title></head><body><div class='post'>"
+        f"<h1>Links for the week</h1><ul>{items}</ul>{intro}{intro.replace('week', 'month')}"
+        "</div></body></html>"
+    )
+    answers = await read({"/most": most, "/under-title": under_title})
+    for path, text in answers.items():
+        for link in links:
+            assert link in text, (path, link)

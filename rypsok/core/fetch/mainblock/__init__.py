@@ -52,7 +52,7 @@ from rypsok.core.fetch.mainblock.choose import (
     with_siblings,
 )
 from rypsok.core.fetch.mainblock.chrome import entry_rows, remove_chrome
-from rypsok.core.fetch.mainblock.clean import clean
+from rypsok.core.fetch.mainblock.clean import clean_block
 from rypsok.core.fetch.mainblock.measure import Element, Stats
 from rypsok.core.fetch.mainblock.repeats import repeated_parts
 from rypsok.core.fetch.mainblock.score import score_candidates
@@ -119,7 +119,7 @@ def select_main_block(root: Element) -> MainBlock:
         # and not the template around it.
         post = _tiny_post(body, stats)
         elements = [body if post is None else post]
-    clean(elements, scores, good, stats)
+    clean_block(elements, scores, good, stats)
     if elements != [body]:
         drop_all(repeated_parts(elements, stats, first))
     return MainBlock(elements=tuple(elements), heading=heading)

@@ -24,12 +24,13 @@ from rypsok.core.fetch.mainblock.tree import drop_all
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["CLEANED", "clean"]
+__all__ = ["CLEANED", "clean_block"]
 
 # Cleaning that would leave less than this share of a block's text is not done.
 _GUTTED: Final = 0.25
 CLEANED: Final = frozenset({"div", "section", "ul", "ol", "table", "dl", "figure", "aside"})
 _CELLS: Final = frozenset({"td", "th"})
+_HEADINGS: Final = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 # What the cleaning walks through: the parts it judges, and the links (inside which all
 # removed text is removed link text).
 _JUDGED: Final = CLEANED | {"p", "a"}
@@ -39,7 +40,7 @@ _JUDGED: Final = CLEANED | {"p", "a"}
 _NOTHING_REMOVED: Final = (0, 0, 0, 0, 0, 0)
 
 
-def clean(
+def clean_block(
     elements: Iterable[Element],
     scores: Scores,
     good: Column,
@@ -161,6 +162,7 @@ def _doomed_rows(
             (tag == "div" and data_tables and _in_data_cell(stats.elements[row], data_tables))
             or (keep and good.values[row] >= keep)
             or (tag == "table" and header_tables and stats.elements[row] in header_tables)
+            or (tag in _LISTS and _list_is_the_post(row, first, stats))
         ):
             # A part of a table of data's cell, or one holding much of the block's
             # paragraph text: not judged.
@@ -304,6 +306,29 @@ def _data_table(table: Element, stats: Stats) -> bool:
             if rows == _TABLE_SAMPLE:
                 break
     return rows >= 3 and data_rows >= 0.8 * rows
+
+
+_LISTS: Final = frozenset({"ul", "ol", "dl"})
+# The share of the block's text a list holds to be the post itself.
+_LIST_POST: Final = 0.5
+
+
+def _list_is_the_post(row: int, first: int, stats: Stats) -> bool:
+    """Whether the list at `row` is the post (link roundups, bookmarks, deals): it holds
+    most of the block's text, or it stands right under the title (an ``<h1>``, or a
+    heading named as a title, just before it or before its container)."""
+    if stats.text.values[row] >= _LIST_POST * stats.text.values[first]:
+        return True
+    element = stats.elements[row]
+    previous = element.getprevious()
+    while previous is not None and not isinstance(previous.tag, str):
+        previous = previous.getprevious()
+    if previous is None:
+        parent = element.getparent()
+        previous = parent.getprevious() if parent is not None else None
+    if previous is None or previous.tag not in _HEADINGS:
+        return False
+    return previous.tag == "h1" or "title" in (previous.get("class") or "").lower()
 
 
 def _header_table(table: Element, stats: Stats) -> bool:
