@@ -181,27 +181,11 @@ _CHROME_TAGS: Final = CHROME_ELEMENTS | {"form", "figure"}
 
 def remove_chrome(body: Element, stats: Stats) -> bool:
     """Remove the chrome under `body` (measured by `stats`); whether anything went."""
-    guard = stats.text.get(body, 0) * _GUARD_SHARE
-    prose = stats.prose.get(body, 0)
-    thread_guard = prose * _THREAD_GUARD
-    # The containers of the page's first h1: a comment thread never holds the article's
-    # title, so one of them named for comments ("comments-open") is judged as a guess.
-    titled: set[Element] = set()
-    heading = next(body.iter("h1"), None)
-    while heading is not None and heading is not body:
-        titled.add(heading)
-        heading = heading.getparent()
     elements = stats.elements
     tags = stats.tags
     end = stats.end
-    text_of = stats.text.values
-    links_of = stats.links.values
-    prose_of = stats.prose.values
     attributed = stats.attributed
-    candidates = _candidate_rows(stats)
-    entries = _Entries(stats)
-    # The rows of the page's <main> elements (one, most often none).
-    mains = [row for row in compress(range(len(tags)), map("main".__eq__, tags))]
+    judge = _Judge(body, stats)
     # In document order, a removed element's subtree skipped: what it holds goes with it,
     # and the list is of the outermost ones only.
     doomed: list[Element] = []
@@ -210,7 +194,7 @@ def remove_chrome(body: Element, stats: Stats) -> bool:
     # depends on its name and attributes alone: pages repeat them (100,000 siblings named
     # "share" are judged once), most often a single class.
     kinds: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
-    for row in candidates:
+    for row in _candidate_rows(stats):
         if row < after:
             continue  # inside an element removed already
         element = elements[row]
@@ -224,48 +208,80 @@ def remove_chrome(body: Element, stats: Stats) -> bool:
             kind = kinds.get(key, -1)
             if kind < 0:
                 kind = kinds[key] = _chrome_kind(element, stats)
-        if not kind:
-            continue  # most elements: content
-        if kind == 3 and element in titled:
-            kind = 1
-        if kind == 1:
-            length = text_of[row]
-            share = prose_of[row]
-            density = links_of[row] / length if length else 0.0
-            much_prose = share >= prose * GUARD_PROSE or (
-                share >= prose * _GUARD_PLAIN and density < _GUARD_DENSITY
-            )
-            # A region is protected by what it holds (the title, the post), not by its size.
-            placed = entries.place(row)
-            gone = (
-                placed != _HOLDS
-                and (
-                    (length <= guard and not much_prose)
-                    or _part_of_declared_body(element, stats)
-                    or (placed == _BESIDE and element not in titled)
-                )
-                and not (
-                    placed != _BESIDE
-                    and share >= WRAPPER_PROSE
-                    and names_a_decoration(element)
-                    and _paragraphs(row, stats) >= WRAPPER_PARAGRAPHS
-                )
-            )
-        elif kind == 2:
-            # Removed by its element or role, unless it wraps the page: a header or a nav the
-            # parser could not close at its end tag (misnested markup inside it) holds the
-            # rest of the page, the article with it.
-            gone = not (
-                (prose and prose_of[row] >= prose * GUARD_PROSE)
-                or any(row < main < end[row] for main in mains)
-            )
-        else:
-            gone = not prose or prose_of[row] < thread_guard
-        if gone:
+        if kind and judge.goes(row, element, kind):
             doomed.append(element)
             after = end[row]
     drop_all(doomed)
     return bool(doomed)
+
+
+class _Judge:
+    """Whether an element of a chrome kind goes, against the page's measures."""
+
+    __slots__ = ("entries", "guard", "mains", "prose", "stats", "thread_guard", "titled")
+
+    def __init__(self, body: Element, stats: Stats) -> None:
+        self.stats = stats
+        self.guard = stats.text.get(body, 0) * _GUARD_SHARE
+        self.prose = stats.prose.get(body, 0)
+        self.thread_guard = self.prose * _THREAD_GUARD
+        # The containers of the page's first h1: a comment thread never holds the article's
+        # title, so one of them named for comments ("comments-open") is judged as a guess.
+        self.titled: set[Element] = set()
+        heading = next(body.iter("h1"), None)
+        while heading is not None and heading is not body:
+            self.titled.add(heading)
+            heading = heading.getparent()
+        self.entries = _Entries(stats)
+        # The rows of the page's <main> elements (one, most often none).
+        tags = stats.tags
+        self.mains = list(compress(range(len(tags)), map("main".__eq__, tags)))
+
+    def goes(self, row: int, element: Element, kind: int) -> bool:
+        prose_of = self.stats.prose.values
+        prose = self.prose
+        if kind == 3 and element in self.titled:
+            kind = 1
+        if kind == 1:
+            return self._guess_goes(row, element)
+        if kind == 2:
+            # Removed by its element or role, unless it wraps the page: a header or a nav the
+            # parser could not close at its end tag (misnested markup inside it) holds the
+            # rest of the page, the article with it.
+            end = self.stats.end[row]
+            return not (
+                (prose and prose_of[row] >= prose * GUARD_PROSE)
+                or any(row < main < end for main in self.mains)
+            )
+        return not prose or prose_of[row] < self.thread_guard
+
+    def _guess_goes(self, row: int, element: Element) -> bool:
+        """A name is a guess: the element goes unless it holds much of the page, holds the
+        post (a region is protected by what it holds, not by its size), or is a decoration
+        wrapping the post's paragraphs."""
+        stats = self.stats
+        prose = self.prose
+        length = stats.text.values[row]
+        share = stats.prose.values[row]
+        density = stats.links.values[row] / length if length else 0.0
+        much_prose = share >= prose * GUARD_PROSE or (
+            share >= prose * _GUARD_PLAIN and density < _GUARD_DENSITY
+        )
+        placed = self.entries.place(row)
+        return (
+            placed != _HOLDS
+            and (
+                (length <= self.guard and not much_prose)
+                or _part_of_declared_body(element, stats)
+                or (placed == _BESIDE and element not in self.titled)
+            )
+            and not (
+                placed != _BESIDE
+                and share >= WRAPPER_PROSE
+                and names_a_decoration(element)
+                and _paragraphs(row, stats) >= WRAPPER_PARAGRAPHS
+            )
+        )
 
 
 def _candidate_rows(stats: Stats) -> list[int]:

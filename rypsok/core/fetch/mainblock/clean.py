@@ -164,9 +164,7 @@ def _doomed_rows(
             or (tag == "table" and header_tables and stats.elements[row] in header_tables)
             or (tag in _LISTS and _list_is_the_post(row, first, stats))
         ):
-            # A part of a table of data's cell, or one holding much of the block's
-            # paragraph text: not judged.
-            drop = False
+            drop = False  # data, or the block's own text: not judged
         else:
             drop = _part_drops(row, inside, counts, scores, data_tables)
         if drop:

@@ -222,10 +222,15 @@ def score_candidates(body: Element, stats: Stats) -> tuple[Scores, Column]:
                 scores[ancestor] = initial(ancestor)
             scores[ancestor] += score / divider
             ancestor = parent[ancestor]
+    return Scores(_weighed(scores, stats), stats), stats.prose
+
+
+def _weighed(scores: dict[int, float], stats: Stats) -> dict[int, float]:
+    """Each score weighed by the share of its element's text that is not link text."""
     text_of = stats.text.values
     links_of = stats.links.values
     rows = list(scores)
-    weighed = dict(
+    return dict(
         zip(
             rows,
             [
@@ -240,4 +245,3 @@ def score_candidates(body: Element, stats: Stats) -> tuple[Scores, Column]:
             strict=True,
         )
     )
-    return Scores(weighed, stats), stats.prose
