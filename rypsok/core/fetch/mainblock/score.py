@@ -119,9 +119,9 @@ _BELOW_PARAGRAPHS: Final = _DIVIDERS[1:]
 
 class Scores:
     """The containers' scores, read like a dict keyed by element (`get`, `[]`), held by row
-    of the measure (`Stats`): at the node bound a dict of 100,000 elements cost more to
-    build than the scoring itself. The rows are in the order they were first scored, which
-    breaks ties between equal scores as a dict's order did."""
+    of the measure (`Stats`): at the node bound a dict of 100,000 elements costs more to
+    build than the scoring itself. The rows are in the order they are first scored, which
+    breaks ties between equal scores (the first scored wins)."""
 
     __slots__ = ("by_row", "elements", "index")
 

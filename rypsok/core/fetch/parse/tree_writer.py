@@ -75,9 +75,9 @@ class TreeWriter:
     cannot hold (dropped, a form feed made a space, as `xml_safe` does to each text: the
     repair is of single characters, so made once over the markup it is the same). The
     target's parse flushes after every FEED_SLICE it feeds, so the markup held at a time is
-    one slice's. The tree is the one TreeBuilder made: the same elements, attributes, text
+    one slice's. The tree is the one TreeBuilder makes: the same elements, attributes, text
     and tails (a text made only of characters XML cannot hold is no text, where TreeBuilder
-    kept an empty one: the same to every reader here, which reads a text by its truth).
+    keeps an empty one: the same to every reader here, which reads a text by its truth).
     """
 
     __slots__ = ("parser", "written")
