@@ -15,9 +15,10 @@ comment thread goes whatever its length, unless it is nearly the whole page.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
-from itertools import chain, compress
+from itertools import accumulate, chain, compress
 from operator import mul, or_
 from typing import TYPE_CHECKING, Final
 
@@ -218,7 +219,16 @@ def remove_chrome(body: Element, stats: Stats) -> bool:
 class _Judge:
     """Whether an element of a chrome kind goes, against the page's measures."""
 
-    __slots__ = ("entries", "guard", "mains", "prose", "stats", "thread_guard", "titled")
+    __slots__ = (
+        "entries",
+        "guard",
+        "mains",
+        "paragraph_totals",
+        "prose",
+        "stats",
+        "thread_guard",
+        "titled",
+    )
 
     def __init__(self, body: Element, stats: Stats) -> None:
         self.stats = stats
@@ -233,6 +243,7 @@ class _Judge:
             self.titled.add(heading)
             heading = heading.getparent()
         self.entries = _Entries(stats)
+        self.paragraph_totals: list[int] | None = None
         # The rows of the page's <main> elements (one, most often none).
         tags = stats.tags
         self.mains = list(compress(range(len(tags)), map("main".__eq__, tags)))
@@ -254,6 +265,14 @@ class _Judge:
                 or any(row < main < end for main in self.mains)
             )
         return not prose or prose_of[row] < self.thread_guard
+
+    def _paragraphs(self, row: int) -> int:
+        """The paragraphs of prose under the element at `row` (the totals are counted when
+        first asked: only a decoration holding much running text asks)."""
+        totals = self.paragraph_totals
+        if totals is None:
+            totals = self.paragraph_totals = _paragraph_totals(self.stats)
+        return totals[self.stats.end[row]] - totals[row + 1]
 
     def _guess_goes(self, row: int, element: Element) -> bool:
         """A name is a guess: the element goes unless it holds much of the page, holds the
@@ -279,7 +298,7 @@ class _Judge:
                 placed != _BESIDE
                 and share >= WRAPPER_PROSE
                 and names_a_decoration(element)
-                and _paragraphs(row, stats) >= WRAPPER_PARAGRAPHS
+                and self._paragraphs(row) >= WRAPPER_PARAGRAPHS
             )
         )
 
@@ -332,13 +351,17 @@ _BESIDE: Final = 3
 class _Entries:
     """The page's entry containers that hold running text: an ``<article>``, an
     ``itemprop="articleBody"``, or an element named for a post's or an article's body
-    (`_ENTRY_NAMES`). Found when first asked (most pages never ask)."""
+    (`_ENTRY_NAMES`). Found when first asked (most pages never ask); each question is a
+    binary search, so that a page of many entries and many named regions stays linear."""
 
-    __slots__ = ("rows", "stats")
+    __slots__ = ("ends", "rows", "starts", "stats")
 
     def __init__(self, stats: Stats) -> None:
         self.stats = stats
         self.rows: list[int] | None = None
+        # The outermost entries' rows and the ends of their subtrees.
+        self.starts: list[int] = []
+        self.ends: list[int] = []
 
     def place(self, row: int) -> int:
         """Where the element at `row` is with respect to the entries: `_HOLDS` one (it wraps
@@ -346,19 +369,22 @@ class _Entries:
         region beside the post: a sidebar, a profile, a text widget, however much text it
         holds), or `_NO_ENTRY` when the page has none."""
         rows = self.rows
+        end = self.stats.end
         if rows is None:
             rows = self.rows = entry_rows(self.stats)
-        end = self.stats.end
-        last = end[row]
-        place = _NO_ENTRY
-        for entry in rows:
-            if row <= entry < last:
-                return _HOLDS
-            if entry < row < end[entry]:
-                place = _INSIDE
-            elif place == _NO_ENTRY:
-                place = _BESIDE
-        return place
+            for entry in rows:
+                if not self.ends or entry >= self.ends[-1]:
+                    self.starts.append(entry)
+                    self.ends.append(end[entry])
+        if not rows:
+            return _NO_ENTRY
+        first = bisect.bisect_left(rows, row)
+        if first < len(rows) and rows[first] < end[row]:
+            return _HOLDS
+        around = bisect.bisect_left(self.starts, row) - 1
+        if around >= 0 and row < self.ends[around]:
+            return _INSIDE
+        return _BESIDE
 
 
 def entry_rows(stats: Stats) -> list[int]:
@@ -415,13 +441,16 @@ def names_a_decoration(element: Element) -> bool:
     return _DECORATION_WORDS.search(words) is not None
 
 
-def _paragraphs(row: int, stats: Stats) -> int:
-    """The paragraphs of prose under the element at `row`: blocks whose own run of text is a
-    sentence or more (called for the few decorations holding much running text)."""
-    tags = stats.tags
-    inline = stats.inline
-    return sum(
-        1
-        for inner in range(row + 1, stats.end[row])
-        if inline[inner] >= _PARAGRAPH_CHARS and tags[inner] in ("p", "div", "blockquote")
+def _paragraph_totals(stats: Stats) -> list[int]:
+    """The paragraphs of prose in the rows before each row, as running totals (those under
+    an element: the difference at the two ends of its rows): blocks whose own run of text is
+    a sentence or more."""
+    return list(
+        accumulate(
+            (
+                inline >= _PARAGRAPH_CHARS and tag in ("p", "div", "blockquote")
+                for inline, tag in zip(stats.inline, stats.tags, strict=True)
+            ),
+            initial=0,
+        )
     )

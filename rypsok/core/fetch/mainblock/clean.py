@@ -75,24 +75,37 @@ class _BlockCounts:
     """The paragraphs, images and items in a block's rows as running totals from its first
     row (those under a part: the difference at its two ends), and what a part holds."""
 
-    __slots__ = ("first", "images", "items", "paragraphs", "stats")
+    __slots__ = (
+        "commas",
+        "end",
+        "first",
+        "images",
+        "items",
+        "links",
+        "paragraphs",
+        "stats",
+        "text",
+    )
 
     def __init__(self, stats: Stats, first: int, block_tags: list[str]) -> None:
         self.stats = stats
         self.first = first
+        self.text = stats.text.values
+        self.links = stats.links.values
+        self.commas = stats.all_commas
+        self.end = stats.end
         self.paragraphs = list(accumulate(map("p".__eq__, block_tags), initial=0))
         self.images = list(accumulate(map("img".__eq__, block_tags), initial=0))
         self.items = list(accumulate(map("li".__eq__, block_tags), initial=0))
 
     def held(self, row: int) -> list[int]:
         """All that the part at `row` holds: [text, link text, commas, p, img, li]."""
-        stats = self.stats
         at = row - self.first
-        last = stats.end[row] - self.first
+        last = self.end[row] - self.first
         return [
-            stats.text.values[row],
-            stats.links.values[row],
-            stats.all_commas[row],
+            self.text[row],
+            self.links[row],
+            self.commas[row],
             self.paragraphs[last] - self.paragraphs[at],
             self.images[last] - self.images[at],
             self.items[last] - self.items[at],
@@ -151,6 +164,7 @@ def _doomed_rows(
                 starts.append(row)
                 removed.append(inside)
             continue
+        held: list[int] | None = None
         if tag == "p":
             length = text_of[row]
             links = links_of[row]
@@ -158,26 +172,37 @@ def _doomed_rows(
                 length -= inside[0]
                 links -= inside[1]
             drop = bool(length) and links >= 0.8 * length
-        elif (
-            (tag == "div" and data_tables and _in_data_cell(stats.elements[row], data_tables))
-            or (keep and good.values[row] >= keep)
-            or (tag == "table" and header_tables and stats.elements[row] in header_tables)
-            or (tag in _LISTS and _list_is_the_post(row, first, stats))
+        elif (keep and good.values[row] >= keep) or _data_or_post(
+            row, first, stats, data_tables, header_tables
         ):
-            drop = False  # data, or the block's own text: not judged
+            drop = False  # the block's own text, data, or the post: not judged
         else:
-            drop = _part_drops(row, inside, counts, scores, data_tables)
+            held = counts.held(row)
+            drop = _part_drops(row, held, inside, stats, scores, data_tables)
         if drop:
             # A paragraph that is (almost) only a link promotes another page: "Read more:
             # …"; the other parts are judged by their counts. All it holds goes from its
             # container's counts (its tail stays).
             gone.append(row)
             starts.append(row)
-            removed.append(counts.held(row))
+            removed.append(held if held is not None else counts.held(row))
         elif inside is not None:
             starts.append(row)
             removed.append(inside)
     return gone, text_of[first] - sum(held[0] for held in removed)
+
+
+def _data_or_post(
+    row: int, first: int, stats: Stats, data_tables: set[Element], header_tables: set[Element]
+) -> bool:
+    """Whether the part at `row` is data (a division in a data table's cell, a table with a
+    header row and column) or the post itself (a list of links that is the post)."""
+    tag = stats.tags[row]
+    if tag == "div":
+        return bool(data_tables) and _in_data_cell(stats.elements[row], data_tables)
+    if tag == "table":
+        return bool(header_tables) and stats.elements[row] in header_tables
+    return tag in _LISTS and _list_is_the_post(row, first, stats)
 
 
 def _removed_inside(starts: list[int], removed: list[list[int]], last: int) -> list[int] | None:
@@ -196,17 +221,16 @@ def _removed_inside(starts: list[int], removed: list[list[int]], last: int) -> l
 
 def _part_drops(
     row: int,
+    held: list[int],
     inside: list[int] | None,
-    counts: _BlockCounts,
+    stats: Stats,
     scores: Scores,
     data_tables: set[Element],
 ) -> bool:
     """Whether the part at `row` goes, judged by `_should_drop` on the counts of what it
-    keeps (its own, less what was removed under it)."""
-    stats = counts.stats
+    keeps (all it `held`, less what was removed under it)."""
     element = stats.elements[row]
     less = inside if inside is not None else _NOTHING_REMOVED
-    held = counts.held(row)
     return _should_drop(
         element,
         class_weight(element) if stats.attributed[row] else 0,

@@ -8,12 +8,15 @@ items (the same element and class, three or more, short) most of which open or c
 signature ("Posted by X at 08:00": a time, a date) is a thread, unless one of them holds the
 page's best paragraph or most have a heading (the posts of a blog's front page); three or
 more headings that are links, each followed by at most a short summary, after the block's
-own text, are teasers of other pages. Both go, with the heading that introduces them.
+own text, are teasers of other pages. Both go, with the heading that introduces them,
+unless the block would keep under 200 characters of running text of its own (a forum's
+page is its thread).
 """
 
 from __future__ import annotations
 
 import re
+from itertools import islice
 from typing import TYPE_CHECKING, Final
 
 from rypsok.core.fetch.mainblock.tree import block_text
@@ -41,6 +44,8 @@ _SAMPLE: Final = 8
 _ITEM_CHARS: Final = 1200
 # The median length of a thread's items: readers' comments are short.
 _COMMENT_CHARS: Final = 500
+# The running text the block keeps of its own for a thread beside it to go.
+_OWN_TEXT: Final = 200
 # Linked headings before a run is a list of teasers; a teaser's summary is short.
 _TEASERS: Final = 3
 _SUMMARY_CHARS: Final = 300
@@ -53,8 +58,13 @@ def repeated_parts(elements: Iterable[Element], stats: Stats, best: Element) -> 
     found: list[Element] = []
     for block in elements:
         children = [child for child in block if isinstance(child.tag, str)]
-        found += _thread_items(children, stats, around_best)
-        found += _teaser_run(children, stats)
+        parts = _thread_items(children, stats, around_best) + _teaser_run(children, stats)
+        prose_of = stats.prose.values
+        index = stats.index
+        kept = stats.prose.get(block, 0) - sum(prose_of[index[part]] for part in parts)
+        if kept >= _OWN_TEXT:
+            found += parts
+        # (Else the block is its thread, a forum's page: it stays.)
     return found
 
 
@@ -63,26 +73,33 @@ def _thread_items(children: list[Element], stats: Stats, around_best: set[int]) 
     for child in children:
         if child.tag in _ITEMS:
             groups.setdefault((child.tag, child.get("class")), []).append(child)
+    index = stats.index
+    text_of = stats.text.values
     found: list[Element] = []
     for items in groups.values():
         if len(items) < _THREAD_ITEMS or any(id(item) in around_best for item in items):
             continue
-        short = [item for item in items if 0 < stats.text.get(item, 0) <= _ITEM_CHARS]
-        if len(short) < max(_THREAD_ITEMS, 0.8 * len(items)):
+        # The first items judge the run; all of them are counted only for a thread.
+        sample = list(
+            islice((item for item in items if 0 < text_of[index[item]] <= _ITEM_CHARS), _SAMPLE)
+        )
+        if not sample or not _a_thread(sample, stats):
             continue
-        sample = short[:_SAMPLE]
-        lengths = sorted(stats.text.get(item, 0) for item in sample)
-        if lengths[len(lengths) // 2] > _COMMENT_CHARS:
-            continue  # long items: posts or an article's parts, not a thread's comments
-        if (
-            sum(1 for item in sample if next(item.iter(*_TITLES), None) is not None)
-            >= len(sample) / 2
-        ):
-            continue  # items with titles of their own: posts, not a thread's comments
-        signed = sum(1 for item in sample if _signed(block_text(item)))
-        if signed >= 0.8 * len(sample):
+        short = [item for item in items if 0 < text_of[index[item]] <= _ITEM_CHARS]
+        if len(short) >= max(_THREAD_ITEMS, 0.8 * len(items)):
             found += short
     return found
+
+
+def _a_thread(sample: list[Element], stats: Stats) -> bool:
+    """Whether alike items, judged by the first of them, are a thread: short, without
+    titles of their own, most of them signed."""
+    lengths = sorted(stats.text.get(item, 0) for item in sample)
+    if lengths[len(lengths) // 2] > _COMMENT_CHARS:
+        return False  # long items: posts or an article's parts, not a thread's comments
+    if sum(1 for item in sample if next(item.iter(*_TITLES), None) is not None) >= len(sample) / 2:
+        return False  # items with titles of their own: posts, not a thread's comments
+    return sum(1 for item in sample if _signed(block_text(item))) >= 0.8 * len(sample)
 
 
 def _signed(text: str) -> bool:
