@@ -35,9 +35,9 @@ from rypsok.core.engines.duckduckgo import parse_results_page
 from rypsok.core.fetch.content import Kind, decode
 from rypsok.core.fetch.extract import DocumentKind, extract_document
 from rypsok.core.fetch.robots import Robots
-from rypsok.core.urls import normalize_url
 from rypsok.core.secret_scan import find_secrets, mask_secrets
 from rypsok.core.untrusted_text import clean_decoded_text, clean_markup_text
+from rypsok.core.urls import normalize_url
 
 if TYPE_CHECKING:
     from collections.abc import Callable
