@@ -35,16 +35,16 @@ from rypsok.core.engines.client import parse_retry_after
 from rypsok.core.engines.duckduckgo import parse_results_page
 from rypsok.core.fetch.content import Kind, decode
 from rypsok.core.fetch.extract import DocumentKind, extract_document
-from rypsok.core.fetch.markdown import link_target
+from rypsok.core.fetch.markdown.links import link_target
 from rypsok.core.fetch.pdf.isolation import Failure, WorkerFailed
 from rypsok.core.fetch.pdf.isolation import _document as read_worker_answer
 from rypsok.core.fetch.pdf.render import render_markdown
 from rypsok.core.fetch.pdf.worker import answer as worker_answer
 from rypsok.core.fetch.pdf.worker import answer_limit
 from rypsok.core.fetch.robots import Robots
-from rypsok.core.search.urls import normalize_url
 from rypsok.core.secret_scan import find_secrets, mask_secrets
 from rypsok.core.untrusted_text import clean_decoded_text, clean_markup_text
+from rypsok.core.urls import normalize_url
 from testkit import pdf_hostile
 from testkit.pdf_writer import Link, Page, Text, pdf_bytes, text_lines
 

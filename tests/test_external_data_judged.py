@@ -29,8 +29,8 @@ from rypsok.core.model import (
     Reason,
     SearchRequest,
 )
-from rypsok.core.search.urls import normalize_url, returned_url
 from rypsok.core.services import Rypsok
+from rypsok.core.urls import normalize_url, returned_url
 from testkit.servers import serve_http
 
 if TYPE_CHECKING:

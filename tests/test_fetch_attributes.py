@@ -15,8 +15,9 @@ from fetch_sites import Page, serve_site
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rypsok.core.fetch import parse
-from rypsok.core.fetch.parse import MAX_ELEMENT_ATTRIBUTES, MAX_KEPT_ATTRIBUTES, parse_html
+from rypsok.core.fetch.parse import parse_html
+from rypsok.core.fetch.parse.attributes import MAX_ELEMENT_ATTRIBUTES, MAX_KEPT_ATTRIBUTES
+from rypsok.core.fetch.parse.target import BoundedTarget
 from rypsok.core.model import FetchRequest, NoticeCode, ToolError
 
 if TYPE_CHECKING:
@@ -35,13 +36,13 @@ class Largest:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.most = 0
-        real = parse._BoundedTarget.start
+        real = BoundedTarget.start
 
         def start(target: Any, tag: object, attrib: dict[str, str]) -> None:
             self.most = max(self.most, len(attrib))
             real(target, tag, attrib)
 
-        monkeypatch.setattr(parse._BoundedTarget, "start", start)
+        monkeypatch.setattr(BoundedTarget, "start", start)
 
 
 def test_lim_f16_a_tag_with_400000_attributes_never_reaches_the_parser(
@@ -173,17 +174,17 @@ def test_lim_f16_whatever_the_markup_no_element_beyond_the_bound_is_built(
     fragments: list[str],
 ) -> None:
     seen: list[int] = []
-    real = parse._BoundedTarget.start
+    real = BoundedTarget.start
 
     def start(target: Any, tag: object, attrib: dict[str, str]) -> None:
         seen.append(len(attrib))
         real(target, tag, attrib)
 
-    parse._BoundedTarget.start = start  # type: ignore[method-assign]
+    BoundedTarget.start = start  # type: ignore[method-assign]
     try:
         parse_html("".join(fragments), max_nodes=NODES, max_depth=DEPTH)
     finally:
-        parse._BoundedTarget.start = real  # type: ignore[method-assign]
+        BoundedTarget.start = real  # type: ignore[method-assign]
     assert max(seen, default=0) <= MAX_ELEMENT_ATTRIBUTES
 
 

@@ -24,7 +24,8 @@ from rypsok.core.fetch.extract import (
 )
 from rypsok.core.fetch.mainblock import select_main_block
 from rypsok.core.fetch.markdown import render_markdown
-from rypsok.core.fetch.parse import FEED_SLICE, SKIPPED_ELEMENTS, TRANSPARENT_VOID, parse_html
+from rypsok.core.fetch.parse import FEED_SLICE, parse_html
+from rypsok.core.fetch.parse.target import SKIPPED_ELEMENTS, TRANSPARENT_VOID
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "testkit" / "fixtures" / "rust-ownership.html"

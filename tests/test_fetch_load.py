@@ -18,7 +18,9 @@ import trio.testing
 from fetch_helpers import fetch_config, fetching_rypsok
 from fetch_sites import Page, serve_site
 
-from rypsok.core.fetch import parse, reading
+from rypsok.core.fetch import reading
+from rypsok.core.fetch.parse import parse_html
+from rypsok.core.fetch.parse.target import BoundedTarget
 from rypsok.core.model import DetailReason, ErrorKind, FetchRequest, ToolError
 
 if TYPE_CHECKING:
@@ -236,7 +238,7 @@ async def test_req_page_008_an_abandoned_parse_stops_within_a_slice(
     counted = 0
     begun = threading.Event()
     ended = threading.Event()
-    real = parse._BoundedTarget.start
+    real = BoundedTarget.start
 
     def start(target: Any, tag: object, attrib: dict[str, str]) -> None:
         nonlocal counted
@@ -247,11 +249,11 @@ async def test_req_page_008_an_abandoned_parse_stops_within_a_slice(
 
     def run() -> object:
         try:
-            return parse.parse_html(html, max_nodes=10**7, max_depth=256)
+            return parse_html(html, max_nodes=10**7, max_depth=256)
         finally:
             ended.set()
 
-    monkeypatch.setattr(parse._BoundedTarget, "start", start)
+    monkeypatch.setattr(BoundedTarget, "start", start)
     limiter = trio.CapacityLimiter(1)
     with trio.move_on_after(20) as call:
         async with trio.open_nursery() as nursery:

@@ -18,7 +18,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rypsok.core.fetch.extract import DocumentKind, ExtractionOutcome, extract_document
-from rypsok.core.fetch.markdown import link_target, render_markdown
+from rypsok.core.fetch.markdown import render_markdown
+from rypsok.core.fetch.markdown.links import link_target
 from rypsok.core.fetch.parse import parse_html
 
 if TYPE_CHECKING:

@@ -21,8 +21,10 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from rypsok.core.fetch.extract import DocumentKind, extract_document
-from rypsok.core.fetch.markdown import MAX_TABLE_CELLS, render_markdown
-from rypsok.core.fetch.parse import OFF_SCREEN_PX, STYLE_BUDGET_CHARS, is_hidden, parse_html
+from rypsok.core.fetch.markdown import render_markdown
+from rypsok.core.fetch.markdown.tables import MAX_TABLE_CELLS
+from rypsok.core.fetch.parse import parse_html
+from rypsok.core.fetch.parse.style import OFF_SCREEN_PX, STYLE_BUDGET_CHARS, is_hidden
 from rypsok.core.model import FetchRequest, NoticeCode, ToolError
 from rypsok.core.untrusted_text import remove_invisible
 

@@ -19,9 +19,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
+from rypsok.core.fetch.elements import BLOCK_ELEMENTS
 from rypsok.core.fetch.extract import DocumentKind, Extraction, extract_document
-from rypsok.core.fetch.mainblock import _CLEANED, _Stats, select_main_block
-from rypsok.core.fetch.markdown import BLOCK_ELEMENTS, link_target, render_markdown
+from rypsok.core.fetch.mainblock import select_main_block
+from rypsok.core.fetch.mainblock.clean import CLEANED
+from rypsok.core.fetch.mainblock.measure import Stats
+from rypsok.core.fetch.markdown import render_markdown
+from rypsok.core.fetch.markdown.links import link_target
 from rypsok.core.fetch.parse import parse_html
 
 BASE = "https://example.org/"
@@ -42,7 +46,7 @@ def extract(body: str) -> Extraction:
 
 
 def _definition(root: etree._Element) -> dict[etree._Element, dict[str, Any]]:
-    """The measures as `_Stats` defines them, element by element from the leaves up (the
+    """The measures as `Stats` defines them, element by element from the leaves up (the
     children's sums handed to their parent; comments and their tails are not text)."""
     found: dict[etree._Element, dict[str, Any]] = {}
 
@@ -134,7 +138,7 @@ def test_req_fetch_002_first_pass_measures_are_their_definition(root: etree._Ele
     # Nested links, comments, items that are a quarter links (whose running text does not
     # count), inline elements holding blocks: the columns' sums are the walk's.
     expected = _definition(root)
-    stats = _Stats(root)
+    stats = Stats(root)
     assert set(stats.elements) == set(expected)
     for element, measured in expected.items():
         row = stats.index[element]
@@ -148,7 +152,7 @@ def test_req_fetch_002_first_pass_measures_are_their_definition(root: etree._Ele
             assert stats.inline[row] == measured["inline"]
             if measured["inline"] >= 25:
                 assert stats.commas[row] == measured["commas"]
-        if tag == "p" or tag in _CLEANED:
+        if tag == "p" or tag in CLEANED:
             assert stats.all_commas[row] == measured["all_commas"]
     # The rows are the document order, and each subtree the rows up to its end.
     order = list(root.iter(etree.Element))

@@ -12,7 +12,7 @@ import io
 
 import pytest
 
-from rypsok.core.fetch.markdown import link_target
+from rypsok.core.fetch.markdown.links import link_target
 from rypsok.core.fetch.pdf.model import PdfEncrypted, PdfUnreadable
 from rypsok.core.fetch.pdf.read import read_document
 from rypsok.core.fetch.pdf.render import render_markdown

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 from rypsok.core.model import Reason
 from rypsok.core.search.rank import FUSION_K, Observation, fusion_score, merge_and_rank
-from rypsok.core.search.urls import normalize_url
+from rypsok.core.urls import normalize_url
 
 
 def obs(

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rypsok.core.model import Reason
-from rypsok.core.search.urls import (
+from rypsok.core.urls import (
     MAX_URL_CHARS,
     TRACKING_PARAMETERS,
     comparison_key,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from rypsok.core.model import Reason
-from rypsok.core.search.urls import comparison_key, normalize_url, returned_url, url_host
+from rypsok.core.urls import comparison_key, normalize_url, returned_url, url_host
 
 # The reviewable list of RFC 008, written out here on its own.
 TRACKING = [

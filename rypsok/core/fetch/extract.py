@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Final
 import attrs
 
 from rypsok.core.fetch.mainblock import select_main_block
-from rypsok.core.fetch.markdown import absolute_http_url, render_markdown
+from rypsok.core.fetch.markdown import render_markdown
+from rypsok.core.fetch.markdown.links import absolute_http_url
 from rypsok.core.fetch.parse import parse_html, stop_if_abandoned
 
 if TYPE_CHECKING:

@@ -42,7 +42,7 @@ from rypsok.core.fetch import content as content_mod
 from rypsok.core.fetch.body import BodyTooLarge, UnreadableBody, read_bounded
 from rypsok.core.fetch.content import Kind
 from rypsok.core.fetch.extract import DocumentText
-from rypsok.core.fetch.markdown import escape_line_start, escape_text
+from rypsok.core.fetch.markdown.escape import escape_line_start, escape_text
 from rypsok.core.fetch.parse import stop_if_abandoned
 from rypsok.core.fetch.pdf.fetching import PdfFetching
 from rypsok.core.fetch.robots import ROBOTS_MAX_BYTES, Robots, RobotsCache

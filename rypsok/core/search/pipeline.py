@@ -46,7 +46,7 @@ from rypsok.core.search.select import (
     selection_order,
     validate,
 )
-from rypsok.core.search.urls import NormalizedUrl, normalize_url, url_host
+from rypsok.core.urls import NormalizedUrl, normalize_url, url_host
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence

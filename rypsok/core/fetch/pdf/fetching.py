@@ -18,7 +18,7 @@ import attrs
 
 from rypsok.config.memory import pdf_read_bytes
 from rypsok.core import errors, telemetry
-from rypsok.core.fetch.markdown import link_target
+from rypsok.core.fetch.markdown.links import link_target
 from rypsok.core.fetch.pdf.isolation import Failure, WorkerFailed, WorkerLimits, run_worker
 from rypsok.core.fetch.pdf.render import render_markdown
 from rypsok.core.fetch.pdf.share import WorkerShare

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from rypsok.core.fetch.markdown import escape_line_start, escape_text
+from rypsok.core.fetch.markdown.escape import escape_line_start, escape_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable
