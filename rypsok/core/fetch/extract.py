@@ -12,7 +12,7 @@ or id names them as such), the main block is chosen by scoring the text under ea
 container (mainblock.py), and the block is written as Markdown (markdown.py). Plain text and
 Markdown pass through, normalised.
 
-Memory (issue 23.2): the pipeline hands the decoded text over in a `DocumentText`, which the
+Memory: the pipeline hands the decoded text over in a `DocumentText`, which the
 parse empties, so the text is freed once the tree is built rather than kept through the main
 block and the writer (20 MiB of a 5 MiB page with a character beyond U+FFFF); and between the
 stages (parse, main block, writer) a parse whose call has been abandoned stops, its tree and
