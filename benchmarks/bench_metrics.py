@@ -41,6 +41,7 @@ def serve(port: int, metrics_port: int | None) -> int:
 
     from rypsok.config.load import load_config_text
     from rypsok.core import telemetry
+    from rypsok.core.services import Rypsok
     from rypsok.mcp.listener import run_http
     from testkit.instant import InstantEngine
 
@@ -51,7 +52,9 @@ def serve(port: int, metrics_port: int | None) -> int:
     limits = attrs.evolve(config.limits, engine_status_per_minute=10**9)
     config = attrs.evolve(config, limits=limits)
     telemetry.configure(config.logging.level)
-    return run_http(config, {}, engines=[InstantEngine("wikipedia")])
+    return run_http(
+        config, {}, service=lambda: Rypsok(config, env={}, engines=[InstantEngine("wikipedia")])
+    )
 
 
 class _MetricsServer(_Server):
