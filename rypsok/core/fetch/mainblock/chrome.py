@@ -394,6 +394,9 @@ def entry_rows(stats: Stats) -> list[int]:
     tags = stats.tags
     prose_of = stats.prose.values
     rows: list[int] = []
+    # Whether attributes name an entry, by the attributes: pages repeat them (a post body's
+    # class on each of thousands of posts), and one read of them is cheaper than three.
+    named: dict[tuple[tuple[str, str], ...], bool] = {}
     for row in compress(range(1, len(tags)), stats.attributed[1:]):
         if not prose_of[row]:
             continue
@@ -401,11 +404,11 @@ def entry_rows(stats: Stats) -> list[int]:
             rows.append(row)
             continue
         element = elements[row]
-        if "articlebody" in element.get("itemprop", "").lower().split():
-            rows.append(row)
-            continue
-        names = f"{element.get('class') or ''} {element.get('id') or ''}"
-        if _entry_name(names):
+        key = tuple(element.items())
+        entry = named.get(key)
+        if entry is None:
+            entry = named[key] = _names_an_entry(element)
+        if entry:
             rows.append(row)
     rows += [
         row
@@ -415,8 +418,12 @@ def entry_rows(stats: Stats) -> list[int]:
     return sorted(rows)
 
 
-@functools.lru_cache(maxsize=4096)
-def _entry_name(names: str) -> bool:
+def _names_an_entry(element: Element) -> bool:
+    """Whether `element`'s attributes name an entry: ``itemprop="articleBody"``, or a class
+    or id of `_ENTRY_NAMES`."""
+    if "articlebody" in element.get("itemprop", "").lower().split():
+        return True
+    names = f"{element.get('class') or ''} {element.get('id') or ''}"
     return _ENTRY_NAMES.search(names) is not None
 
 

@@ -159,6 +159,7 @@ def _doomed_rows(
     elements = stats.elements
     attributed = stats.attributed
     good_of = good.values
+    named = scores.named
     commas_of = stats.all_commas
     paragraphs = counts.paragraphs
     images = counts.images
@@ -206,9 +207,10 @@ def _doomed_rows(
             ]
             less = inside if inside is not None else _NOTHING_REMOVED
             element = elements[row]
+            weight = named.get(row) if attributed[row] else 0
             drop = _should_drop(
                 element,
-                class_weight(element) if attributed[row] else 0,
+                class_weight(element) if weight is None else weight,
                 scores,
                 data_tables,
                 held[0] - less[0],
