@@ -222,16 +222,24 @@ class _Judge:
     __slots__ = (
         "entries",
         "guard",
+        "links_of",
         "mains",
         "paragraph_totals",
         "prose",
+        "prose_of",
         "stats",
+        "text_of",
         "thread_guard",
         "titled",
     )
 
     def __init__(self, body: Element, stats: Stats) -> None:
         self.stats = stats
+        # The columns read per element judged (tens of thousands of named regions at the
+        # node bound), held here rather than looked up through `stats` each time.
+        self.text_of = stats.text.values
+        self.links_of = stats.links.values
+        self.prose_of = stats.prose.values
         self.guard = stats.text.get(body, 0) * _GUARD_SHARE
         self.prose = stats.prose.get(body, 0)
         self.thread_guard = self.prose * _THREAD_GUARD
@@ -249,7 +257,7 @@ class _Judge:
         self.mains = list(compress(range(len(tags)), map("main".__eq__, tags)))
 
     def goes(self, row: int, element: Element, kind: int) -> bool:
-        prose_of = self.stats.prose.values
+        prose_of = self.prose_of
         prose = self.prose
         if kind == 3 and element in self.titled:
             kind = 1
@@ -278,11 +286,10 @@ class _Judge:
         """A name is a guess: the element goes unless it holds much of the page, holds the
         post (a region is protected by what it holds, not by its size), or is a decoration
         wrapping the post's paragraphs."""
-        stats = self.stats
         prose = self.prose
-        length = stats.text.values[row]
-        share = stats.prose.values[row]
-        density = stats.links.values[row] / length if length else 0.0
+        length = self.text_of[row]
+        share = self.prose_of[row]
+        density = self.links_of[row] / length if length else 0.0
         much_prose = share >= prose * GUARD_PROSE or (
             share >= prose * _GUARD_PLAIN and density < _GUARD_DENSITY
         )
@@ -291,7 +298,7 @@ class _Judge:
             placed != _HOLDS
             and (
                 (length <= self.guard and not much_prose)
-                or _part_of_declared_body(element, stats)
+                or _part_of_declared_body(element, self.stats)
                 or (placed == _BESIDE and element not in self.titled)
             )
             and not (
@@ -394,6 +401,9 @@ def entry_rows(stats: Stats) -> list[int]:
     tags = stats.tags
     prose_of = stats.prose.values
     rows: list[int] = []
+    # Whether attributes name an entry, by the attributes: pages repeat them (a post body's
+    # class on each of thousands of posts), and one read of them is cheaper than three.
+    named: dict[tuple[tuple[str, str], ...], bool] = {}
     for row in compress(range(1, len(tags)), stats.attributed[1:]):
         if not prose_of[row]:
             continue
@@ -401,11 +411,11 @@ def entry_rows(stats: Stats) -> list[int]:
             rows.append(row)
             continue
         element = elements[row]
-        if "articlebody" in element.get("itemprop", "").lower().split():
-            rows.append(row)
-            continue
-        names = f"{element.get('class') or ''} {element.get('id') or ''}"
-        if _entry_name(names):
+        key = tuple(element.items())
+        entry = named.get(key)
+        if entry is None:
+            entry = named[key] = _names_an_entry(element)
+        if entry:
             rows.append(row)
     rows += [
         row
@@ -415,8 +425,12 @@ def entry_rows(stats: Stats) -> list[int]:
     return sorted(rows)
 
 
-@functools.lru_cache(maxsize=4096)
-def _entry_name(names: str) -> bool:
+def _names_an_entry(element: Element) -> bool:
+    """Whether `element`'s attributes name an entry: ``itemprop="articleBody"``, or a class
+    or id of `_ENTRY_NAMES`."""
+    if "articlebody" in element.get("itemprop", "").lower().split():
+        return True
+    names = f"{element.get('class') or ''} {element.get('id') or ''}"
     return _ENTRY_NAMES.search(names) is not None
 
 

@@ -126,6 +126,10 @@ def _doomed_rows(
     and items from running totals over the rows) less what was removed under it, which the
     pass keeps for the outermost parts seen so far (a stack, since the rows under a part are
     the ones up to its `end`).
+
+    Over 80 lines: a part's counts and its judgement are written inline in the loop, not in
+    calls of their own, since the loop runs once per part of a block that may be the whole
+    page (tens of thousands of parts at the node bound).
     """
     text_of = stats.text.values
     links_of = stats.links.values
@@ -152,10 +156,21 @@ def _doomed_rows(
     starts: list[int] = []
     removed: list[list[int]] = []
     gone: list[int] = []
+    elements = stats.elements
+    attributed = stats.attributed
+    good_of = good.values
+    named = scores.named
+    commas_of = stats.all_commas
+    paragraphs = counts.paragraphs
+    images = counts.images
+    items = counts.items
+    # Whether a division or a table may be data (else only a list may be the post).
+    tables = bool(data_tables or header_tables)
     for row in reversed(judged):
         if row == first:
             break  # the block itself is not judged
-        inside = _removed_inside(starts, removed, end[row])
+        last = end[row]
+        inside = _removed_inside(starts, removed, last) if starts and starts[-1] < last else None
         tag = tags[row]
         if tag == "a":
             if inside is not None:
@@ -172,13 +187,39 @@ def _doomed_rows(
                 length -= inside[0]
                 links -= inside[1]
             drop = bool(length) and links >= 0.8 * length
-        elif (keep and good.values[row] >= keep) or _data_or_post(
-            row, first, stats, data_tables, header_tables
+        elif (keep and good_of[row] >= keep) or (
+            (tables or tag in _LISTS)
+            and _data_or_post(row, first, stats, data_tables, header_tables)
         ):
             drop = False  # the block's own text, data, or the post: not judged
         else:
-            held = counts.held(row)
-            drop = _part_drops(row, held, inside, stats, scores, data_tables)
+            # All the part holds (its measured counts; its paragraphs, images and items
+            # from the running totals), judged on what it keeps: less what went under it.
+            at = row - first
+            to = last - first
+            held = [
+                text_of[row],
+                links_of[row],
+                commas_of[row],
+                paragraphs[to] - paragraphs[at],
+                images[to] - images[at],
+                items[to] - items[at],
+            ]
+            less = inside if inside is not None else _NOTHING_REMOVED
+            element = elements[row]
+            weight = named.get(row) if attributed[row] else 0
+            drop = _should_drop(
+                element,
+                class_weight(element) if weight is None else weight,
+                scores,
+                data_tables,
+                held[0] - less[0],
+                held[1] - less[1],
+                held[2] - less[2],
+                held[3] - less[3],
+                held[4] - less[4],
+                held[5] - less[5],
+            )
         if drop:
             # A paragraph that is (almost) only a link promotes another page: "Read more:
             # …"; the other parts are judged by their counts. All it holds goes from its
@@ -217,32 +258,6 @@ def _removed_inside(starts: list[int], removed: list[list[int]], last: int) -> l
         for column in range(6):
             inside[column] += held[column]
     return inside
-
-
-def _part_drops(
-    row: int,
-    held: list[int],
-    inside: list[int] | None,
-    stats: Stats,
-    scores: Scores,
-    data_tables: set[Element],
-) -> bool:
-    """Whether the part at `row` goes, judged by `_should_drop` on the counts of what it
-    keeps (all it `held`, less what was removed under it)."""
-    element = stats.elements[row]
-    less = inside if inside is not None else _NOTHING_REMOVED
-    return _should_drop(
-        element,
-        class_weight(element) if stats.attributed[row] else 0,
-        scores,
-        data_tables,
-        held[0] - less[0],
-        held[1] - less[1],
-        held[2] - less[2],
-        held[3] - less[3],
-        held[4] - less[4],
-        held[5] - less[5],
-    )
 
 
 def _should_drop(

@@ -16,7 +16,7 @@ page is its thread).
 from __future__ import annotations
 
 import re
-from itertools import islice
+from itertools import compress, islice
 from typing import TYPE_CHECKING, Final
 
 from rypsok.core.fetch.mainblock.tree import block_text
@@ -54,30 +54,48 @@ _SUMMARY_CHARS: Final = 300
 def repeated_parts(elements: Iterable[Element], stats: Stats, best: Element) -> list[Element]:
     """The children of `elements` that are a thread or teasers (`best`: the best-scored
     element of the page)."""
-    around_best = {id(best), *(id(above) for above in best.iterancestors())}
+    prose_of = stats.prose.values
+    index = stats.index
     found: list[Element] = []
     for block in elements:
-        children = [child for child in block if isinstance(child.tag, str)]
-        parts = _thread_items(children, stats, around_best) + _teaser_run(children, stats)
-        prose_of = stats.prose.values
-        index = stats.index
-        kept = stats.prose.get(block, 0) - sum(prose_of[index[part]] for part in parts)
+        children = list(block.iterchildren("*"))
+        parts = _thread_items(children, stats, _child_over(block, best)) + _teaser_run(
+            children, stats
+        )
+        kept = stats.prose.get(block, 0) - sum(
+            map(prose_of.__getitem__, map(index.__getitem__, parts))
+        )
         if kept >= _OWN_TEXT:
             found += parts
         # (Else the block is its thread, a forum's page: it stays.)
     return found
 
 
-def _thread_items(children: list[Element], stats: Stats, around_best: set[int]) -> list[Element]:
+def _child_over(block: Element, best: Element) -> Element | None:
+    """The child of `block` that is `best` or holds it (None when `best` is not under it)."""
+    child = best
+    parent = child.getparent()
+    while parent is not None and parent is not block:
+        child = parent
+        parent = child.getparent()
+    return child if parent is not None else None
+
+
+def _thread_items(
+    children: list[Element], stats: Stats, over_best: Element | None
+) -> list[Element]:
+    """The items of the runs of alike children (`children`) that are a thread; never the
+    run holding the page's best paragraph (the child `over_best`)."""
     groups: dict[tuple[str, str | None], list[Element]] = {}
     for child in children:
         if child.tag in _ITEMS:
             groups.setdefault((child.tag, child.get("class")), []).append(child)
+    skipped = None if over_best is None else (over_best.tag, over_best.get("class"))
     index = stats.index
     text_of = stats.text.values
     found: list[Element] = []
-    for items in groups.values():
-        if len(items) < _THREAD_ITEMS or any(id(item) in around_best for item in items):
+    for key, items in groups.items():
+        if len(items) < _THREAD_ITEMS or key == skipped:
             continue
         # The first items judge the run; all of them are counted only for a thread.
         sample = list(
@@ -85,7 +103,8 @@ def _thread_items(children: list[Element], stats: Stats, around_best: set[int]) 
         )
         if not sample or not _a_thread(sample, stats):
             continue
-        short = [item for item in items if 0 < text_of[index[item]] <= _ITEM_CHARS]
+        lengths = map(text_of.__getitem__, map(index.__getitem__, items))
+        short = list(compress(items, [0 < length <= _ITEM_CHARS for length in lengths]))
         if len(short) >= max(_THREAD_ITEMS, 0.8 * len(items)):
             found += short
     return found

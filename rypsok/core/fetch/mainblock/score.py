@@ -123,12 +123,15 @@ class Scores:
     build than the scoring itself. The rows are in the order they are first scored, which
     breaks ties between equal scores (the first scored wins)."""
 
-    __slots__ = ("by_row", "elements", "index")
+    __slots__ = ("by_row", "elements", "index", "named")
 
-    def __init__(self, by_row: dict[int, float], stats: Stats) -> None:
+    def __init__(self, by_row: dict[int, float], stats: Stats, named: dict[int, int]) -> None:
         self.by_row = by_row
         self.index = stats.index
         self.elements = stats.elements
+        # The `class_weight` of the rows with attributes that were scored, by row: the
+        # cleaning asks it again of the same parts, and reads it here instead.
+        self.named = named
 
     def __len__(self) -> int:
         return len(self.by_row)
@@ -175,6 +178,7 @@ def score_candidates(body: Element, stats: Stats) -> tuple[Scores, Column]:
     most = prose_of[0] * GUARD_PROSE
 
     attributed = stats.attributed
+    named: dict[int, int] = {}
 
     def initial(row: int) -> float:
         if not attributed[row]:
@@ -183,8 +187,9 @@ def score_candidates(body: Element, stats: Stats) -> tuple[Scores, Column]:
         names = element.get("class")
         ident = element.get("id")
         if names is None and ident is None:
+            named[row] = 0
             return _TAG_WEIGHT.get(tags[row], 0)  # most elements: no name to weigh
-        weight = _words_weight(names) + _words_weight(ident)
+        weight = named[row] = _words_weight(names) + _words_weight(ident)
         if weight < 0 and most and prose_of[row] >= most:
             # A name does not count against the block holding most of the running text.
             weight = 0
@@ -222,7 +227,7 @@ def score_candidates(body: Element, stats: Stats) -> tuple[Scores, Column]:
                 scores[ancestor] = initial(ancestor)
             scores[ancestor] += score / divider
             ancestor = parent[ancestor]
-    return Scores(_weighed(scores, stats), stats), stats.prose
+    return Scores(_weighed(scores, stats), stats, named), stats.prose
 
 
 def _weighed(scores: dict[int, float], stats: Stats) -> dict[int, float]:
