@@ -106,21 +106,6 @@ def _style(boxes: _Boxes, index: int, box_height: float) -> tuple[float, bool]:
     return max(size, 1.0), bold
 
 
-@attrs.define
-class _Open:
-    """The segment being built: its first character, box, style and link."""
-
-    start: int
-    end: int
-    x0: float
-    x1: float
-    top: float
-    bottom: float
-    size: float
-    bold: bool
-    link: str | None
-
-
 def _link_at(links: list[LinkArea], x: float, y: float) -> str | None:
     for link in links:
         if link.x0 - 1 <= x <= link.x1 + 1 and link.top - 1 <= y <= link.bottom + 1:
@@ -234,31 +219,72 @@ def _segments(
     start: int = 0,
     end: int | None = None,
 ) -> list[Segment]:
-    """The segments of `text[start:end]` read word by word (see the module's docstring)."""
+    """The segments of `text[start:end]` read word by word (see the module's docstring).
+
+    The segment being built is held in local variables: this loop runs once per word of
+    every line that is not read whole, the bulk of a browser's page.
+    """
     out: list[Segment] = []
-    current: _Open | None = None
+    char = boxes.char
+    open_ = False
+    seg_start = seg_end = 0
+    cur_x0 = cur_x1 = cur_top = cur_bottom = cur_size = 0.0
+    cur_bold = False
+    cur_link: str | None = None
     for match in _TOKEN.finditer(text, start, len(text) if end is None else end):
-        first, last = match.start(), match.end() - 1
-        x0, right, top, bottom = boxes.char(first)
-        if last > first:
-            _l, right, top2, bottom2 = boxes.char(last)
+        first, stop = match.span()
+        x0, right, top, bottom = char(first)
+        if stop - 1 > first:
+            _l, right, top2, bottom2 = char(stop - 1)
             top, bottom = min(top, top2), max(bottom, bottom2)
         link = _link_at(links, (x0 + right) / 2, (top + bottom) / 2) if links else None
-        if current is not None:
-            size = current.size
-            same_line = abs(top - current.top) < 0.4 * size and abs(bottom - current.bottom) < (
-                0.4 * size
-            )
-            gap = x0 - current.x1
-            if same_line and -0.3 * size < gap < _GAP * size and link == current.link:
-                current.end, current.x1 = match.end(), max(current.x1, right)
-                current.top, current.bottom = min(current.top, top), max(current.bottom, bottom)
+        if open_:
+            limit = 0.4 * cur_size
+            gap = x0 - cur_x1
+            if (
+                abs(top - cur_top) < limit
+                and abs(bottom - cur_bottom) < limit
+                and -0.3 * cur_size < gap < _GAP * cur_size
+                and link == cur_link
+            ):
+                seg_end = stop
+                if right > cur_x1:
+                    cur_x1 = right
+                if top < cur_top:
+                    cur_top = top
+                if bottom > cur_bottom:
+                    cur_bottom = bottom
                 continue
-            out.append(_close(current, text, page_index))
-        size, bold = _style(boxes, first, bottom - top)
-        current = _Open(first, match.end(), x0, right, top, bottom, size, bold, link)
-    if current is not None:
-        out.append(_close(current, text, page_index))
+            out.append(
+                Segment(
+                    page_index,
+                    _paired(text[seg_start:seg_end]),
+                    cur_x0,
+                    cur_x1,
+                    cur_top,
+                    cur_bottom,
+                    cur_size,
+                    cur_bold,
+                    cur_link,
+                )
+            )
+        cur_size, cur_bold = _style(boxes, first, bottom - top)
+        open_, seg_start, seg_end, cur_link = True, first, stop, link
+        cur_x0, cur_x1, cur_top, cur_bottom = x0, right, top, bottom
+    if open_:
+        out.append(
+            Segment(
+                page_index,
+                _paired(text[seg_start:seg_end]),
+                cur_x0,
+                cur_x1,
+                cur_top,
+                cur_bottom,
+                cur_size,
+                cur_bold,
+                cur_link,
+            )
+        )
     return out
 
 
@@ -268,17 +294,3 @@ def _paired(text: str) -> str:
     if _SURROGATE.search(text) is None:
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-
-
-def _close(current: _Open, text: str, page_index: int) -> Segment:
-    return Segment(
-        page=page_index,
-        text=_paired(text[current.start : current.end]),
-        x0=current.x0,
-        x1=current.x1,
-        top=current.top,
-        bottom=current.bottom,
-        size=current.size,
-        bold=current.bold,
-        link=current.link,
-    )
