@@ -225,7 +225,14 @@ def _segments(
     every line that is not read whole, the bulk of a browser's page.
     """
     out: list[Segment] = []
-    char = boxes.char
+    # The character boxes are read inline (boxes.char's body): two per word.
+    get_box, raw, ref, rect, height = (
+        pdfium_c.FPDFText_GetLooseCharBox,
+        boxes.raw,
+        boxes.ref,
+        boxes.rect,
+        boxes.height,
+    )
     open_ = False
     seg_start = seg_end = 0
     cur_x0 = cur_x1 = cur_top = cur_bottom = cur_size = 0.0
@@ -233,9 +240,11 @@ def _segments(
     cur_link: str | None = None
     for match in _TOKEN.finditer(text, start, len(text) if end is None else end):
         first, stop = match.span()
-        x0, right, top, bottom = char(first)
+        get_box(raw, first, ref)
+        x0, right, top, bottom = rect.left, rect.right, height - rect.top, height - rect.bottom
         if stop - 1 > first:
-            _l, right, top2, bottom2 = char(stop - 1)
+            get_box(raw, stop - 1, ref)
+            right, top2, bottom2 = rect.right, height - rect.top, height - rect.bottom
             top, bottom = min(top, top2), max(bottom, bottom2)
         link = _link_at(links, (x0 + right) / 2, (top + bottom) / 2) if links else None
         if open_:

@@ -145,11 +145,14 @@ def group_lines(segments: list[Segment]) -> list[Line]:
     rows: list[list[Segment]] = []
     spans: list[tuple[float, float, float]] = []  # each row's first top, bottom and height
     for seg in ordered:
-        height = seg.bottom - seg.top
+        top, bottom = seg.top, seg.bottom
+        height = bottom - top
         for index in range(len(rows) - 1, max(len(rows) - 4, -1), -1):
-            span = spans[index]
-            overlap = min(span[1], seg.bottom) - max(span[0], seg.top)
-            if overlap > 0.5 * min(height, span[2]):
+            span_top, span_bottom, span_height = spans[index]
+            overlap = (span_bottom if span_bottom <= bottom else bottom) - (
+                top if top > span_top else span_top
+            )
+            if overlap > 0.5 * (span_height if span_height < height else height):
                 # The row keeps its first segment's box: grown, it would reach the next line
                 # of a column whose lines sit between another column's.
                 rows[index].append(seg)
