@@ -105,8 +105,8 @@ def _grid(lines: list[Line], texts: list[tuple[str, ...]]) -> tuple[tuple[str, .
     merged: dict[int, list[list[str]]] = {}
     for owner, cells in zip(owners, placed, strict=True):
         row = merged.setdefault(owner, [[] for _ in columns])
-        for into, texts in zip(row, cells, strict=True):
-            into.extend(texts)
+        for into, placed_texts in zip(row, cells, strict=True):
+            into.extend(placed_texts)
     if len(merged) < 2 or (len(merged) == 2 and len(columns) < 3):
         # Two rows of two cells are as likely two lines with a gap in each.
         return None
