@@ -73,6 +73,8 @@ class _Boxes:
         self.flags = ctypes.c_int(0)
         self.flags_ref = ctypes.byref(self.flags)
         self.name = ctypes.create_string_buffer(128)
+        self.edges = [ctypes.c_double() for _ in range(4)]  # a text object's rectangle
+        self.edge_refs = [ctypes.byref(v) for v in self.edges]
 
     def char(self, index: int) -> tuple[float, float, float, float]:
         """Character `index`'s box as (left, right, top, bottom), top-down."""
@@ -193,8 +195,7 @@ def _objects_close(boxes: _Boxes, first: int, end: int, size: float) -> bool:
         return True
     if count > _MAX_OBJECTS:
         return False
-    values = [ctypes.c_double() for _ in range(4)]
-    refs = [ctypes.byref(v) for v in values]
+    values, refs = boxes.edges, boxes.edge_refs
     previous_right: float | None = None
     for index in range(count):
         pdfium_c.FPDFText_GetRect(boxes.raw, index, *refs)

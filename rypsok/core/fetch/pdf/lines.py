@@ -127,7 +127,11 @@ def join_pieces(pieces: Iterable[str]) -> str:
     """Texts of neighbouring segments joined with one space where neither has one."""
     out = ""
     for piece in pieces:
-        text = piece.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+        text = (
+            piece.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+            if "\n" in piece or "\r" in piece
+            else piece
+        )
         if out and not out[-1].isspace() and text and not text[0].isspace():
             out += " "
         out += text

@@ -88,6 +88,8 @@ class Vocabulary:
 
 def clean_text(text: str) -> str:
     """`text` with ligatures as letters and soft hyphens dropped (U+FFFE marks are kept)."""
+    if text.isascii() and "\x02" not in text:
+        return text  # (isascii is a flag of the string: the usual case costs no pass over it)
     return text.translate(_LIGATURES)
 
 
