@@ -62,7 +62,10 @@ class Draft:
         return " ".join(line.text for line in self.lines)
 
 
-def _starts_block(line: Line, before: Line, left: float, metrics: Metrics, item: bool) -> bool:
+def _starts_block(line: Line, current: Draft, left: float, right: float, metrics: Metrics) -> bool:
+    """Whether `line` starts a block rather than going on with `current` (see the module's
+    docstring); a hanging indent is looked for last, as it reads all of `current`'s lines."""
+    before = current.lines[-1]
     if line.page != before.page:
         return True
     if abs(line.size - before.size) > 0.6 or line.bold != before.bold:
@@ -71,10 +74,14 @@ def _starts_block(line: Line, before: Line, left: float, metrics: Metrics, item:
         metrics.size or 1.0
     ):
         return True
-    if item or line.bold or abs(line.size - metrics.size) > 0.6:
+    if line.bold or abs(line.size - metrics.size) > 0.6:
         # (A first-line indent is the body text's; centred headings move left and right.)
         return False
-    return line.x0 > left + 0.6 * line.size and before.x0 <= left + 0.6 * line.size
+    return (
+        line.x0 > left + 0.6 * line.size
+        and before.x0 <= left + 0.6 * line.size
+        and not _hangs(line, current, left, right)
+    )
 
 
 def _hangs(line: Line, current: Draft, left: float, right: float) -> bool:
@@ -156,9 +163,7 @@ def _stream_drafts(lines: list[Line], metrics: Metrics) -> list[Draft]:
             )
         elif (
             current is None
-            or _starts_block(
-                line, current.lines[-1], left, metrics, _hangs(line, current, left, right)
-            )
+            or _starts_block(line, current, left, right, metrics)
             or _hanging_ends(line, current, left)
         ):
             drafts.append(Draft(kind="paragraph", page=line.page, lines=[line]))

@@ -73,6 +73,7 @@ class _Boxes:
         self.flags = ctypes.c_int(0)
         self.flags_ref = ctypes.byref(self.flags)
         self.name = ctypes.create_string_buffer(128)
+        self.styled: tuple[int, float, bool] = (-1, 0.0, False)  # the last font read
         self.edges = [ctypes.c_double() for _ in range(4)]  # a text object's rectangle
         self.edge_refs = [ctypes.byref(v) for v in self.edges]
 
@@ -89,19 +90,25 @@ def _style(boxes: _Boxes, index: int, box_height: float) -> tuple[float, bool]:
     Boldness is a font's: its name ("Bold", "CMBX"…), its descriptor's flag or weight,
     remembered by the font's name and flags.
     """
-    raw = boxes.raw
-    size = float(pdfium_c.FPDFText_GetFontSize(raw, index))
-    pdfium_c.FPDFText_GetFontInfo(raw, index, boxes.name, 128, boxes.flags_ref)
-    font = (boxes.name.value, boxes.flags.value)
-    bold = _BOLD_FONTS.get(font)
-    if bold is None:
-        bold = (
-            bool(font[1] & _FORCE_BOLD)
-            or _BOLD_NAME.search(font[0].decode("latin-1", errors="replace")) is not None
-            or int(pdfium_c.FPDFText_GetFontWeight(raw, index)) >= 600
-        )
-        if len(_BOLD_FONTS) < 4096:
-            _BOLD_FONTS[font] = bold
+    if boxes.styled[0] == index:
+        # A line read word by word asks again for its first character's font.
+        _index, size, bold = boxes.styled
+    else:
+        raw = boxes.raw
+        size = float(pdfium_c.FPDFText_GetFontSize(raw, index))
+        pdfium_c.FPDFText_GetFontInfo(raw, index, boxes.name, 128, boxes.flags_ref)
+        font = (boxes.name.value, boxes.flags.value)
+        known = _BOLD_FONTS.get(font)
+        if known is None:
+            known = (
+                bool(font[1] & _FORCE_BOLD)
+                or _BOLD_NAME.search(font[0].decode("latin-1", errors="replace")) is not None
+                or int(pdfium_c.FPDFText_GetFontWeight(raw, index)) >= 600
+            )
+            if len(_BOLD_FONTS) < 4096:
+                _BOLD_FONTS[font] = known
+        bold = known
+        boxes.styled = (index, size, bold)
     # A font size in other units than the page's (a text matrix scales it) shows in the box.
     if size <= 0 or not 0.7 < box_height / size < 1.8:
         size = box_height / 1.15
@@ -154,14 +161,12 @@ def _line_segments(
     out: list[Segment] = []
     char = boxes.char
     for match in _PIECE.finditer(text):
-        first, end = match.start(), match.end()
-        while first < end and text[first] == " ":
-            first += 1
-        while end > first and text[end - 1] == " ":
-            end -= 1
-        if first == end:
+        whole = match.group()
+        piece = whole.strip(" ")
+        if not piece:
             continue
-        piece = text[first:end]
+        first = match.start() + len(whole) - len(whole.lstrip(" "))
+        end = first + len(piece)
         if 0 < piece.count(" ") <= _SHORT_LINE_SPACES:
             out.extend(_segments(text, boxes, page_index, links, first, end))
             continue
@@ -301,6 +306,6 @@ def _segments(
 def _paired(text: str) -> str:
     """`text` with UTF-16 surrogate pairs as the characters they encode (PDFium counts a
     character outside the BMP as two) and a lone surrogate as U+FFFD."""
-    if _SURROGATE.search(text) is None:
+    if text.isascii() or _SURROGATE.search(text) is None:
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
