@@ -159,7 +159,13 @@ def _line_segments(
     it) it is read word by word.
     """
     out: list[Segment] = []
-    char = boxes.char
+    get_box, raw, ref, rect, page_height = (
+        pdfium_c.FPDFText_GetLooseCharBox,
+        boxes.raw,
+        boxes.ref,
+        boxes.rect,
+        boxes.height,
+    )
     for match in _PIECE.finditer(text):
         whole = match.group()
         piece = whole.strip(" ")
@@ -170,10 +176,15 @@ def _line_segments(
         if 0 < piece.count(" ") <= _SHORT_LINE_SPACES:
             out.extend(_segments(text, boxes, page_index, links, first, end))
             continue
-        x0, _right, top, bottom = char(first)
-        _left, x1, last_top, last_bottom = char(end - 1)
+        # The two ends' boxes, read inline (boxes.char's body).
+        get_box(raw, first, ref)
+        x0, top, bottom = rect.left, page_height - rect.top, page_height - rect.bottom
+        get_box(raw, end - 1, ref)
+        x1, last_top, last_bottom = rect.right, page_height - rect.top, page_height - rect.bottom
         height = bottom - top
-        if abs(last_top - top) > 0.35 * height or abs(last_bottom - bottom) > 0.35 * height:
+        slack = 0.35 * height
+        rise, drop = last_top - top, last_bottom - bottom
+        if rise > slack or -rise > slack or drop > slack or -drop > slack:
             out.extend(_segments(text, boxes, page_index, links, first, end))
             continue
         size, bold = _style(boxes, first, height)
@@ -251,14 +262,17 @@ def _segments(
         if stop - 1 > first:
             get_box(raw, stop - 1, ref)
             right, top2, bottom2 = rect.right, height - rect.top, height - rect.bottom
-            top, bottom = min(top, top2), max(bottom, bottom2)
+            if top2 < top:
+                top = top2
+            if bottom2 > bottom:
+                bottom = bottom2
         link = _link_at(links, (x0 + right) / 2, (top + bottom) / 2) if links else None
         if open_:
             limit = 0.4 * cur_size
             gap = x0 - cur_x1
             if (
-                abs(top - cur_top) < limit
-                and abs(bottom - cur_bottom) < limit
+                -limit < top - cur_top < limit
+                and -limit < bottom - cur_bottom < limit
                 and -0.3 * cur_size < gap < _GAP * cur_size
                 and link == cur_link
             ):
