@@ -116,7 +116,8 @@ def _hanging_ends(line: Line, current: Draft, left: float) -> bool:
 def _left_edge(lines: list[Line]) -> float:
     counts: dict[int, int] = {}
     for line in lines:
-        counts[round(line.x0)] = counts.get(round(line.x0), 0) + 1
+        key = round(line.x0)
+        counts[key] = counts.get(key, 0) + 1
     return float(max(counts, key=lambda k: (counts[k], -k))) if counts else 0.0
 
 

@@ -148,10 +148,11 @@ def group_lines(segments: list[Segment]) -> list[Line]:
     ordered = sorted(segments, key=lambda s: s.top + s.bottom)
     rows: list[list[Segment]] = []
     spans: list[tuple[float, float, float]] = []  # each row's first top, bottom and height
+    count = 0  # len(rows)
     for seg in ordered:
         top, bottom = seg.top, seg.bottom
         height = bottom - top
-        for index in range(len(rows) - 1, max(len(rows) - 4, -1), -1):
+        for index in range(count - 1, count - 4 if count > 3 else -1, -1):
             span_top, span_bottom, span_height = spans[index]
             overlap = (span_bottom if span_bottom <= bottom else bottom) - (
                 top if top > span_top else span_top
@@ -163,5 +164,6 @@ def group_lines(segments: list[Segment]) -> list[Line]:
                 break
         else:
             rows.append([seg])
-            spans.append((seg.top, seg.bottom, height))
+            spans.append((top, bottom, height))
+            count += 1
     return [line_of(row) for row in rows]
