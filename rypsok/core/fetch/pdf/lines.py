@@ -54,7 +54,10 @@ def text_of(segments: tuple[Segment, ...]) -> str:
     """The texts of a line's `segments`, a space between two that stand apart (not within a
     word: a browser may write a word's letters apart)."""
     if len(segments) == 1:
-        return join_pieces([segments[0].text])
+        only = segments[0].text
+        if "\n" in only or "\r" in only:
+            return join_pieces([only])
+        return " ".join(only.split()) if "  " in only else only.strip()  # join_pieces' end
     out = segments[0].text
     for before, seg in itertools.pairwise(segments):
         if seg.x0 - before.x1 > _WORD_GAP * max(seg.size, before.size):

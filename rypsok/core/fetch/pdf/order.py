@@ -76,8 +76,13 @@ def _gutter(segments: list[Segment], width: float) -> float | None:
             break
         edge = edges[bucket]
         gutter = edge - 1.0
-        crossing = sum(1 for s in segments if s.x0 < gutter - 1 and s.x1 > gutter + 1)
-        left = sum(1 for s in segments if s.x1 <= gutter and s.x1 > gutter - 0.45 * width)
+        crossing = left = 0
+        low, high, reach = gutter - 1, gutter + 1, gutter - 0.45 * width
+        for s in segments:
+            if s.x0 < low and s.x1 > high:
+                crossing += 1
+            elif reach < s.x1 <= gutter:
+                left += 1
         if left < _MIN_COLUMN_LINES or crossing >= min(count, left):
             continue
         if best is None or count - crossing > best[0]:

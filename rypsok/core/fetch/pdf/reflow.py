@@ -63,7 +63,9 @@ class Vocabulary:
 
     def _collect(self) -> None:
         found = set(_TOKEN.findall(" ".join(self.texts).lower().replace("\u2010", "-")))
-        for token in found:
+        # Most tokens are plain words (letters only): they go in without a loop of Python's.
+        self.words.update(filter(str.isalpha, found))
+        for token in {token for token in found if "-" in token}:
             word = token.strip("-")
             if word.isalpha():
                 self.words.add(word)
