@@ -17,6 +17,7 @@ starts a line. A block then is:
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Final
 
@@ -104,12 +105,12 @@ def _hangs(line: Line, current: Draft, left: float, right: float) -> bool:
 
 def _hanging_ends(line: Line, current: Draft, left: float) -> bool:
     """Whether `line`, back at the left edge, ends a paragraph set with a hanging indent."""
-    rest = current.lines[1:]
+    lines = current.lines
     return (
         current.kind == "paragraph"
-        and bool(rest)
+        and len(lines) > 1
         and line.x0 <= left + 0.3 * line.size
-        and all(other.x0 > left + 0.6 * other.size for other in rest)
+        and all(other.x0 > left + 0.6 * other.size for other in itertools.islice(lines, 1, None))
     )
 
 

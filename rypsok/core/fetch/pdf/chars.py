@@ -112,7 +112,7 @@ def _style(boxes: _Boxes, index: int, box_height: float) -> tuple[float, bool]:
     # A font size in other units than the page's (a text matrix scales it) shows in the box.
     if size <= 0 or not 0.7 < box_height / size < 1.8:
         size = box_height / 1.15
-    return max(size, 1.0), bold
+    return (1.0 if size < 1.0 else size), bold  # (max's result, without the call)
 
 
 def _link_at(links: list[LinkArea], x: float, y: float) -> str | None:
