@@ -63,7 +63,9 @@ class Segment:
 
 
 class _Boxes:
-    """The loose boxes (the font's ascent to descent) of a text page's characters."""
+    """A text page and the buffers its characters' loose boxes (the font's ascent to
+    descent), fonts and text objects' rectangles are read into; the readers call PDFium
+    inline, once per word or line end."""
 
     def __init__(self, textpage: pdfium.PdfTextPage, height: float) -> None:
         self.raw = textpage.raw
@@ -76,12 +78,6 @@ class _Boxes:
         self.styled: tuple[int, float, bool] = (-1, 0.0, False)  # the last font read
         self.edges = [ctypes.c_double() for _ in range(4)]  # a text object's rectangle
         self.edge_refs = [ctypes.byref(v) for v in self.edges]
-
-    def char(self, index: int) -> tuple[float, float, float, float]:
-        """Character `index`'s box as (left, right, top, bottom), top-down."""
-        pdfium_c.FPDFText_GetLooseCharBox(self.raw, index, self.ref)
-        rect = self.rect
-        return rect.left, rect.right, self.height - rect.top, self.height - rect.bottom
 
 
 def _style(boxes: _Boxes, index: int, box_height: float) -> tuple[float, bool]:
@@ -176,7 +172,7 @@ def _line_segments(
         if 0 < piece.count(" ") <= _SHORT_LINE_SPACES:
             out.extend(_segments(text, boxes, page_index, links, first, end))
             continue
-        # The two ends' boxes, read inline (boxes.char's body).
+        # The two ends' loose boxes, top-down.
         get_box(raw, first, ref)
         x0, top, bottom = rect.left, page_height - rect.top, page_height - rect.bottom
         get_box(raw, end - 1, ref)
@@ -242,7 +238,7 @@ def _segments(
     every line that is not read whole, the bulk of a browser's page.
     """
     out: list[Segment] = []
-    # The character boxes are read inline (boxes.char's body): two per word.
+    # Each word's first and last characters' loose boxes, top-down.
     get_box, raw, ref, rect, height = (
         pdfium_c.FPDFText_GetLooseCharBox,
         boxes.raw,
