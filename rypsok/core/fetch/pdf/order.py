@@ -62,12 +62,12 @@ def _streams(lines: list[Line], width: float, *, depth: int) -> list[list[Line]]
 
 def _gutter(segments: list[Segment], width: float) -> float | None:
     """The x position of the gutter of the widest-read two-column split, if any."""
-    starts: Counter[int] = Counter()
+    starts = Counter(round(s.x0 / 3) for s in segments if 0.25 * width < s.x0 < 0.8 * width)
+    if not starts or max(starts.values()) < _MIN_COLUMN_LINES:
+        return None  # (most pages: no x position in the middle starts a column's lines)
     edges: dict[int, float] = {}  # the least x0 of each bucket's segments
     for s in segments:
         bucket = round(s.x0 / 3)
-        if 0.25 * width < s.x0 < 0.8 * width:
-            starts[bucket] += 1
         if bucket not in edges or s.x0 < edges[bucket]:
             edges[bucket] = s.x0
     best: tuple[int, float] | None = None
