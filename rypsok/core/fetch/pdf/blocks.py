@@ -17,6 +17,7 @@ starts a line. A block then is:
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Final
 
@@ -62,7 +63,10 @@ class Draft:
         return " ".join(line.text for line in self.lines)
 
 
-def _starts_block(line: Line, before: Line, left: float, metrics: Metrics, item: bool) -> bool:
+def _starts_block(line: Line, current: Draft, left: float, right: float, metrics: Metrics) -> bool:
+    """Whether `line` starts a block rather than going on with `current` (see the module's
+    docstring); a hanging indent is looked for last, as it reads all of `current`'s lines."""
+    before = current.lines[-1]
     if line.page != before.page:
         return True
     if abs(line.size - before.size) > 0.6 or line.bold != before.bold:
@@ -71,10 +75,14 @@ def _starts_block(line: Line, before: Line, left: float, metrics: Metrics, item:
         metrics.size or 1.0
     ):
         return True
-    if item or line.bold or abs(line.size - metrics.size) > 0.6:
+    if line.bold or abs(line.size - metrics.size) > 0.6:
         # (A first-line indent is the body text's; centred headings move left and right.)
         return False
-    return line.x0 > left + 0.6 * line.size and before.x0 <= left + 0.6 * line.size
+    return (
+        line.x0 > left + 0.6 * line.size
+        and before.x0 <= left + 0.6 * line.size
+        and not _hangs(line, current, left, right)
+    )
 
 
 def _hangs(line: Line, current: Draft, left: float, right: float) -> bool:
@@ -97,19 +105,20 @@ def _hangs(line: Line, current: Draft, left: float, right: float) -> bool:
 
 def _hanging_ends(line: Line, current: Draft, left: float) -> bool:
     """Whether `line`, back at the left edge, ends a paragraph set with a hanging indent."""
-    rest = current.lines[1:]
+    lines = current.lines
     return (
         current.kind == "paragraph"
-        and bool(rest)
+        and len(lines) > 1
         and line.x0 <= left + 0.3 * line.size
-        and all(other.x0 > left + 0.6 * other.size for other in rest)
+        and all(other.x0 > left + 0.6 * other.size for other in itertools.islice(lines, 1, None))
     )
 
 
 def _left_edge(lines: list[Line]) -> float:
     counts: dict[int, int] = {}
     for line in lines:
-        counts[round(line.x0)] = counts.get(round(line.x0), 0) + 1
+        key = round(line.x0)
+        counts[key] = counts.get(key, 0) + 1
     return float(max(counts, key=lambda k: (counts[k], -k))) if counts else 0.0
 
 
@@ -156,9 +165,7 @@ def _stream_drafts(lines: list[Line], metrics: Metrics) -> list[Draft]:
             )
         elif (
             current is None
-            or _starts_block(
-                line, current.lines[-1], left, metrics, _hangs(line, current, left, right)
-            )
+            or _starts_block(line, current, left, right, metrics)
             or _hanging_ends(line, current, left)
         ):
             drafts.append(Draft(kind="paragraph", page=line.page, lines=[line]))

@@ -63,7 +63,9 @@ class Segment:
 
 
 class _Boxes:
-    """The loose boxes (the font's ascent to descent) of a text page's characters."""
+    """A text page and the buffers its characters' loose boxes (the font's ascent to
+    descent), fonts and text objects' rectangles are read into; the readers call PDFium
+    inline, once per word or line end."""
 
     def __init__(self, textpage: pdfium.PdfTextPage, height: float) -> None:
         self.raw = textpage.raw
@@ -73,12 +75,9 @@ class _Boxes:
         self.flags = ctypes.c_int(0)
         self.flags_ref = ctypes.byref(self.flags)
         self.name = ctypes.create_string_buffer(128)
-
-    def char(self, index: int) -> tuple[float, float, float, float]:
-        """Character `index`'s box as (left, right, top, bottom), top-down."""
-        pdfium_c.FPDFText_GetLooseCharBox(self.raw, index, self.ref)
-        rect = self.rect
-        return rect.left, rect.right, self.height - rect.top, self.height - rect.bottom
+        self.styled: tuple[int, float, bool] = (-1, 0.0, False)  # the last font read
+        self.edges = [ctypes.c_double() for _ in range(4)]  # a text object's rectangle
+        self.edge_refs = [ctypes.byref(v) for v in self.edges]
 
 
 def _style(boxes: _Boxes, index: int, box_height: float) -> tuple[float, bool]:
@@ -87,38 +86,29 @@ def _style(boxes: _Boxes, index: int, box_height: float) -> tuple[float, bool]:
     Boldness is a font's: its name ("Bold", "CMBX"…), its descriptor's flag or weight,
     remembered by the font's name and flags.
     """
-    raw = boxes.raw
-    size = float(pdfium_c.FPDFText_GetFontSize(raw, index))
-    pdfium_c.FPDFText_GetFontInfo(raw, index, boxes.name, 128, boxes.flags_ref)
-    font = (boxes.name.value, boxes.flags.value)
-    bold = _BOLD_FONTS.get(font)
-    if bold is None:
-        bold = (
-            bool(font[1] & _FORCE_BOLD)
-            or _BOLD_NAME.search(font[0].decode("latin-1", errors="replace")) is not None
-            or int(pdfium_c.FPDFText_GetFontWeight(raw, index)) >= 600
-        )
-        if len(_BOLD_FONTS) < 4096:
-            _BOLD_FONTS[font] = bold
+    if boxes.styled[0] == index:
+        # A line read word by word asks again for its first character's font.
+        _index, size, bold = boxes.styled
+    else:
+        raw = boxes.raw
+        size = float(pdfium_c.FPDFText_GetFontSize(raw, index))
+        pdfium_c.FPDFText_GetFontInfo(raw, index, boxes.name, 128, boxes.flags_ref)
+        font = (boxes.name.value, boxes.flags.value)
+        known = _BOLD_FONTS.get(font)
+        if known is None:
+            known = (
+                bool(font[1] & _FORCE_BOLD)
+                or _BOLD_NAME.search(font[0].decode("latin-1", errors="replace")) is not None
+                or int(pdfium_c.FPDFText_GetFontWeight(raw, index)) >= 600
+            )
+            if len(_BOLD_FONTS) < 4096:
+                _BOLD_FONTS[font] = known
+        bold = known
+        boxes.styled = (index, size, bold)
     # A font size in other units than the page's (a text matrix scales it) shows in the box.
     if size <= 0 or not 0.7 < box_height / size < 1.8:
         size = box_height / 1.15
-    return max(size, 1.0), bold
-
-
-@attrs.define
-class _Open:
-    """The segment being built: its first character, box, style and link."""
-
-    start: int
-    end: int
-    x0: float
-    x1: float
-    top: float
-    bottom: float
-    size: float
-    bold: bool
-    link: str | None
+    return (1.0 if size < 1.0 else size), bold  # (max's result, without the call)
 
 
 def _link_at(links: list[LinkArea], x: float, y: float) -> str | None:
@@ -165,23 +155,32 @@ def _line_segments(
     it) it is read word by word.
     """
     out: list[Segment] = []
-    char = boxes.char
+    get_box, raw, ref, rect, page_height = (
+        pdfium_c.FPDFText_GetLooseCharBox,
+        boxes.raw,
+        boxes.ref,
+        boxes.rect,
+        boxes.height,
+    )
     for match in _PIECE.finditer(text):
-        first, end = match.start(), match.end()
-        while first < end and text[first] == " ":
-            first += 1
-        while end > first and text[end - 1] == " ":
-            end -= 1
-        if first == end:
+        whole = match.group()
+        piece = whole.strip(" ")
+        if not piece:
             continue
-        piece = text[first:end]
+        first = match.start() + len(whole) - len(whole.lstrip(" "))
+        end = first + len(piece)
         if 0 < piece.count(" ") <= _SHORT_LINE_SPACES:
             out.extend(_segments(text, boxes, page_index, links, first, end))
             continue
-        x0, _right, top, bottom = char(first)
-        _left, x1, last_top, last_bottom = char(end - 1)
+        # The two ends' loose boxes, top-down.
+        get_box(raw, first, ref)
+        x0, top, bottom = rect.left, page_height - rect.top, page_height - rect.bottom
+        get_box(raw, end - 1, ref)
+        x1, last_top, last_bottom = rect.right, page_height - rect.top, page_height - rect.bottom
         height = bottom - top
-        if abs(last_top - top) > 0.35 * height or abs(last_bottom - bottom) > 0.35 * height:
+        slack = 0.35 * height
+        rise, drop = last_top - top, last_bottom - bottom
+        if rise > slack or -rise > slack or drop > slack or -drop > slack:
             out.extend(_segments(text, boxes, page_index, links, first, end))
             continue
         size, bold = _style(boxes, first, height)
@@ -208,8 +207,7 @@ def _objects_close(boxes: _Boxes, first: int, end: int, size: float) -> bool:
         return True
     if count > _MAX_OBJECTS:
         return False
-    values = [ctypes.c_double() for _ in range(4)]
-    refs = [ctypes.byref(v) for v in values]
+    values, refs = boxes.edges, boxes.edge_refs
     previous_right: float | None = None
     for index in range(count):
         pdfium_c.FPDFText_GetRect(boxes.raw, index, *refs)
@@ -234,51 +232,90 @@ def _segments(
     start: int = 0,
     end: int | None = None,
 ) -> list[Segment]:
-    """The segments of `text[start:end]` read word by word (see the module's docstring)."""
+    """The segments of `text[start:end]` read word by word (see the module's docstring).
+
+    The segment being built is held in local variables: this loop runs once per word of
+    every line that is not read whole, the bulk of a browser's page.
+    """
     out: list[Segment] = []
-    current: _Open | None = None
+    # Each word's first and last characters' loose boxes, top-down.
+    get_box, raw, ref, rect, height = (
+        pdfium_c.FPDFText_GetLooseCharBox,
+        boxes.raw,
+        boxes.ref,
+        boxes.rect,
+        boxes.height,
+    )
+    open_ = False
+    seg_start = seg_end = 0
+    cur_x0 = cur_x1 = cur_top = cur_bottom = cur_size = 0.0
+    cur_bold = False
+    cur_link: str | None = None
     for match in _TOKEN.finditer(text, start, len(text) if end is None else end):
-        first, last = match.start(), match.end() - 1
-        x0, right, top, bottom = boxes.char(first)
-        if last > first:
-            _l, right, top2, bottom2 = boxes.char(last)
-            top, bottom = min(top, top2), max(bottom, bottom2)
+        first, stop = match.span()
+        get_box(raw, first, ref)
+        x0, right, top, bottom = rect.left, rect.right, height - rect.top, height - rect.bottom
+        if stop - 1 > first:
+            get_box(raw, stop - 1, ref)
+            right, top2, bottom2 = rect.right, height - rect.top, height - rect.bottom
+            if top2 < top:
+                top = top2
+            if bottom2 > bottom:
+                bottom = bottom2
         link = _link_at(links, (x0 + right) / 2, (top + bottom) / 2) if links else None
-        if current is not None:
-            size = current.size
-            same_line = abs(top - current.top) < 0.4 * size and abs(bottom - current.bottom) < (
-                0.4 * size
-            )
-            gap = x0 - current.x1
-            if same_line and -0.3 * size < gap < _GAP * size and link == current.link:
-                current.end, current.x1 = match.end(), max(current.x1, right)
-                current.top, current.bottom = min(current.top, top), max(current.bottom, bottom)
+        if open_:
+            limit = 0.4 * cur_size
+            gap = x0 - cur_x1
+            if (
+                -limit < top - cur_top < limit
+                and -limit < bottom - cur_bottom < limit
+                and -0.3 * cur_size < gap < _GAP * cur_size
+                and link == cur_link
+            ):
+                seg_end = stop
+                if right > cur_x1:
+                    cur_x1 = right
+                if top < cur_top:
+                    cur_top = top
+                if bottom > cur_bottom:
+                    cur_bottom = bottom
                 continue
-            out.append(_close(current, text, page_index))
-        size, bold = _style(boxes, first, bottom - top)
-        current = _Open(first, match.end(), x0, right, top, bottom, size, bold, link)
-    if current is not None:
-        out.append(_close(current, text, page_index))
+            out.append(
+                Segment(
+                    page_index,
+                    _paired(text[seg_start:seg_end]),
+                    cur_x0,
+                    cur_x1,
+                    cur_top,
+                    cur_bottom,
+                    cur_size,
+                    cur_bold,
+                    cur_link,
+                )
+            )
+        cur_size, cur_bold = _style(boxes, first, bottom - top)
+        open_, seg_start, seg_end, cur_link = True, first, stop, link
+        cur_x0, cur_x1, cur_top, cur_bottom = x0, right, top, bottom
+    if open_:
+        out.append(
+            Segment(
+                page_index,
+                _paired(text[seg_start:seg_end]),
+                cur_x0,
+                cur_x1,
+                cur_top,
+                cur_bottom,
+                cur_size,
+                cur_bold,
+                cur_link,
+            )
+        )
     return out
 
 
 def _paired(text: str) -> str:
     """`text` with UTF-16 surrogate pairs as the characters they encode (PDFium counts a
     character outside the BMP as two) and a lone surrogate as U+FFFD."""
-    if _SURROGATE.search(text) is None:
+    if text.isascii() or _SURROGATE.search(text) is None:
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-
-
-def _close(current: _Open, text: str, page_index: int) -> Segment:
-    return Segment(
-        page=page_index,
-        text=_paired(text[current.start : current.end]),
-        x0=current.x0,
-        x1=current.x1,
-        top=current.top,
-        bottom=current.bottom,
-        size=current.size,
-        bold=current.bold,
-        link=current.link,
-    )

@@ -8,6 +8,7 @@ the table finder reads as columns.
 from __future__ import annotations
 
 import itertools
+import operator
 import re
 from typing import TYPE_CHECKING, Final
 
@@ -24,6 +25,7 @@ __all__ = ["CELL_GAP", "Line", "cells_of", "group_lines", "join_pieces", "line_o
 CELL_GAP: Final = 0.9  # ems of gap between segments that separate cells of a line
 _LETTER: Final = re.compile(r"[^\W\d_]")
 _WORD_GAP: Final = 0.12  # ems of gap between segments that separate words
+_X0: Final = operator.attrgetter("x0")
 
 
 @attrs.frozen
@@ -52,7 +54,10 @@ def text_of(segments: tuple[Segment, ...]) -> str:
     """The texts of a line's `segments`, a space between two that stand apart (not within a
     word: a browser may write a word's letters apart)."""
     if len(segments) == 1:
-        return join_pieces([segments[0].text])
+        only = segments[0].text
+        if "\n" in only or "\r" in only:
+            return join_pieces([only])
+        return " ".join(only.split()) if "  " in only else only.strip()  # join_pieces' end
     out = segments[0].text
     for before, seg in itertools.pairwise(segments):
         if seg.x0 - before.x1 > _WORD_GAP * max(seg.size, before.size):
@@ -75,29 +80,47 @@ def cells_of(segments: tuple[Segment, ...]) -> tuple[tuple[Segment, ...], ...]:
 
 def line_of(segments: Iterable[Segment]) -> Line:
     """The line made of `segments` (at least one)."""
-    ordered = tuple(sorted(segments, key=lambda s: s.x0))
+    ordered = tuple(sorted(segments, key=_X0))
+    first = ordered[0]
     if len(ordered) == 1:
-        only = ordered[0]
         return Line(
             segments=ordered,
-            x0=only.x0,
-            x1=only.x1,
-            top=only.top,
-            bottom=only.bottom,
-            size=only.size,
-            bold=only.bold,
+            x0=first.x0,
+            x1=first.x1,
+            top=first.top,
+            bottom=first.bottom,
+            size=first.size,
+            bold=first.bold,
             text=text_of(ordered),
             cells=(ordered,),
         )
-    letters = [s for s in ordered if _LETTER.search(s.text)]
+    # One pass for the union box, the longest segment's size and the weight (ties keep the
+    # first segment, as max and min do).
+    x1, top, bottom = first.x1, first.top, first.bottom
+    longest, size = len(first.text), first.size
+    bold_letters = has_letters = False
+    bold_all = True
+    for seg in ordered:
+        if seg.x1 > x1:
+            x1 = seg.x1
+        if seg.top < top:
+            top = seg.top
+        if seg.bottom > bottom:
+            bottom = seg.bottom
+        if len(seg.text) > longest:
+            longest, size = len(seg.text), seg.size
+        bold_all = bold_all and seg.bold
+        if _LETTER.search(seg.text):
+            bold_letters = seg.bold if not has_letters else bold_letters and seg.bold
+            has_letters = True
     return Line(
         segments=ordered,
-        x0=ordered[0].x0,
-        x1=max(s.x1 for s in ordered),
-        top=min(s.top for s in ordered),
-        bottom=max(s.bottom for s in ordered),
-        size=max(ordered, key=lambda s: len(s.text)).size,
-        bold=all(s.bold for s in letters or ordered),
+        x0=first.x0,
+        x1=x1,
+        top=top,
+        bottom=bottom,
+        size=size,
+        bold=bold_letters if has_letters else bold_all,
         text=text_of(ordered),
         cells=cells_of(ordered),
     )
@@ -107,7 +130,11 @@ def join_pieces(pieces: Iterable[str]) -> str:
     """Texts of neighbouring segments joined with one space where neither has one."""
     out = ""
     for piece in pieces:
-        text = piece.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+        text = (
+            piece.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+            if "\n" in piece or "\r" in piece
+            else piece
+        )
         if out and not out[-1].isspace() and text and not text[0].isspace():
             out += " "
         out += text
@@ -124,17 +151,22 @@ def group_lines(segments: list[Segment]) -> list[Line]:
     ordered = sorted(segments, key=lambda s: s.top + s.bottom)
     rows: list[list[Segment]] = []
     spans: list[tuple[float, float, float]] = []  # each row's first top, bottom and height
+    count = 0  # len(rows)
     for seg in ordered:
-        height = seg.bottom - seg.top
-        for index in range(len(rows) - 1, max(len(rows) - 4, -1), -1):
-            span = spans[index]
-            overlap = min(span[1], seg.bottom) - max(span[0], seg.top)
-            if overlap > 0.5 * min(height, span[2]):
+        top, bottom = seg.top, seg.bottom
+        height = bottom - top
+        for index in range(count - 1, count - 4 if count > 3 else -1, -1):
+            span_top, span_bottom, span_height = spans[index]
+            overlap = (span_bottom if span_bottom <= bottom else bottom) - (
+                top if top > span_top else span_top
+            )
+            if overlap > 0.5 * (span_height if span_height < height else height):
                 # The row keeps its first segment's box: grown, it would reach the next line
                 # of a column whose lines sit between another column's.
                 rows[index].append(seg)
                 break
         else:
             rows.append([seg])
-            spans.append((seg.top, seg.bottom, height))
+            spans.append((top, bottom, height))
+            count += 1
     return [line_of(row) for row in rows]

@@ -63,14 +63,26 @@ def _streams(lines: list[Line], width: float, *, depth: int) -> list[list[Line]]
 def _gutter(segments: list[Segment], width: float) -> float | None:
     """The x position of the gutter of the widest-read two-column split, if any."""
     starts = Counter(round(s.x0 / 3) for s in segments if 0.25 * width < s.x0 < 0.8 * width)
+    if not starts or max(starts.values()) < _MIN_COLUMN_LINES:
+        return None  # (most pages: no x position in the middle starts a column's lines)
+    edges: dict[int, float] = {}  # the least x0 of each bucket's segments
+    for s in segments:
+        bucket = round(s.x0 / 3)
+        if bucket not in edges or s.x0 < edges[bucket]:
+            edges[bucket] = s.x0
     best: tuple[int, float] | None = None
     for bucket, count in starts.most_common(6):
         if count < _MIN_COLUMN_LINES:
             break
-        edge = min(s.x0 for s in segments if round(s.x0 / 3) == bucket)
+        edge = edges[bucket]
         gutter = edge - 1.0
-        crossing = sum(1 for s in segments if s.x0 < gutter - 1 and s.x1 > gutter + 1)
-        left = sum(1 for s in segments if s.x1 <= gutter and s.x1 > gutter - 0.45 * width)
+        crossing = left = 0
+        low, high, reach = gutter - 1, gutter + 1, gutter - 0.45 * width
+        for s in segments:
+            if s.x0 < low and s.x1 > high:
+                crossing += 1
+            elif reach < s.x1 <= gutter:
+                left += 1
         if left < _MIN_COLUMN_LINES or crossing >= min(count, left):
             continue
         if best is None or count - crossing > best[0]:

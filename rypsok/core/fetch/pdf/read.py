@@ -63,7 +63,7 @@ def _metrics(streams: list[list[Line]]) -> Metrics:
     sizes: Counter[float] = Counter()
     for stream in streams:
         for line in stream:
-            sizes[round(line.size * 2) / 2] += sum(len(s.text) for s in line.segments)
+            sizes[round(line.size * 2) / 2] += sum([len(s.text) for s in line.segments])
     if not sizes:
         return Metrics(size=10.0, pitch=12.0)
     body = sizes.most_common(1)[0][0]

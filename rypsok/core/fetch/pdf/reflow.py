@@ -63,7 +63,9 @@ class Vocabulary:
 
     def _collect(self) -> None:
         found = set(_TOKEN.findall(" ".join(self.texts).lower().replace("\u2010", "-")))
-        for token in found:
+        # Most tokens are plain words (letters only): they go in without a loop of Python's.
+        self.words.update(filter(str.isalpha, found))
+        for token in {token for token in found if "-" in token}:
             word = token.strip("-")
             if word.isalpha():
                 self.words.add(word)
@@ -88,6 +90,8 @@ class Vocabulary:
 
 def clean_text(text: str) -> str:
     """`text` with ligatures as letters and soft hyphens dropped (U+FFFE marks are kept)."""
+    if text.isascii() and "\x02" not in text:
+        return text  # (isascii is a flag of the string: the usual case costs no pass over it)
     return text.translate(_LIGATURES)
 
 

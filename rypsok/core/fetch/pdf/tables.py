@@ -51,15 +51,18 @@ def _columns(cells: list[tuple[Segment, ...]]) -> list[tuple[float, float]]:
     return merged
 
 
-def _placed(line: Line, columns: list[tuple[float, float]]) -> list[list[str]]:
-    """The texts of `line`'s cells under `columns` (each cell's texts, top to bottom)."""
+def _placed(
+    line: Line, texts: tuple[str, ...], columns: list[tuple[float, float]]
+) -> list[list[str]]:
+    """The texts of `line`'s cells (`texts`, one per cell) under `columns` (each cell's
+    texts, top to bottom)."""
     cells: list[list[str]] = [[] for _ in columns]
-    for group in line.cells:
+    for group, text in zip(line.cells, texts, strict=True):
         index = next(
             (i for i, (_x0, x1) in enumerate(columns) if group[0].x0 < x1 + 0.5),
             len(columns) - 1,
         )
-        cells[index].append(text_of(group))
+        cells[index].append(text)
     return cells
 
 
@@ -90,25 +93,26 @@ def _owners(lines: list[Line], keys: list[int]) -> list[int]:
     return owners
 
 
-def _grid(lines: list[Line]) -> tuple[tuple[str, ...], ...] | None:
-    """The rows of `lines` under their shared columns, or None when they share fewer than two."""
+def _grid(lines: list[Line], texts: list[tuple[str, ...]]) -> tuple[tuple[str, ...], ...] | None:
+    """The rows of `lines` (`texts`: each line's cell texts) under their shared columns, or
+    None when they share fewer than two."""
     columns = _columns([group for line in lines for group in line.cells])
     if len(columns) < 2:
         return None
-    placed = [_placed(line, columns) for line in lines]
+    placed = [_placed(line, own, columns) for line, own in zip(lines, texts, strict=True)]
     keys = [i for i, cells in enumerate(placed) if cells[0]]
     owners = _owners(lines, keys)
     merged: dict[int, list[list[str]]] = {}
     for owner, cells in zip(owners, placed, strict=True):
         row = merged.setdefault(owner, [[] for _ in columns])
-        for into, texts in zip(row, cells, strict=True):
-            into.extend(texts)
-    empty = Vocabulary.of([])
-    rows = [tuple(join_lines(texts, empty) for texts in merged[k]) for k in sorted(merged)]
-    firsts = [row[0] for row in rows if row[0]]
-    if len(rows) < 2 or (len(rows) == 2 and len(columns) < 3):
+        for into, placed_texts in zip(row, cells, strict=True):
+            into.extend(placed_texts)
+    if len(merged) < 2 or (len(merged) == 2 and len(columns) < 3):
         # Two rows of two cells are as likely two lines with a gap in each.
         return None
+    empty = Vocabulary.of([])
+    rows = [tuple(join_lines(cell, empty) for cell in merged[k]) for k in sorted(merged)]
+    firsts = [row[0] for row in rows if row[0]]
     if firsts and all(is_marker(cell) for cell in firsts):
         # A list whose markers stand apart from their text is no table.
         return None
@@ -178,11 +182,12 @@ def _longest(lines: list[Line], start: int, end: int, budget: list[int]) -> Tabl
     gap of its own; the table is the longest part from its start that reads as one. Each
     grid tried takes one from `budget`; none left, no more are tried.
     """
+    texts = [tuple(text_of(group) for group in line.cells) for line in lines[start:end]]
     for stop in range(end, max(start + 1, end - _MAX_SHRINK), -1):
         if budget[0] <= 0:
             return None
         budget[0] -= 1
-        rows = _grid(lines[start:stop])
+        rows = _grid(lines[start:stop], texts[: stop - start])
         if rows is not None:
             return Table(start=start, end=stop, rows=rows)
     return None
