@@ -10,14 +10,12 @@ from __future__ import annotations
 import itertools
 import operator
 import re
-from typing import TYPE_CHECKING, Final
-
-import attrs
-
-from rypsok.core.fetch.pdf.chars import Segment
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
+
+    from rypsok.core.fetch.pdf.chars import Segment
 
 
 __all__ = ["CELL_GAP", "Line", "cells_of", "group_lines", "join_pieces", "line_of", "text_of"]
@@ -28,11 +26,11 @@ _WORD_GAP: Final = 0.12  # ems of gap between segments that separate words
 _X0: Final = operator.attrgetter("x0")
 
 
-@attrs.frozen
-class Line:
+class Line(NamedTuple):
     """One line of text: its segments left to right, their union box, size, weight and text.
 
-    `line_of` builds one from its segments; `cells` is what `cells_of` finds.
+    `line_of` builds one from its segments; `cells` is what `cells_of` finds. A named tuple,
+    as `Segment` is: one per line of every page.
     """
 
     segments: tuple[Segment, ...]
