@@ -179,11 +179,11 @@ def serve_bare(port: int) -> int:
     from hypercorn.trio import serve
 
     from rypsok.config.load import load_config_text
-    from rypsok.mcp.listener import _hypercorn_config
+    from rypsok.mcp.listener.stream import hypercorn_config
 
     # The same hypercorn settings as rypsok's listener (no Date or Server header, the same
     # keep-alive and header bounds): the difference measured is the listener's and the app's.
-    config = _hypercorn_config(
+    config = hypercorn_config(
         load_config_text(CONFIG.format(port=port, max_connections=64, idle=60), {})
     )
     config.bind = [f"127.0.0.1:{port}"]
