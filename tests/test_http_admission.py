@@ -348,6 +348,34 @@ async def test_req_sec_018_at_the_cap_a_tokenless_request_makes_no_room(
     assert not waiting.evicted
 
 
+def _probe(request_line: bytes) -> bytes:
+    return request_line + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    "request_line",
+    [b"GET /healthz", b"GET /readyz", b"HEAD /healthz", b"HEAD /readyz"],
+)
+async def test_req_dep_002_at_the_cap_a_health_probe_makes_room_as_a_callers_request_does(
+    pairs: list[Pair],
+    autojump_clock: trio.testing.MockClock,
+    request_line: bytes,
+) -> None:
+    # A probe carries no token by design: through a tokenless flood at the cap it is still
+    # answered, the flood's connection making room for it (an orchestrator's liveness).
+    config = make_config(CALLERS, CALLERS_ENV)
+    admission = _admission(config, callers=True, cap=1)
+    flooding = admission.admit(_pair(pairs, _head()), "ipv4")
+    assert flooding is not None
+    assert flooding.tokenless
+    probe = admission.admit(_pair(pairs, _probe(request_line)), "ipv4")
+    assert probe is not None
+    assert not probe.tokenless
+    assert flooding.evicted
+    # A request to another path without a token still makes no room.
+    assert admission.admit(_pair(pairs, _probe(b"GET /healthzz")), "ipv4") is None
+
+
 async def test_req_sec_018_a_tokenless_connection_claimed_by_a_caller_is_no_longer_one(
     pairs: list[Pair],
     autojump_clock: trio.testing.MockClock,

@@ -15,7 +15,7 @@ share (`caller_share`); otherwise the app's gate claims it (503).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
@@ -35,6 +35,16 @@ if TYPE_CHECKING:
     from rypsok.mcp.listener.memory import MemoryReturn
 
 __all__ = ["Admission"]
+
+
+# The requests answered without a token by design: a CORS preflight, the health probes.
+_TOKENLESS: Final = (
+    b"OPTIONS ",
+    b"GET /healthz ",
+    b"GET /readyz ",
+    b"HEAD /healthz ",
+    b"HEAD /readyz ",
+)
 
 
 def _room_order(connection: Connection) -> tuple[bool, float]:
@@ -185,9 +195,11 @@ class Admission:
 
     def tokenless(self, head: bytes | None) -> bool:
         """Whether a whole HTTP/1 head carries no caller's token where tokens are needed
-        (a CORS preflight, which carries none by design, aside)."""
+        (a CORS preflight and a health probe, which carry none by design, aside: a probe
+        at the cap makes room as a caller's request does, so that an orchestrator sees the
+        process alive through a flood)."""
         callers = self._callers
-        if not head or callers is None or not callers.required or head.startswith(b"OPTIONS "):
+        if not head or callers is None or not callers.required or head.startswith(_TOKENLESS):
             return False
         return callers.identify(authorization(head)) is None
 
