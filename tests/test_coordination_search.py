@@ -283,7 +283,10 @@ async def test_coord_a_search_without_its_store_decides_each_limit_alone() -> No
 )
 async def test_coord_a_search_answer_of_the_wrong_shape_is_a_fallback(answer: object) -> None:
     telemetry.COUNTERS.reset()
-    store = Store(_coordination("redis://127.0.0.1:1"), None, client=_OddClient(answer))
+    # The fake answers at once; a wide bound keeps a loaded machine from turning the wrong
+    # shape into a timeout, which is another reason.
+    config = _coordination("redis://127.0.0.1:1", timeout_ms=2000)
+    store = Store(config, None, client=_OddClient(answer))
     with capture_logs() as logs:
         async with store:
             calls = SharedToolLimiter("web_search", 5, store)
