@@ -156,6 +156,21 @@ async def test_req_sec_007_a_followed_target_whose_name_resolves_to_a_refused_ad
     assert all(str(address) == s.address for address, _ in network_backend.attempts)
 
 
+async def test_req_sec_007_without_robots_txt_the_page_request_meets_the_refusal_itself() -> None:
+    # No robots.txt read goes first: the page's own request is the one refused at connect
+    # time, and it is answered as the unreachable site it is, never an internal error.
+    async with serve_site({"/go": Page.redirect("http://inside.org/")}) as s:
+        cfg = config("[fetch]\nfollow_cross_host_redirects = true\nrobots_txt = false\n")
+        rypsok, network_backend, _ = fetching_rypsok(
+            cfg, {"one.org": s}, names={"inside.org": "192.168.0.10"}
+        )
+        async with rypsok:
+            error = await fetch(rypsok, "http://one.org/go")
+    assert isinstance(error, ToolError)
+    assert (error.kind, error.detail.reason) == (ErrorKind.UNAVAILABLE, DetailReason.NETWORK)
+    assert all(str(address) == s.address for address, _ in network_backend.attempts)
+
+
 async def test_req_fetch_006_a_redirect_without_location_or_a_bad_one_is_unavailable() -> None:
     routes = {
         "/robots.txt": OPEN,

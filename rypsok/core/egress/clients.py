@@ -27,7 +27,7 @@ from rypsok.core.egress.vocabulary import Refusal
 
 if TYPE_CHECKING:
     import ssl
-    from collections.abc import AsyncIterator, Iterable, Iterator
+    from collections.abc import AsyncIterator, Iterable
     from types import TracebackType
 
     from rypsok.core.egress.backend import NetworkBackend, Resolver
@@ -125,12 +125,6 @@ class ResponseHeaders:
     def get_list(self, name: str) -> list[str]:
         key = name.lower()
         return [value for field, value in self._fields if field == key]
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and any(f == name.lower() for f, _ in self._fields)
-
-    def __iter__(self) -> Iterator[tuple[str, str]]:
-        return iter(self._fields)
 
 
 class HttpResponse:
