@@ -45,16 +45,19 @@ class Health:
         self.stopping = False
 
     def answer(self, method: str, path: str) -> Answer:
+        """The status, body and headers; a HEAD gets the GET's, so that its head carries the
+        GET's Content-Length and Content-Type (RFC 9110 §8.6, §9.3.2): the server sends no
+        body in answer to a HEAD."""
         if method not in ("GET", "HEAD"):
             return 405, b"", _ALLOW
         if path == HEALTHZ:
-            return 200, _body(method, _ALIVE), _NO_STORE
+            return 200, _ALIVE, _NO_STORE
         reasons = list(self._reasons())
         if not reasons:
-            return 200, _body(method, _READY), _NO_STORE
+            return 200, _READY, _NO_STORE
         shown = {"status": "not_ready", "reasons": [str(r) for r in reasons]}
         text = json.dumps(shown, separators=(",", ":")).encode("ascii")
-        return 503, _body(method, text), _NO_STORE
+        return 503, text, _NO_STORE
 
     def _reasons(self) -> tuple[NotReady, ...]:
         if self.stopping:
@@ -64,7 +67,3 @@ class Health:
         if source is None:
             return listener
         return (*listener, *source().reasons)
-
-
-def _body(method: str, body: bytes) -> bytes:
-    return b"" if method == "HEAD" else body
