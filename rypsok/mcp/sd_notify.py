@@ -26,6 +26,7 @@ __all__ = ["READY", "STOPPING", "WATCHDOG", "Notifier"]
 READY: Final = b"READY=1"
 WATCHDOG: Final = b"WATCHDOG=1"
 STOPPING: Final = b"STOPPING=1"
+_UINT64_DIGITS: Final = 20
 
 
 class Notifier:
@@ -78,10 +79,19 @@ def _address(value: str) -> str | bytes | None:
 
 def _watchdog_interval(env: Mapping[str, str]) -> float | None:
     """A third of WATCHDOG_USEC in seconds, when it is set for this process."""
-    usec = env.get("WATCHDOG_USEC", "")
+    usec = _decimal(env.get("WATCHDOG_USEC", ""))
     pid = env.get("WATCHDOG_PID", "")
-    if not usec.isdigit() or int(usec) == 0:
+    if not usec:
         return None
-    if pid and (not pid.isdigit() or int(pid) != os.getpid()):
+    if pid and _decimal(pid) != os.getpid():
         return None  # meant for another process (the one that started this one)
-    return int(usec) / 1_000_000 / 3
+    return usec / 1_000_000 / 3
+
+
+def _decimal(value: str) -> int | None:
+    """`value` as the manager writes a number: ASCII digits, within a uint64 (20 digits).
+    Anything else (a digit of another script, which `int` reads or refuses, or a number no
+    manager writes) is None, so that a stray variable never stops the process."""
+    if not value.isascii() or not value.isdigit() or len(value) > _UINT64_DIGITS:
+        return None
+    return int(value)
