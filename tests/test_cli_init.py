@@ -124,3 +124,27 @@ def test_req_eng_004_check_lists_the_driver_types_for_an_unknown_driver(tmp_path
     assert message.endswith("the driver types are " + ", ".join(DRIVER_TYPES))
     for driver in ("wikipedia", "brave", "searxng", "arxiv", "stackexchange"):
         assert driver in message
+
+
+def test_req_cfg_005_check_names_the_nearest_key_of_a_key_it_does_not_repeat(
+    tmp_path: Path,
+) -> None:
+    # A key that is not a plain word is never repeated (it could be anything), but the known
+    # key close to it is named: an accent, a zero-width space pasted with the name.
+    path = tmp_path / "rypsok.toml"
+    for written in ('"m\u00e1x_results"', '"max_results\u200b"', '"max\u2010results"'):
+        path.write_text(f"config_version = 1\n[search]\n{written} = 5\n", encoding="utf-8")
+        done = _rypsok("check", "--config", str(path))
+        assert done.returncode == 1
+        message = done.stderr.strip()
+        assert message.startswith("rypsok: search: an unknown key (line 3, column ")
+        assert message.endswith("); did you mean max_results?"), written
+        assert written.strip('"') not in message
+    # Nothing close, or a key past any name's length: no guess, and the key is not shown.
+    for written in ('"\u00e9\u00e9\u00e9\u00e9"', '"' + "\u00e1" * 5000 + '"'):
+        path.write_text(f"config_version = 1\n[search]\n{written} = 5\n", encoding="utf-8")
+        done = _rypsok("check", "--config", str(path))
+        assert done.returncode == 1
+        assert "did you mean" not in done.stderr
+        assert "\u00e9" not in done.stderr
+        assert "\u00e1" not in done.stderr

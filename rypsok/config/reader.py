@@ -27,6 +27,10 @@ __all__ = ["PRINTABLE_KEY", "Reader", "Table", "nearest_name"]
 # A key shown in a message: a plain word. Any other key is not repeated: it could be anything.
 PRINTABLE_KEY: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
+# The longest key compared with the known names for a guess: longer than any name and its
+# slips, and a guess's cost stays small whatever the file holds.
+_NEAREST_MAX: Final = 128
+
 # A getter's default when none is given: the one of the table's schema class.
 SCHEMA: Final[Any] = object()
 
@@ -120,8 +124,13 @@ class Table:
                     raise error
                 raise ConfigError(f"{error}; did you mean {nearest}?")
             parent = format_path(self.path) or "the top level"
-            # A key that is not a plain word is not repeated: it could be anything.
-            raise ConfigError(with_place(f"{parent}: an {what}", self.v.place(self.key(key))))
+            # A key that is not a plain word is not repeated: it could be anything. The known
+            # name close to it is (an accent or an invisible character pasted with the name).
+            error = ConfigError(with_place(f"{parent}: an {what}", self.v.place(self.key(key))))
+            nearest = nearest_name(key, keys | tables) if len(key) <= _NEAREST_MAX else None
+            if nearest is None:
+                raise error
+            raise ConfigError(f"{error}; did you mean {nearest}?")
 
     def sub(self, key: str, schema: type | None = None) -> Table:
         if key not in self.data:
