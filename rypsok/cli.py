@@ -121,10 +121,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         return _serve(args.transport, args.config, env)
     if args.command == "init":
+        refused = _init_path_refused(args.path)
+        if refused is not None:
+            parser.print_usage(sys.stderr)
+            _err(f"rypsok: error: {refused}")
+            return EXIT_USAGE
         return _init(args.path)
     parser.print_usage(sys.stderr)
     _err("rypsok: error: a command is required: serve, check or init")
     return EXIT_USAGE
+
+
+def _init_path_refused(path: str) -> str | None:
+    """Why `path` is no file's path for init (a usage error), or None. `-` is standard output
+    to most commands: init writes a file, which `./-` names."""
+    if path == "-":
+        return "init writes a file, not standard output: give its path (./- for a file named -)"
+    if not path:
+        return "init needs the path of the file to create"
+    return None
 
 
 def _init(path: str) -> int:
@@ -132,11 +147,20 @@ def _init(path: str) -> int:
 
     try:
         written = write_starter(path)
-    except StarterExists:
-        _err(PREFIX + "init: the file exists; init never replaces one: give another PATH")
+    except StarterExists as exc:
+        if exc.directory:
+            _err(
+                PREFIX + "init: PATH names a directory: name the file to create in it"
+                " (PATH/rypsok.toml)"
+            )
+        else:
+            _err(PREFIX + "init: the file exists; init never replaces one: give another PATH")
         return EXIT_CONFIG
     except OSError as exc:
-        _err(PREFIX + f"init: the file cannot be created ({exc.strerror or 'error'})")
+        _err(
+            PREFIX + f"init: the file cannot be created ({exc.strerror or 'error'}); give a PATH"
+            " in a directory that exists and that you can write"
+        )
         return EXIT_CONFIG
     _err(PREFIX + f"wrote a starter configuration to {written}")
     _err(PREFIX + "the host entry that uses it (write the full path of rypsok as the command")

@@ -148,3 +148,51 @@ def test_req_cfg_005_check_names_the_nearest_key_of_a_key_it_does_not_repeat(
         assert "did you mean" not in done.stderr
         assert "\u00e9" not in done.stderr
         assert "\u00e1" not in done.stderr
+
+
+def test_req_ops_001_init_refuses_a_directory_by_its_name(tmp_path: Path) -> None:
+    (tmp_path / "conf").mkdir()
+    for given in (str(tmp_path / "conf"), str(tmp_path / "conf") + "/"):
+        done = _rypsok("init", given)
+        assert done.returncode == 1, given
+        assert done.stdout == ""
+        assert done.stderr.strip() == (
+            "rypsok: init: PATH names a directory: name the file to create in it (PATH/rypsok.toml)"
+        )
+    assert list((tmp_path / "conf").iterdir()) == []
+
+
+def test_req_ops_001_init_never_writes_beside_a_path_that_ends_in_a_separator(
+    tmp_path: Path,
+) -> None:
+    # "new/" names a directory that is not there: no file "new" is made in its place.
+    done = _rypsok("init", str(tmp_path / "new") + "/")
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.strip() == (
+        "rypsok: init: the file cannot be created (Is a directory); give a PATH in a directory"
+        " that exists and that you can write"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_req_ops_001_init_takes_no_dash_and_no_empty_path(tmp_path: Path) -> None:
+    # "-" would be standard output to most commands: init writes a file, and says so.
+    for given, said in (
+        ("-", "init writes a file, not standard output: give its path (./- for a file named -)"),
+        ("", "init needs the path of the file to create"),
+    ):
+        done = subprocess.run(
+            [_console_script(), "init", given],
+            cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == 2, given
+        assert done.stdout == ""
+        assert done.stderr.splitlines()[-1] == "rypsok: error: " + said
+        assert list(tmp_path.iterdir()) == []
+    named = subprocess.run(
+        [_console_script(), "init", "./-"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert named.returncode == 0
+    assert (tmp_path / "-").read_text(encoding="utf-8").startswith("# rypsok's configuration")

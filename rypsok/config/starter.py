@@ -68,20 +68,30 @@ preference = 10
 
 
 class StarterExists(Exception):
-    """The path already names a file (or something else): init never replaces it."""
+    """The path already names a file (or something else): init never replaces it.
+    `directory`: it names a directory, in which the user meant the file to go."""
+
+    def __init__(self, path: str, *, directory: bool) -> None:
+        super().__init__(path)
+        self.directory = directory
 
 
 def write_starter(path: str) -> str:
     """Create the starter at `path` and return its absolute path; StarterExists when the
-    path exists, OSError when it cannot be created (a missing directory, no permission)."""
-    absolute = os.path.abspath(path)
+    path exists, OSError when it cannot be created (a missing directory, no permission, a
+    path that ends in a separator and so names a directory)."""
     try:
         # "x": created here or refused, with no window where another file could be replaced.
-        with open(absolute, "x", encoding="utf-8", newline="\n") as out:
+        # The path as written: a trailing separator names a directory, which open refuses
+        # where abspath would drop it and make a file of that name.
+        with open(path, "x", encoding="utf-8", newline="\n") as out:
             out.write(STARTER)
-    except FileExistsError:
-        raise StarterExists(absolute) from None
-    return absolute
+    except (FileExistsError, IsADirectoryError):
+        # "dir" is refused as existing, "dir/" as a directory; "new/" (none there) is not.
+        if os.path.lexists(path) or os.path.isdir(path):
+            raise StarterExists(path, directory=os.path.isdir(path)) from None
+        raise
+    return os.path.abspath(path)
 
 
 def host_entry(config_path: str) -> str:
