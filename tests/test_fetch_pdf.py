@@ -7,6 +7,7 @@ shapes: tests/pdf_documents.py) and served by a loopback site; real clock, small
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -262,6 +263,29 @@ async def test_req_pdf_104_a_document_past_its_characters_is_read_in_part() -> N
     assert response.truncated is True
     partial = [n for n in response.notices if n.code is NoticeCode.DOCUMENT_PARTIAL]
     assert [n.reason for n in partial] == [Reason.CHARACTER_LIMIT]
+
+
+async def test_req_pdf_104_the_character_bound_counts_the_pages_its_text_reaches() -> None:
+    # 40 pages of about 2,000 characters, each with its number: 10,000 characters reach page
+    # 5 or 6, far from the 40 the document has. `count` is the pages read, not the document's.
+    pages = [
+        PdfPage(
+            texts=text_lines(
+                [f"Page {n} line {i} carries words enough to fill its page." for i in range(36)],
+                y=40,
+                size=9,
+            )
+        )
+        for n in range(1, 41)
+    ]
+    config = http_config("[fetch]\npdf_max_chars = 10000\n")
+    response = await fetch_from(pdf_bytes(pages, compress=True), config=config, max_chars=20000)
+    assert isinstance(response, FetchResponse), response
+    partial = [n for n in response.notices if n.code is NoticeCode.DOCUMENT_PARTIAL]
+    assert [n.reason for n in partial] == [Reason.CHARACTER_LIMIT]
+    last = max(int(n) for n in re.findall(r"Page (\d+) line", response.content))
+    assert 3 <= last < 40
+    assert partial[0].count == last  # the page its text stops on, read in part
 
 
 # -- REQ-PDF-105: hostile and broken documents ------------------------------------------------

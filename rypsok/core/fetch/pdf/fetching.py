@@ -113,7 +113,7 @@ class PdfFetching:
                 Notice(
                     code=NoticeCode.DOCUMENT_PARTIAL,
                     reason=Reason.CHARACTER_LIMIT,
-                    count=doc.pages_read,
+                    count=_pages_reached(doc),
                 )
             )
         return PdfMarkdown(
@@ -136,3 +136,9 @@ def _error_of(failure: Failure, memory_bytes: int) -> ToolError:
 
 def _characters(doc: PdfText) -> int:
     return sum(len(block.text) for block in doc.blocks)
+
+
+def _pages_reached(doc: PdfText) -> int:
+    """The pages the kept text reaches, the last of them read in part: what the character
+    bound let be read (the worker parsed more pages, whose text was cut)."""
+    return max((block.page for block in doc.blocks), default=-1) + 1
