@@ -6,15 +6,18 @@ shapes: tests/pdf_documents.py) and served by a loopback site; real clock, small
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 from fetch_helpers import fetch_config, fetching_rypsok
 from fetch_sites import Page, serve_site
+from search_fakes import capture_logs
 
 from rypsok.core.model import (
     DetailReason,
@@ -28,6 +31,9 @@ from rypsok.core.model import (
 from testkit.pdf_hostile import deep_nesting, encrypted, flate_bomb, scan, with_actions
 from testkit.pdf_writer import Link, Text, pdf_bytes, text_lines
 from testkit.pdf_writer import Page as PdfPage
+
+if TYPE_CHECKING:
+    import pytest
 
 ROBOTS_OPEN = Page.text("User-agent: *\nAllow: /\n")
 WORKER_MODULE = "rypsok.core.fetch.pdf.worker"
@@ -193,6 +199,34 @@ async def test_req_pdf_102_a_worker_is_killed_at_the_calls_deadline() -> None:
     # LIM-F5 (deadline + 1 s), with room for a loaded machine; never the 10 s of the read.
     assert elapsed < 4.0
     assert worker_processes() == []
+
+
+async def test_req_pdf_102_a_document_is_read_where_no_temporary_directory_can_be_made(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A read-only root without a writable /tmp (docker run --read-only, no --tmpfs): the
+    # worker starts in the root, where it can open and write nothing anyway.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-directory"))
+    response = await fetch_from(paper())
+    assert isinstance(response, FetchResponse), response
+    assert response.title == "A Paper on Reading"
+    assert worker_processes() == []
+
+
+async def test_req_pdf_102_a_worker_the_system_will_not_start_is_busy_not_internal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Out of descriptors (EMFILE) or processes (EAGAIN) when the worker's pipes are made.
+    async def refused(*args: object, **kwargs: object) -> trio.Process:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(trio.lowlevel, "open_process", refused)
+    with capture_logs() as logs:
+        response = await fetch_from(paper())
+    assert isinstance(response, ToolError), response
+    assert response.kind is ErrorKind.UNAVAILABLE
+    assert response.detail.reason is DetailReason.BUSY
+    assert [e["failure"] for e in logs.named("pdf_not_read")] == ["start"]
 
 
 async def test_req_pdf_102_a_cancelled_call_kills_its_worker() -> None:

@@ -131,6 +131,8 @@ def _error_of(failure: Failure, memory_bytes: int) -> ToolError:
         return errors.pdf_memory(memory_bytes)
     if failure is Failure.CPU:
         return errors.deadline_fetch()
+    if failure is Failure.START:
+        return errors.fetch_busy()
     return errors.pdf_unreadable()
 
 

@@ -17,19 +17,23 @@ SIGKILL at once, never waited for beyond its reaping.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
 import sys
 import tempfile
 from enum import StrEnum
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import attrs
 import trio
 
 from rypsok.core.fetch.pdf.model import PdfText, PdfWireError, from_wire
 from rypsok.core.fetch.pdf.worker import answer_limit
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = ["Failure", "WorkerFailed", "WorkerLimits", "run_worker"]
 
@@ -47,6 +51,7 @@ class Failure(StrEnum):
     UNREADABLE = "unreadable"
     MEMORY = "memory"  # past its address-space limit (MemoryError, or PDFium's abort)
     CPU = "cpu"  # past its CPU-time limit
+    START = "start"  # the system would not start it (out of descriptors or processes)
 
 
 class WorkerFailed(Exception):
@@ -87,23 +92,42 @@ async def run_worker(data: bytes | bytearray, limits: WorkerLimits) -> PdfText:
     Cancelling the caller's scope kills the worker (SIGKILL) and re-raises the cancellation.
     """
     limit = answer_limit(limits.max_chars)
-    with tempfile.TemporaryDirectory(prefix="rypsok-pdf-") as empty:
-        process = await trio.lowlevel.open_process(
-            limits.argv(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={},
-            cwd=empty,
-            close_fds=True,
-            start_new_session=True,
-        )
+    with _empty_directory() as empty:
+        try:
+            process = await trio.lowlevel.open_process(
+                limits.argv(),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env={},
+                cwd=empty,
+                close_fds=True,
+                start_new_session=True,
+            )
+        except OSError:
+            # The system refused the pipes or the process (out of descriptors, EMFILE, or
+            # processes, EAGAIN): a passing shortage of this host, not the document's fault.
+            raise WorkerFailed(Failure.START) from None
         try:
             answer = await _exchange(process, data, limit)
             code = await process.wait()
         finally:
             await _end(process)
     return _document(answer, code, limit, limits.max_chars)
+
+
+@contextlib.contextmanager
+def _empty_directory() -> Iterator[str]:
+    """An empty directory of the worker's own, removed after it; the root where none can be
+    made (a read-only root without a writable /tmp, as `docker run --read-only` gives), which
+    costs nothing: the worker can open no file and write none wherever it starts."""
+    try:
+        made = tempfile.TemporaryDirectory(prefix="rypsok-pdf-")
+    except OSError:
+        yield "/"
+        return
+    with made as empty:
+        yield empty
 
 
 async def _exchange(process: trio.Process, data: bytes | bytearray, limit: int) -> bytes:
