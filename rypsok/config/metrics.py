@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from rypsok.config.reader import Table
+    from rypsok.config.rules import Bind
     from rypsok.config.schema import Config
     from rypsok.shared.secret import Secret
 
@@ -44,6 +45,13 @@ def read_metrics(
             t.key("bind"),
             "must differ from service.http.bind: metrics are served on a bind of their own",
         )
+    if _takes_the_port_of(parse_bind(bind), parse_bind(mcp_bind)):
+        raise t.v.fail(
+            t.key("bind"),
+            "must differ from service.http.bind: an unspecified address (0.0.0.0, ::) takes its"
+            " port on every address of its family, so the two cannot both listen; choose"
+            " another port",
+        )
     if not parse_bind(bind).is_loopback and token_env is None and token_file is None:
         raise t.v.fail(
             t.key("bind"),
@@ -53,17 +61,38 @@ def read_metrics(
     return MetricsConfig(bind=bind, token_env=token_env, token_file=token_file)
 
 
+def _takes_the_port_of(one: Bind, other: Bind) -> bool:
+    """Whether `one` and `other` cannot both listen: the same port and family, one of them
+    the unspecified address (the listeners bind IPv6 alone, so the families never meet)."""
+    return (
+        one.port == other.port
+        and one.host.version == other.host.version
+        and (one.is_unspecified or other.is_unspecified)
+    )
+
+
 def metrics_token(config: Config, env: Mapping[str, str]) -> Secret | None:
     """The operator's token of `[service.metrics]`, or None when it has none; ConfigError
-    for a token serve would refuse (unset, empty, unreadable, too short)."""
+    for a token serve would refuse (unset, empty, unreadable, too short, or a caller's: it
+    would open /metrics to that caller and /mcp to the operator)."""
+    from rypsok.config.messages import ConfigError
     from rypsok.config.schema import CallerConfig
-    from rypsok.config.secrets import caller_token
+    from rypsok.config.secrets import caller_token, read_caller_tokens
 
     metrics = config.service.metrics
     if metrics is None or (metrics.token_env is None and metrics.token_file is None):
         return None
     holder = CallerConfig(id="metrics", token_env=metrics.token_env, token_file=metrics.token_file)
-    return caller_token(_KEY, holder, env)
+    token = caller_token(_KEY, holder, env)
+    callers = read_caller_tokens(config, env) if config.service.http.auth.callers else {}
+    for index, caller in enumerate(config.service.http.auth.callers):
+        if callers[caller.id] == token:
+            held = "token_env" if metrics.token_env is not None else "token_file"
+            raise ConfigError(
+                f"{_KEY}.{held}: the token is the same as the token of "
+                f"service.http.auth.callers[{index}]; give the operator a token of its own"
+            )
+    return token
 
 
 def metrics_line(metrics: MetricsConfig) -> str:
