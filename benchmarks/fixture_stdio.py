@@ -17,17 +17,13 @@ from typing import Any
 import trio
 
 from testkit.fetch_site import FixtureSite
+from testkit.messages import modern
 
 __all__ = ["HOSTS", "exchange", "fetch_calls", "message", "sites", "started", "status"]
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTS = ("one.example.org", "two.example.org", "three.example.org", "four.example.org")
 ADDRESSES = ("127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4")
-_META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientInfo": {"name": "measure", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
 
 
 def status(pid: int, field: str) -> int:
@@ -43,14 +39,8 @@ def status(pid: int, field: str) -> int:
 
 
 def message(request_id: int, method: str, params: dict[str, Any]) -> bytes:
-    """One JSON-RPC request line, with the request metadata every request carries."""
-    body = {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "method": method,
-        "params": {**params, "_meta": _META},
-    }
-    return json.dumps(body).encode() + b"\n"
+    """One JSON-RPC request line of the stateless revision (`testkit.messages`)."""
+    return json.dumps(modern(method, request_id, **params)).encode() + b"\n"
 
 
 def fetch_calls(calls: int, path: str) -> bytes:
