@@ -10,7 +10,7 @@ tool reads the child's VmRSS at rest (after the start, before any call) and its 
 resident set) after the calls, from /proc: Linux only. Each run is a fresh process. It also
 reports the longest call as the host saw it, against LIM-F5.
 
-The page's shape (`--shape`) decides what a parse costs per byte (issue 23):
+The page's shape (`--shape`) decides what a parse costs per byte:
 
     article     paragraphs of prose, the shape the extractor reads in full
     text        one block of words without markup (every step copies the whole text)
@@ -21,12 +21,12 @@ The page's shape (`--shape`) decides what a parse costs per byte (issue 23):
                 string made from it take four bytes a character)
     text-astral the plain-text shape with one character beyond U+FFFF
     attributes  elements at LIM-F16 (256 attributes, ten of them kept) to LIM-F17
-    one-tag     a single <p> with as many attributes as fit (the issue's page)
+    one-tag     a single <p> with as many attributes as fit
 
 `--suite` runs the set the book's figures come from: every shape with four calls, then the
-costliest shapes (the worst of issue 23 among them) with 80 calls at once, then the two
-costliest with pages small enough that two parse at once within the parse budget (issue 23.2:
-half of LIM-F3's bytes of text; links under half of LIM-F10's elements counted by `<`).
+costliest shapes with 80 calls at once, then the two costliest with pages small enough
+that two parse at once within the parse budget (half of LIM-F3's bytes of text; links under
+half of LIM-F10's elements counted by `<`).
 
     tools/measure-memory [--page-mib 5] [--runs 3] [--shape article] [--calls 4] [--suite]
 
@@ -181,7 +181,7 @@ SHAPES: dict[str, Callable[[int], bytes]] = {
     "attributes": _attributes,
     "one-tag": _one_tag,
 }
-# The suite: every shape with four calls, then the costliest with 80 (issue 23), then pages
+# The suite: every shape with four calls, then the costliest with 80, then pages
 # two of which share the parse budget (slots.page_share): (shape, calls, part of the page size).
 SUITE: tuple[tuple[str, int, float], ...] = (
     *((shape, 4, 1.0) for shape in SHAPES),

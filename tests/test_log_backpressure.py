@@ -1,4 +1,4 @@
-"""A host that never reads standard error costs log lines, counted, never a call (issue 18.1).
+"""A host that never reads standard error costs log lines, counted, never a call.
 
 The real console script serves over stdio with its standard error on a pipe; the engine is a
 loopback port that refuses connections, and only `engine_status` is called, so nothing leaves
