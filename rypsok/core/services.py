@@ -210,6 +210,13 @@ def _seconds_since(start: float) -> float:
     return max(0.0, trio.current_time() - start)
 
 
+def _log_ended(tool: str, outcome: str, start: float, **fields: object) -> None:
+    """A call that answered (`outcome` is its response's) or was cancelled: counted, and
+    logged with `fields` (what the answer holds) and its latency."""
+    telemetry.COUNTERS.call_ended(tool, outcome, _seconds_since(start))
+    telemetry.info("call", tool=tool, outcome=outcome, **fields, latency_ms=_ms_since(start))
+
+
 def _call_start(received_at: float | None) -> float:
     """When a call's clock starts: when its transport read it, or now."""
     now = trio.current_time()
@@ -416,21 +423,11 @@ class Rypsok:
                 raise
             except BaseException as exc:
                 if _is_cancellation(exc):
-                    telemetry.info(
-                        "call", tool=WEB_SEARCH, outcome="cancelled", latency_ms=_ms_since(start)
-                    )
-                    telemetry.COUNTERS.call_ended(WEB_SEARCH, "cancelled", _seconds_since(start))
+                    _log_ended(WEB_SEARCH, "cancelled", start)
                 raise
             self._returned.add(run.urls)
-            telemetry.COUNTERS.call_ended(
-                WEB_SEARCH, str(run.response.outcome), _seconds_since(start)
-            )
-            telemetry.info(
-                "call",
-                tool=WEB_SEARCH,
-                outcome=str(run.response.outcome),
-                results=len(run.response.results),
-                latency_ms=_ms_since(start),
+            _log_ended(
+                WEB_SEARCH, str(run.response.outcome), start, results=len(run.response.results)
             )
             return run.response
 
@@ -458,19 +455,9 @@ class Rypsok:
                 raise
             except BaseException as exc:
                 if _is_cancellation(exc):
-                    telemetry.info(
-                        "call", tool=WEB_FETCH, outcome="cancelled", latency_ms=_ms_since(start)
-                    )
-                    telemetry.COUNTERS.call_ended(WEB_FETCH, "cancelled", _seconds_since(start))
+                    _log_ended(WEB_FETCH, "cancelled", start)
                 raise
-            telemetry.COUNTERS.call_ended(WEB_FETCH, str(response.outcome), _seconds_since(start))
-            telemetry.info(
-                "call",
-                tool=WEB_FETCH,
-                outcome=str(response.outcome),
-                truncated=response.truncated,
-                latency_ms=_ms_since(start),
-            )
+            _log_ended(WEB_FETCH, str(response.outcome), start, truncated=response.truncated)
             return response
 
     async def status(self) -> StatusResponse:
@@ -486,15 +473,7 @@ class Rypsok:
                 self._log_error(ENGINE_STATUS, exc, start)
                 raise
             response = StatusResponse(engines=status_entries(self._registry))
-            telemetry.COUNTERS.call_ended(
-                ENGINE_STATUS, str(response.outcome), _seconds_since(start)
-            )
-            telemetry.info(
-                "call",
-                tool=ENGINE_STATUS,
-                outcome=str(response.outcome),
-                latency_ms=_ms_since(start),
-            )
+            _log_ended(ENGINE_STATUS, str(response.outcome), start)
             return response
 
     async def _admit(self, limiter: ToolLimit, tool: str, caller: str, now: float) -> None:
