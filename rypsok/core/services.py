@@ -13,7 +13,6 @@ import os
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-import attrs
 import trio
 
 from rypsok.config.memory import parse_bytes
@@ -23,13 +22,11 @@ from rypsok.core.coordination.gate import SearchGate
 from rypsok.core.coordination.limits import SharedEngineLimiter, SharedToolLimiter
 from rypsok.core.coordination.store import Store
 from rypsok.core.engines.base import Engine
-from rypsok.core.engines.circuit import Circuit
 from rypsok.core.engines.client import EngineClient, EngineNetwork
-from rypsok.core.engines.latency import LatencyWindow
-from rypsok.core.engines.recent import RecentRequests
 from rypsok.core.engines.registry import (
     RegisteredEngine,
     Registry,
+    active_entry,
     build_registry,
     status_entries,
 )
@@ -48,7 +45,6 @@ from rypsok.core.model import (
     StatusResponse,
     ToolError,
 )
-from rypsok.core.pacing import EngineLimiter
 from rypsok.core.parsing import MAX_NODES, ParseBudget
 from rypsok.core.ratelimit import ToolRateLimiter
 from rypsok.core.search.ports import EngineSlot
@@ -124,18 +120,7 @@ def _substitute(registry: Registry, engines: Sequence[Engine], config: Config) -
             entries.append(entry)
             continue
         entries.append(
-            attrs.evolve(
-                entry,
-                engine=engine,
-                disabled_reason=None,
-                credential_state="driver given by the embedding program",
-                circuit=Circuit.from_config(entry.id, config.resilience),
-                limiter=EngineLimiter(
-                    engine.record, per_engine_in_flight=config.limits.per_engine_in_flight
-                ),
-                latency=LatencyWindow(),
-                recent=RecentRequests(),
-            )
+            active_entry(entry.config, engine, "driver given by the embedding program", config)
         )
     return Registry(entries=tuple(entries))
 
