@@ -438,7 +438,7 @@ def flood(count: int, limit_s: float) -> dict[str, float]:
     }
 
 
-# -- floods at the cap: the first legitimate answer (issue 18.2) -------------------------------
+# -- floods at the cap: the first legitimate answer --------------------------------------------
 
 FLOOD_KINDS = ("idle", "trickling", "slow-body")
 
@@ -535,7 +535,7 @@ def cap_flood(kind: str, count: int, limit_s: float, callers: int = 20) -> dict[
             # The caller is a process of its own, as a real one is: in this one it would
             # wait behind the flood's own tasks between its connect and its request.
             # Then more callers in turn, each a fresh one: how many were answered on their
-            # first connection (issue 18.2: a caller that never retries sees a reset).
+            # first connection (a caller that never retries sees a reset).
             done = await trio.run_process(
                 [sys.executable, "-m", "benchmarks.bench_http", "legit", str(server.port),
                  str(limit_s), str(callers)],
@@ -562,7 +562,7 @@ def cap_flood(kind: str, count: int, limit_s: float, callers: int = 20) -> dict[
             "slowest_s": max(s for s, _ in answer)}  # fmt: skip
 
 
-# -- memory a tokenless peer can make the process hold (issue 18.3) -----------------------------
+# -- memory a tokenless peer can make the process hold ------------------------------------------
 
 
 def _h2_opening() -> bytes:
@@ -589,7 +589,7 @@ def _frame(kind: str, data: bytes, end: bool) -> bytes:
 
 
 async def _continuation_flooder(port: int) -> None:
-    """HEADERS without END_HEADERS, then 63 CONTINUATION frames of 16 KiB (issue 18.3)."""
+    """HEADERS without END_HEADERS, then 63 CONTINUATION frames of 16 KiB."""
     try:
         stream = await trio.open_tcp_stream("127.0.0.1", port)
     except OSError:

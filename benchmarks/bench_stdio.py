@@ -72,12 +72,6 @@ _ENGINES = 2
 _PACE_S = 60 / 100 / _ENGINES * 1.05
 _CATEGORIES = ("general", "science")
 
-_META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientInfo": {"name": "bench-stdio", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
-
 
 def _line(message: dict[str, object]) -> bytes:
     return json.dumps(message).encode() + b"\n"
@@ -88,15 +82,11 @@ def _discover(request_id: int) -> bytes:
 
 
 def _search(request_id: int) -> bytes:
-    params = {
-        "name": "web_search",
-        "arguments": {
-            "query": f"rust programming language {request_id}",
-            "category": _CATEGORIES[request_id % _ENGINES],
-        },
-        "_meta": _META,
+    arguments = {
+        "query": f"rust programming language {request_id}",
+        "category": _CATEGORIES[request_id % _ENGINES],
     }
-    return _line({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+    return _line(messages.modern("tools/call", request_id, name="web_search", arguments=arguments))
 
 
 class _TimedWiki:

@@ -10,7 +10,7 @@ tool reads the child's VmRSS at rest (after the start, before any call) and its 
 resident set) after the calls, from /proc: Linux only. Each run is a fresh process. It also
 reports the longest call as the host saw it, against LIM-F5.
 
-The page's shape (`--shape`) decides what a parse costs per byte (issue 23):
+The page's shape (`--shape`) decides what a parse costs per byte:
 
     article     paragraphs of prose, the shape the extractor reads in full
     text        one block of words without markup (every step copies the whole text)
@@ -21,12 +21,12 @@ The page's shape (`--shape`) decides what a parse costs per byte (issue 23):
                 string made from it take four bytes a character)
     text-astral the plain-text shape with one character beyond U+FFFF
     attributes  elements at LIM-F16 (256 attributes, ten of them kept) to LIM-F17
-    one-tag     a single <p> with as many attributes as fit (the issue's page)
+    one-tag     a single <p> with as many attributes as fit
 
 `--suite` runs the set the book's figures come from: every shape with four calls, then the
-costliest shapes (the worst of issue 23 among them) with 80 calls at once, then the two
-costliest with pages small enough that two parse at once within the parse budget (issue 23.2:
-half of LIM-F3's bytes of text; links under half of LIM-F10's elements counted by `<`).
+costliest shapes with 80 calls at once, then the two costliest with pages small enough
+that two parse at once within the parse budget (half of LIM-F3's bytes of text; links under
+half of LIM-F10's elements counted by `<`).
 
     tools/measure-memory [--page-mib 5] [--runs 3] [--shape article] [--calls 4] [--suite]
 
@@ -53,17 +53,15 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
+from benchmarks import fixture_stdio
 from rypsok.config.load import load_config_text
 from rypsok.config.memory import estimate
 from rypsok.core.services import FETCH_CALL_MARGIN_MS
-from testkit.fetch_site import FixtureSite, temporary_folder
+from testkit.fetch_site import temporary_folder
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-ROOT = Path(__file__).resolve().parent.parent
-HOSTS = ("one.example.org", "two.example.org", "three.example.org", "four.example.org")
-ADDRESSES = ("127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4")
 MIB = 1024 * 1024
 _WORDS = [
     "ownership",
@@ -183,7 +181,7 @@ SHAPES: dict[str, Callable[[int], bytes]] = {
     "attributes": _attributes,
     "one-tag": _one_tag,
 }
-# The suite: every shape with four calls, then the costliest with 80 (issue 23), then pages
+# The suite: every shape with four calls, then the costliest with 80, then pages
 # two of which share the parse budget (slots.page_share): (shape, calls, part of the page size).
 SUITE: tuple[tuple[str, int, float], ...] = (
     *((shape, 4, 1.0) for shape in SHAPES),
@@ -209,40 +207,6 @@ def _child_log() -> int:
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
 
-def _status(pid: int, field: str) -> int:
-    """A VmRSS/VmHWM line of /proc/<pid>/status, in bytes."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError(f"{field} not in /proc/{pid}/status")
-
-
-_META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientInfo": {"name": "measure", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
-
-
-def _discover() -> bytes:
-    message = {"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": _META}}
-    return json.dumps(message).encode() + b"\n"
-
-
-def _call(request_id: int, host: str) -> bytes:
-    message = {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "method": "tools/call",
-        "params": {
-            "name": "web_fetch",
-            "arguments": {"url": f"https://{host}/page"},
-            "_meta": _META,
-        },
-    }
-    return json.dumps(message).encode() + b"\n"
-
-
 @attrs.frozen(kw_only=True)
 class Run:
     idle: int
@@ -253,67 +217,24 @@ class Run:
 
 
 async def _one_run(body: bytes, calls: int, config_path: Path, folder: str) -> Run:
-    pages = {
-        "/page": (200, (("Content-Type", "text/html; charset=utf-8"),), body),
-        "/robots.txt": (200, (("Content-Type", "text/plain"),), b"User-agent: *\nAllow: /\n"),
-    }
-    site = FixtureSite(folder, hosts=HOSTS, pages=pages)
+    site = fixture_stdio.sites(folder, "/page", "text/html; charset=utf-8", body)
     async with trio.open_nursery() as nursery:
-        ports = [await nursery.start(site.serve, address) for address in ADDRESSES]
-        argv = [sys.executable, "-m", "conformance.launch", "--config", str(config_path)]
-        argv += ["--fetch-ca", str(site.ca_file)]
-        for host, address, port in zip(HOSTS, ADDRESSES, ports, strict=True):
-            argv += ["--fetch-site", f"{host}={address}:{port}"]
-        process = await trio.lowlevel.open_process(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=_child_log(),
-            cwd=ROOT,
+        process, buffer = await fixture_stdio.started(
+            nursery, site, config_path, stderr=_child_log()
         )
         assert process.stdin is not None
-        assert process.stdout is not None
-        # At rest: started (it has answered a discover request) and idle. The calls are sent
-        # only then: on a loaded machine the start can take more than the 1.5 s this tool
-        # used to wait, and calls sent before it wait in the pipe, unread, which the host
-        # counted against LIM-F5 and the service could not (issue 23: the answers "late"
-        # by up to 2.7 s whose calls the service had logged in time).
-        buffer = b""
-        await process.stdin.send_all(_discover())
-        with trio.fail_after(60):
-            while b"\n" not in buffer:
-                data = await process.stdout.receive_some(1 << 16)
-                if not data:
-                    raise RuntimeError("rypsok ended before answering server/discover")
-                buffer += data
-        buffer = buffer.split(b"\n", 1)[1]
-        await trio.sleep(1.0)
-        idle = _status(process.pid, "VmRSS")
-        lines = b"".join(
-            _call(request_id, HOSTS[request_id % len(HOSTS)]) for request_id in range(1, calls + 1)
+        idle = fixture_stdio.status(process.pid, "VmRSS")
+        answers, times = await fixture_stdio.exchange(
+            process, buffer, fixture_stdio.fetch_calls(calls, "/page"), calls
         )
-        sent = trio.current_time()
-        await process.stdin.send_all(lines)
-        answers: list[Any] = []
-        times: list[float] = []
-        with trio.fail_after(120):
-            while len(answers) < calls:
-                data = await process.stdout.receive_some(1 << 20)
-                if not data:
-                    break
-                buffer += data
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    answers.append(json.loads(line))
-                    times.append(trio.current_time() - sent)
         # A parse whose call ended at its deadline may still be finishing in its worker
         # thread: the peak is read once it has stopped growing for two seconds.
-        peak = _status(process.pid, "VmHWM")
+        peak = fixture_stdio.status(process.pid, "VmHWM")
         steady = 0
         with trio.move_on_after(60):
             while steady < 4:
                 await trio.sleep(0.5)
-                now = _status(process.pid, "VmHWM")
+                now = fixture_stdio.status(process.pid, "VmHWM")
                 steady = steady + 1 if now == peak else 0
                 peak = now
         await process.stdin.aclose()

@@ -28,7 +28,6 @@ Linux only (it reads /proc). Local fixture sites only.
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import subprocess
@@ -41,10 +40,11 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
+from benchmarks import fixture_stdio
 from rypsok.config.load import load_config_text
 from rypsok.config.memory import estimate
 from rypsok.core.fetch.pdf.fetching import PdfFetching
-from testkit.fetch_site import FixtureSite, temporary_folder
+from testkit.fetch_site import temporary_folder
 from testkit.pdf_hostile import flate_bomb
 from testkit.pdf_writer import Page, Text, pdf_bytes, text_lines
 
@@ -53,9 +53,6 @@ if TYPE_CHECKING:
 
     from rypsok.config.schema import Config
 
-ROOT = Path(__file__).resolve().parent.parent
-HOSTS = ("one.example.org", "two.example.org", "three.example.org", "four.example.org")
-ADDRESSES = ("127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4")
 MIB = 1024 * 1024
 _WORKER = b"rypsok.core.fetch.pdf.worker"
 _SAMPLE_S = 0.005
@@ -119,7 +116,7 @@ def _worker_once(argv: list[str], body: bytes) -> WorkerRun:
         exchange.start()
         peak = 0
         while exchange.is_alive():
-            peak = max(peak, _status(process.pid, "VmHWM"))
+            peak = max(peak, fixture_stdio.status(process.pid, "VmHWM"))
             time.sleep(0.001)
         exchange.join()
     wall_ms = (time.perf_counter() - started) * 1000
@@ -201,19 +198,8 @@ def measure_answers(config: Config) -> None:
     sys.stdout.flush()
 
 
-def _status(pid: int, field: str) -> int:
-    """A Vm line of /proc/<pid>/status in bytes; 0 once the process has ended."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        return 0
-    return 0
-
-
 def _rss(pid: int) -> int:
-    return _status(pid, "VmRSS")
+    return fixture_stdio.status(pid, "VmRSS")
 
 
 def _workers_of(pid: int) -> list[int]:
@@ -250,83 +236,30 @@ async def _sample(pid: int, sampled: Sampled) -> None:
         server = _rss(pid)
         sampled.server_alone = max(sampled.server_alone, server)
         sampled.together = max(sampled.together, server + sum(_rss(w) for w in workers))
-        peaks = sum(_status(w, "VmHWM") for w in workers)
+        peaks = sum(fixture_stdio.status(w, "VmHWM") for w in workers)
         sampled.bound = max(sampled.bound, server + peaks)
         sampled.workers_at_once = max(sampled.workers_at_once, len(workers))
         await trio.sleep(_SAMPLE_S)
 
 
-def _message(request_id: int, method: str, params: dict[str, Any]) -> bytes:
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "measure", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    message = {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "method": method,
-        "params": {**params, "_meta": meta},
-    }
-    return json.dumps(message).encode() + b"\n"
-
-
 async def _server_run(
     body: bytes, calls: int, config_path: Path, folder: str
 ) -> tuple[Sampled, list[Any], float]:
-    pages: dict[str, tuple[int, tuple[tuple[str, str], ...], bytes]] = {
-        "/doc.pdf": (200, (("Content-Type", "application/pdf"),), body),
-        "/robots.txt": (200, (("Content-Type", "text/plain"),), b"User-agent: *\nAllow: /\n"),
-    }
-    site = FixtureSite(folder, hosts=HOSTS, pages=pages)
+    site = fixture_stdio.sites(folder, "/doc.pdf", "application/pdf", body)
     sampled = Sampled()
     async with trio.open_nursery() as nursery:
-        ports = [await nursery.start(site.serve, address) for address in ADDRESSES]
-        argv = [sys.executable, "-m", "conformance.launch", "--config", str(config_path)]
-        argv += ["--fetch-ca", str(site.ca_file)]
-        for host, address, port in zip(HOSTS, ADDRESSES, ports, strict=True):
-            argv += ["--fetch-site", f"{host}={address}:{port}"]
-        process = await trio.lowlevel.open_process(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT
+        process, buffer = await fixture_stdio.started(
+            nursery, site, config_path, stderr=subprocess.DEVNULL
         )
         assert process.stdin is not None
-        assert process.stdout is not None
-        buffer = b""
-        await process.stdin.send_all(_message(0, "server/discover", {}))
-        with trio.fail_after(60):
-            while b"\n" not in buffer:
-                data = await process.stdout.receive_some(1 << 16)
-                if not data:
-                    raise RuntimeError("rypsok ended before answering server/discover")
-                buffer += data
-        buffer = buffer.split(b"\n", 1)[1]
-        await trio.sleep(1.0)
         nursery.start_soon(_sample, process.pid, sampled)
-        lines = b"".join(
-            _message(
-                n,
-                "tools/call",
-                {"name": "web_fetch", "arguments": {"url": f"https://{HOSTS[n % 4]}/doc.pdf"}},
-            )
-            for n in range(1, calls + 1)
+        answers, times = await fixture_stdio.exchange(
+            process, buffer, fixture_stdio.fetch_calls(calls, "/doc.pdf"), calls
         )
-        sent = trio.current_time()
-        await process.stdin.send_all(lines)
-        answers: list[Any] = []
-        with trio.fail_after(120):
-            while len(answers) < calls:
-                data = await process.stdout.receive_some(1 << 20)
-                if not data:
-                    break
-                buffer += data
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    answers.append(json.loads(line))
-        longest = trio.current_time() - sent
         await process.stdin.aclose()
         await process.wait()
         nursery.cancel_scope.cancel()
-    return sampled, answers, longest
+    return sampled, answers, max(times, default=0.0)
 
 
 def _outcome(answer: dict[str, Any]) -> str:

@@ -186,7 +186,7 @@ def _serve(transport: str, path: str | None, env: Mapping[str, str]) -> int:
         _err(PREFIX + str(exc))
         return EXIT_CONFIG
     config = validated.config
-    # In the background: a host that never reads standard error must not stop serving (18.1).
+    # In the background: a host that never reads standard error must not stop serving.
     telemetry.configure(
         level=config.logging.level, log_queries=config.logging.log_queries, background=True
     )
@@ -215,20 +215,14 @@ def _config_error_in(exc: BaseException) -> ConfigError | None:
 
 
 def _run_transport(transport: str, config: Config, env: Mapping[str, str]) -> int:
-    if transport == "http":
-        try:
-            from rypsok.mcp.listener import run_http
-        except ImportError as exc:
-            telemetry.error(
-                "transport_unavailable", transport="http", **telemetry.exception_fields(exc)
-            )
-            return EXIT_CONFIG
-        return run_http(config, env)
     try:
-        from rypsok.mcp.stdio import run_stdio
+        if transport == "http":
+            from rypsok.mcp.listener import run_http as run
+        else:
+            from rypsok.mcp.stdio import run_stdio as run
     except ImportError as exc:
         telemetry.error(
-            "transport_unavailable", transport="stdio", **telemetry.exception_fields(exc)
+            "transport_unavailable", transport=transport, **telemetry.exception_fields(exc)
         )
         return EXIT_CONFIG
-    return run_stdio(config, env)
+    return run(config, env)

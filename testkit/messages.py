@@ -1,5 +1,5 @@
 """The MCP messages of revision 2026-07-28 that the tests, the harness, the benchmarks and
-the release tools send: one home for the envelope and its `_meta` (issue 19)."""
+the release tools send: one home for the envelope and its `_meta`."""
 
 from __future__ import annotations
 

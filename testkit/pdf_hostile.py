@@ -5,37 +5,19 @@ from __future__ import annotations
 
 import zlib
 
+from rypsok.core.fetch.pdf.compose import pdf_file
+
 __all__ = [
     "TEXT_PAGE",
     "deep_nesting",
     "encrypted",
     "flate_bomb",
-    "raw_pdf",
     "scan",
     "with_actions",
 ]
 
 TEXT_PAGE = b"BT /F1 12 Tf 72 700 Td (The readable sentence of this document.) Tj ET\n"
 _FONT = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
-
-
-def raw_pdf(objects: list[bytes], *, trailer: bytes = b"") -> bytes:
-    """A PDF whose object 1 is the catalog, with a correct cross-reference table."""
-    out = bytearray(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    for offset in offsets:
-        out += b"%010d 00000 n \n" % offset
-    out += b"trailer\n<< /Size %d /Root 1 0 R%s >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        trailer,
-        xref,
-    )
-    return bytes(out)
 
 
 def _stream(data: bytes, *, compress: bool = False, extra: bytes = b"") -> bytes:
@@ -73,7 +55,7 @@ def encrypted() -> bytes:
     )
     file_id = b"<" + b"0123456789abcdef" * 2 + b">"
     trailer = b" /Encrypt 6 0 R /ID [" + file_id + b" " + file_id + b"]"
-    return raw_pdf(objects, trailer=trailer)
+    return pdf_file(objects, trailer=trailer)
 
 
 def scan() -> bytes:
@@ -85,7 +67,7 @@ def scan() -> bytes:
         extra=b" /Type /XObject /Subtype /Image /Width 128 /Height 128 /ColorSpace /DeviceGray"
         b" /BitsPerComponent 8",
     )
-    return raw_pdf(
+    return pdf_file(
         [
             b"<< /Type /Catalog /Pages 2 0 R >>",
             b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
@@ -105,13 +87,13 @@ def flate_bomb(decompressed_mib: int) -> bytes:
     compressor = zlib.compressobj(9)
     data = b"".join(compressor.compress(block) for _ in range(decompressed_mib))
     data += compressor.flush()
-    return raw_pdf(_one_page(_stream(data, compress=True)))
+    return pdf_file(_one_page(_stream(data, compress=True)))
 
 
 def deep_nesting(depth: int) -> bytes:
     """A page that reads, with an array nested `depth` deep in its dictionary."""
     nested = b"[" * depth + b"]" * depth
-    return raw_pdf(_one_page(_stream(TEXT_PAGE), page_extra=b" /Deep " + nested))
+    return pdf_file(_one_page(_stream(TEXT_PAGE), page_extra=b" /Deep " + nested))
 
 
 def with_actions(marker: str) -> bytes:
@@ -133,4 +115,4 @@ def with_actions(marker: str) -> bytes:
         + b") /Win << /F (cmd.exe) /P (/c calc) >> >> >>",
         b"<< /S /Launch /F (" + command + b") >>",
     ]
-    return raw_pdf(objects)
+    return pdf_file(objects)

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
+from rypsok.core.fetch.pdf.compose import pdf_file
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -201,7 +203,7 @@ def pdf_bytes(
         len(kids),
     )
     info = add(b"<< /Title " + _utf16_string(title) + b" >>") if title is not None else None
-    return _assemble(objects, catalog, info)
+    return pdf_file(objects, root=catalog, trailer=b"" if info is None else b" /Info %d 0 R" % info)
 
 
 def _link(link: Link, height: float, add: Callable[[bytes], int]) -> int:
@@ -228,20 +230,3 @@ def _utf16_string(text: str) -> bytes:
             + b")"
         )
     return b"<FEFF" + text.encode("utf-16-be").hex().upper().encode("ascii") + b">"
-
-
-def _assemble(objects: list[bytes], catalog: int, info: int | None) -> bytes:
-    out = bytearray(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    for offset in offsets:
-        out += b"%010d 00000 n \n" % offset
-    trailer = b"<< /Size %d /Root %d 0 R" % (len(objects) + 1, catalog)
-    if info is not None:
-        trailer += b" /Info %d 0 R" % info
-    out += b"trailer\n" + trailer + b" >>\nstartxref\n%d\n%%%%EOF\n" % xref
-    return bytes(out)

@@ -6,7 +6,7 @@ connection to that address is a Trio memory stream whose far end a system task s
 TLS (a certificate for every routed host, signed by an authority made for the run) and
 relays, in clear, to the fixture's loopback port. Nothing above the lookup and the socket is
 replaced: the pool, TLS, HTTP/1.1, the decompression and the egress judgment are the ones
-`rypsok serve` uses (issue 19).
+`rypsok serve` uses.
 """
 
 from __future__ import annotations

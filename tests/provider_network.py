@@ -7,7 +7,7 @@ would the real one: a default endpoint must be public), the network backend carr
 to the host's local server on 127.0.0.1, and TLS is verified against a throw-away authority
 that signed the servers' certificates (`tls_for(host)` gives a server its context). Nothing
 of the stack above the lookup and the socket is replaced: the pool, TLS, HTTP/1.1, the
-decompression and the egress judgment are the production ones (issue 19).
+decompression and the egress judgment are the production ones.
 """
 
 from __future__ import annotations

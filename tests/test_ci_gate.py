@@ -143,7 +143,7 @@ def test_req_test_012_the_layer_rule_refuses_the_core_importing_the_protocol_lay
         ("rypsok/shared/vocabulary.py", "import rypsok.config\n", False),
         ("rypsok/core/engines/client.py", "import rypsok\n", False),
         ("rypsok/config/load.py", "from rypsok import cli\n", False),
-        # The protocol layer names the engines through the facade only (issue 19)...
+        # The protocol layer names the engines through the facade only...
         ("rypsok/mcp/stdio.py", "import rypsok.core.engines\n", False),
         ("rypsok/mcp/stdio.py", "import rypsok.core.services\n", True),
         # ...and the egress layer knows no provider.

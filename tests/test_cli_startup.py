@@ -250,7 +250,7 @@ def test_req_sec_017_each_outbound_client_has_a_trust_context_of_its_own(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # httpcore sets a context's ALPN protocols before each handshake: two clients sharing one
-    # could each negotiate what the other asked for (issue 19). The first client takes the
+    # could each negotiate what the other asked for. The first client takes the
     # context the start built and checked; every later one gets its own.
     monkeypatch.setattr(trust, "_taken", set())
     shared = trust.trust_store_context()

@@ -29,7 +29,7 @@ def lines_of(path: str | None, env: dict[str, str] | None = None) -> list[str]:
 
 def warnings_of(path: str, env: dict[str, str] | None = None) -> list[str]:
     # The memory row depends on the build's measured costs (tests/test_fetch_memory.py): on
-    # glibc the defaults' worst case is above the unit (issue 23), elsewhere it is not judged.
+    # glibc the defaults' worst case is above the unit, elsewhere it is not judged.
     return [
         line
         for line in lines_of(path, env)

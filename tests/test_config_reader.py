@@ -1,4 +1,4 @@
-"""One reader for every configuration, passing or failing (REQ-CFG-005, issue 19).
+"""One reader for every configuration, passing or failing (REQ-CFG-005).
 
 `rypsok.config.validate` reads each key once, checks it and builds the frozen classes of
 `rypsok.config.schema` itself: the code that refuses a value is the code that keeps it. The
@@ -267,7 +267,7 @@ def test_req_cfg_005_a_default_that_no_longer_fits_is_named_with_its_figure(
 
 
 def test_req_cfg_003_an_unset_head_timeout_follows_a_short_idle_time() -> None:
-    # Unset, 10 s, or the idle time less 1 s when that is shorter (decisions: issue 18).
+    # Unset, 10 s, or the idle time less 1 s when that is shorter (decisions/config-value-rules).
     short = load_config_text("config_version = 1\n[service.http]\nidle_timeout_s = 5\n", {})
     assert short.service.http.head_timeout_s == 4
     assert load_config_text("config_version = 1\n", {}).service.http.head_timeout_s == 10

@@ -1,4 +1,5 @@
-"""The contract's deviations (issue 30, item 5), through the real console script and `Rypsok`.
+"""Points of the contract two parts of rypsok must agree on, through the real console script
+and `Rypsok`.
 
 `rypsok check` exits 0 exactly for a file `serve` would accept (spec 05): a base_url that
 serve cannot use is refused by check with its key, line and column, and serve never ends on
@@ -148,7 +149,7 @@ def test_req_cfg_005_a_driver_refusing_its_settings_is_a_configuration_error(
     assert "secret" not in done.stderr
 
 
-# --- one answer to "loopback" (issue 31) ----------------------------------------------------
+# --- one answer to "loopback" ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -282,7 +282,7 @@ def _core_get(url: str, headers: list[tuple[bytes, bytes]] | None = None) -> htt
 
 
 async def test_req_sec_005_the_core_entry_uses_the_same_pool_and_refuses_other_methods() -> None:
-    # What the engines call (issue 19): the response of the pool itself, judged by the same
+    # What the engines call: the response of the pool itself, judged by the same
     # backend; GET only, as for every request of the egress component.
     async with serve_http({"/x": Reply(body=b"{}")}) as server:
         policy = EgressPolicy(allow_http=True, ports=frozenset({server.port})).with_allow(

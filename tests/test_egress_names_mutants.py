@@ -1,5 +1,5 @@
 """Reading a host: the behaviours that the full mutation run of
-`rypsok/core/egress/names.py` found untested (issue 18.6, third round). Each fails on the
+`rypsok/core/egress/names.py` found untested. Each fails on the
 mutant that survived without it (book/maintainers/mutation.md)."""
 
 from __future__ import annotations

@@ -237,7 +237,7 @@ def test_req_ops_001_a_system_bundle_that_cannot_be_read_is_named(
 def test_req_ops_001_a_client_after_the_first_gets_its_own_context_of_the_same_store(
     settings: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Each outbound client has a context of its own (issue 19): the second one is built
+    # Each outbound client has a context of its own: the second one is built
     # anew, from the same trust settings as the first (the system's store would differ).
     from cryptography.hazmat.primitives import serialization
     from fetch_helpers import Authority

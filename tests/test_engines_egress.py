@@ -1,4 +1,4 @@
-"""Engines on the process's one outbound stack (issue 19): the connect-time egress judgment.
+"""Engines on the process's one outbound stack: the connect-time egress judgment.
 
 An engine dials only what its configured endpoint admits, judged on the address actually
 dialled: a default endpoint must resolve to a public address, a host the operator wrote in

@@ -85,7 +85,7 @@ def test_req_doc_002_every_example_configuration_passes_check(capsys, tmp_path, 
     assert code == 0, lines
     assert lines[0] == f"rypsok: configuration from --config {path} is valid"
     # The memory row depends on the build's measured costs: on glibc the worst case of the
-    # default limits is above the unit (issue 23; tests/test_fetch_memory.py).
+    # default limits is above the unit (tests/test_fetch_memory.py).
     warnings = [
         line
         for line in lines

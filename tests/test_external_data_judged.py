@@ -1,5 +1,5 @@
 """External data judged before it reaches the agent: result URLs on special-purpose addresses,
-Crossref's DOIs and JATS abstracts, and a fetched page's title (issue 30, item 3).
+Crossref's DOIs and JATS abstracts, and a fetched page's title.
 
 Through the real path: web_search and web_fetch on `Rypsok`, with in-memory engines, a local
 server standing in for Crossref (the production engine stack) and local sites.

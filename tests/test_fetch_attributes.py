@@ -1,5 +1,5 @@
 """LIM-F16 and LIM-F17: attributes are bounded while parsing, before they cost memory
-(REQ-PAGE-006, issue 23 item 7).
+(REQ-PAGE-006).
 
 A tag's attributes reach the parser's target all at once, as one dict libxml2 and lxml have
 already built: the bound must keep such a tag from the parser. The seam is the target's

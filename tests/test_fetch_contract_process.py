@@ -1,5 +1,5 @@
 """web_fetch's contract through the real console script (`python -m rypsok serve` over stdio)
-against a loopback site, and `rypsok check`'s memory warning (issues 22 and 23).
+against a loopback site, and `rypsok check`'s memory warning.
 
 The site listens on 127.0.0.1; the configuration admits it by an allow rule in the file, as
 an operator would, so that every request takes the production path: the policy, the fetch
@@ -297,8 +297,8 @@ def test_req_perf_003_lim_m5_the_memory_warning_names_the_settings_that_raise_it
         import pytest
 
         pytest.skip("the memory constants were not measured for this build")
-    # One parse at a time, so that the estimate fits without the share under test (issue 23:
-    # two parses of the costliest page do not fit the unit by themselves).
+    # One parse at a time, so that the estimate fits without the share under test (two
+    # parses of the costliest page do not fit the unit by themselves).
     one_parse = "[limits]\nparsing_in_flight = 1\n"
     (sessions,) = _check(tmp_path, one_parse + "[service.http]\nmax_sessions = 2048\n")
     assert "service.http.max_sessions" in sessions

@@ -1,4 +1,4 @@
-"""Which block of a page web_fetch keeps (issue 17, the choice of the main block): classes of
+"""Which block of a page web_fetch keeps (the choice of the main block): classes of
 fault found by comparing the development sets page by page with readability-lxml's choice.
 
 REQ-PAGE-002 (main-content preference), REQ-FETCH-002 (main content extraction). Every page

@@ -3,7 +3,7 @@
 Each test serves pages written here in one shape (a blog or news template's, invented, never
 copied) from a loopback site and reads them through `Rypsok.fetch`: the bounded parse, the
 main block, the Markdown writer, as an agent reads a page. Each shape is the skeleton of a
-class of pages a held-out page set lost (issue 33's classes); a test asserts that the
+class of pages a held-out page set lost; a test asserts that the
 article comes back and the template around it does not.
 """
 

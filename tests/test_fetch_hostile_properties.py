@@ -1,4 +1,4 @@
-"""No input a site or a caller controls reaches -32603 (issue 23.1): property tests through the
+"""No input a site or a caller controls reaches -32603: property tests through the
 real pipeline (the stdio transport in process, the dispatcher, the service, the policy, the
 fetch client) against loopback sites.
 

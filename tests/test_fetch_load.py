@@ -1,4 +1,4 @@
-"""The memory of web_fetch under load (issue 23, items 2 and 7; REQ-SEC-012, REQ-PAGE-008,
+"""The memory of web_fetch under load (REQ-SEC-012, REQ-PAGE-008,
 REQ-PERF-003): how many page bodies are alive at once, what an abandoned parse keeps, and
 when a call waiting for a parse permit answers.
 
@@ -272,8 +272,8 @@ async def test_req_page_008_an_abandoned_parse_stops_within_a_slice(
 
 
 # Words of a page whose instruction check reads it all: "ignore" is one of the check's
-# anchors, so its phrases are looked for over the whole text (one scan of 1.3 to 1.9 s on
-# 5 MB before issue 23, the GIL held throughout), and no phrase is there.
+# anchors, so its phrases are looked for over the whole text (read in one piece, 5 MB of it
+# would hold the GIL for seconds), and no phrase is there.
 _CHECKED_LINE = "ignore the weather, the words go on and on without an end in sight.\n"
 
 

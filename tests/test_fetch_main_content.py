@@ -1,4 +1,4 @@
-"""What web_fetch's extraction keeps of a page: the classes of fault of issue 17, and a
+"""What web_fetch's extraction keeps of a page: classes of fault it must not make, and a
 fidelity set of constructs an agent needs intact.
 
 REQ-PAGE-002 (main-content preference), REQ-PAGE-006 (malformed content), REQ-FETCH-002

@@ -36,8 +36,8 @@ def expected(
     connections: int = 64,
     scraped: bool = False,
 ) -> int:
-    # The costlier of a page of text and a page dense in elements (issue 23), once: the pages
-    # and the engines' large answers parsing at once share the parse budget (issue 23.2);
+    # The costlier of a page of text and a page dense in elements, once: the pages
+    # and the engines' large answers parsing at once share the parse budget;
     # each other permit holds what rides on it: the fixed part of a parse, or DuckDuckGo's
     # page (parsed outside the budget) when that engine is enabled.
     text = memory.PARSE_TENTHS_PER_BYTE * max_bytes // 10
@@ -99,7 +99,7 @@ def test_req_perf_003_the_estimates_answer_bounds_are_the_drivers_own() -> None:
 
 
 def test_req_perf_003_the_estimate_covers_what_tokenless_connections_hold() -> None:
-    """Each connection a peer may open without a token counts (issue 18.3): at the ceiling
+    """Each connection a peer may open without a token counts: at the ceiling
     of max_connections the estimate passes the documented unit's MemoryMax."""
     crowded = config("[service.http]\nmax_connections = 4096\n")
     assert memory.estimate(crowded).total_bytes == expected(5 * MIB, connections=4096)
@@ -110,7 +110,7 @@ def test_req_perf_003_lim_m5_the_defaults_fit_under_the_parse_budget_and_larger_
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # On glibc the worst page shape costs about 123 MiB a parse; the parse budget keeps two
-    # such parses apart (issue 23.2), so the defaults (LIM-C5 = 2) fit the unit; pages of
+    # such parses apart, so the defaults (LIM-C5 = 2) fit the unit; pages of
     # twice the default bound do not.
     monkeypatch.setattr(memory, "measured_build", lambda: ("CPython 3.11 on Linux (glibc)", True))
     small = tmp_path / "small.toml"
@@ -150,8 +150,7 @@ async def test_req_perf_003_a_large_pages_parse_hands_its_freed_memory_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A parse of a body of TRIM_AFTER_BYTES or more ends with one malloc_trim, in its own
-    thread once its tree is freed; a small page's parse (most of them) costs none (issue
-    23.2)."""
+    thread once its tree is freed; a small page's parse (most of them) costs none."""
     trims: list[int] = []
     monkeypatch.setattr(pipeline, "_TRIM", lambda: trims.append(1))
     paragraph = "<p>" + "words of a long page " * 40 + "</p>\n"
@@ -191,8 +190,8 @@ def _trees_left_to_the_collector() -> list[str]:
 def test_req_perf_003_a_parsed_tree_is_freed_with_its_result_not_left_to_the_collector() -> None:
     """lxml's feed parser and its context refer to each other once a Python target is fed;
     the tree must not hang from that cycle, or each call's page stays in memory until a full
-    collection, which Python's object counts rarely trigger (issue 23.2: about one page per
-    completed call under concurrent calls)."""
+    collection, which Python's object counts rarely trigger (under concurrent calls, about one
+    page held per completed call)."""
     text = "<html><body><p>" + "words of the page " * 2000 + "</p></body></html>"
     dense = "<html><body>" + "<div>x</div>" * (MAX_NODES + 10) + "</body></html>"
     gc.collect()

@@ -1,11 +1,11 @@
-"""Pages at the node bound, in the shapes that cost the extraction most (issue 17, speed).
+"""Pages at the node bound, in the shapes that cost the extraction most.
 
 LIM-F10, LIM-F11, REQ-FETCH-002, REQ-PAGE-006. `tools/bench-extract --shapes` times these
 shapes (its figures are in book/maintainers/measurements.md); the tests here check what the
 extraction makes of each, since no test asserts a time: the page is read up to the bound and
 no further, its content comes back (the article's text, every block up to the bound, each
 kept tail), and what the main block removes stays out. The tree the parse builds (written as
-XML and built by libxml2, issue 17) is checked through the same answers, and directly for
+XML and built by libxml2) is checked through the same answers, and directly for
 the characters XML reads otherwise than written.
 """
 

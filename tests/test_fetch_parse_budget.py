@@ -1,4 +1,4 @@
-"""The parse budget beside the LIM-C5 permits (issue 23.2; REQ-PERF-003, REQ-PAGE-008,
+"""The parse budget beside the LIM-C5 permits (REQ-PERF-003, REQ-PAGE-008,
 REQ-SEC-012): which pages parse at once, in what order they wait, when a page waiting for
 the budget answers, and what an abandoned parse stops doing.
 
@@ -101,7 +101,7 @@ async def test_req_perf_003_two_pages_dense_in_elements_never_parse_together(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Under half of LIM-F3 in bytes each, but more than half of LIM-F10's elements each:
-    two trees near the node bound are what does not fit the unit (issue 23.2)."""
+    two trees near the node bound are what does not fit the unit."""
     elements = 55_000
     page = b"<html><head><title>Dense</title></head><body>" + b"<p>x" * elements
     page += b"</body></html>"
@@ -279,7 +279,7 @@ async def test_req_page_008_an_abandoned_parse_stops_before_the_main_block(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The call ends while its page is being parsed: once the tree is built the thread
-    stops, and neither the main block nor the writer runs for no one (issue 23.2)."""
+    stops, and neither the main block nor the writer runs for no one."""
     parsed = threading.Event()
     resume = threading.Event()
     ended = threading.Event()
@@ -341,7 +341,7 @@ async def test_req_page_008_an_abandoned_parse_stops_before_the_main_block(
 
 
 def test_req_perf_003_the_parse_takes_the_decoded_text_from_its_holder() -> None:
-    """The text handed over is kept by no one once parsed (issue 23.2): the holder is
+    """The text handed over is kept by no one once parsed: the holder is
     empty, and the page is read as from the text itself."""
     html = "<html><head><title>T</title></head><body><p>" + "word " * 50 + "</p></body></html>"
     holder = DocumentText(html)

@@ -1,5 +1,5 @@
-"""The main block measured by columns, and the writer's and the parse's quick paths (issue 17,
-speed at the node bound).
+"""The main block measured by columns, and the writer's and the parse's quick paths (speed
+at the node bound).
 
 REQ-FETCH-002, REQ-FETCH-004, REQ-CTX-005, REQ-PAGE-006. The first pass of the main block
 measures every element by running totals over rows in document order instead of a walk; the

@@ -1,4 +1,4 @@
-"""The integration guide's host configurations (issue 21): each one parses and works.
+"""The integration guide's host configurations: each one parses and works.
 
 Every JSON block of book/integration.md's "Host configurations" section is read as the host
 would read it. A stdio entry's command is started (the console script the package installs,

@@ -1,4 +1,4 @@
-"""Browser hosts and refusal floods (issue 18.5): a CORS preflight from a listed origin is
+"""Browser hosts and refusal floods: a CORS preflight from a listed origin is
 answered before the token is asked for, every answer to a listed origin carries the CORS
 headers and no other origin gets them; refusals are counted one by one and logged in
 aggregate, one line per reason and family per interval.

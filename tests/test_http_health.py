@@ -1,4 +1,4 @@
-"""GET /healthz and GET /readyz on the listener, and the systemd notifications (issue 34).
+"""GET /healthz and GET /readyz on the listener, and the systemd notifications.
 
 /healthz: alive, no token, no detail. /readyz: the listener accepting, an engine able to
 serve, the coordination store reachable when configured; the reasons when not. Under systemd:

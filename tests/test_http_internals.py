@@ -1,4 +1,4 @@
-"""The internals of hypercorn and h2 the listener leans on, each named and checked (issue 19).
+"""The internals of hypercorn and h2 the listener leans on, each named and checked.
 
 hypercorn is pinned below 0.19 and h2 below 5 (pyproject.toml); these tests are what an upgrade
 of either must pass. Each asserts one thing `rypsok.mcp.listener` uses that neither library

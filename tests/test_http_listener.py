@@ -339,7 +339,7 @@ def _search_of(token: str) -> bytes:
 async def test_req_sec_019_a_caller_past_its_share_is_closed_at_its_accept() -> None:
     """A connection whose head is waiting at its accept, of a caller holding its share with
     a request on each connection, is closed there, unanswered: a flood's renewed connections
-    take no slot while hypercorn parses them and the app answers 503 (issue 18.2)."""
+    take no slot while hypercorn parses them and the app answers 503."""
     engine = SlowEngine("wikipedia", None)
     config = make_config(CALLERS + "[service.http]\nmax_connections = 4\n", CALLERS_ENV)
     async with serving(config, CALLERS_ENV, engine=engine) as server:
@@ -409,7 +409,7 @@ async def _slow_body_flooder(port: int, token: str) -> None:
 async def test_req_sec_018_a_caller_is_served_within_2_s_during_a_slow_body_flood() -> None:
     """100 connections of one caller, each with a whole head and a body trickling a byte
     every 0.2 s, renewed as they close, at a cap of 8: the other caller is served within
-    2 s (issue 18.2)."""
+    2 s."""
     config = make_config(CALLERS, CALLERS_ENV, max_connections=8, idle_timeout_s=60)
     async with serving(config, CALLERS_ENV) as server, trio.open_nursery() as nursery:
         for _ in range(100):
@@ -792,7 +792,7 @@ async def test_req_sec_018_a_connection_whose_request_waits_unread_is_not_one_th
         assert (server_side.recv(65536) if sent else b"") == sent
 
 
-# -- memory after a flood (issue 18.3) ---------------------------------------------------------
+# -- memory after a flood ----------------------------------------------------------------------
 
 
 async def _open_and_close(port: int, count: int) -> None:
@@ -832,7 +832,7 @@ async def test_req_perf_003_a_few_closed_connections_cost_no_trim() -> None:
     assert trims == []
 
 
-# -- a caller's first connection at the cap (issue 18 item 2, the last caveat) -----------------
+# -- a caller's first connection at the cap ----------------------------------------------------
 
 # How long a caller takes between its connect and its request: a client process writes its
 # request right after its connect returns, but on a loaded host it may run a few tens of
@@ -932,7 +932,7 @@ async def test_req_sec_018_a_callers_first_connection_is_answered_during_a_flood
     assert closed == [], f"callers closed on their first connection: {closed} of 20"
 
 
-# -- a request already there is not closed for room (issue 18.2) --------------------------------
+# -- a request already there is not closed for room ---------------------------------------------
 
 
 def _h2_opening(port: int, with_request: bool) -> h2.connection.H2Connection:

@@ -1,4 +1,4 @@
-"""What the listener reads before hypercorn does (issue 18.3 and 18.4): request heads a proxy
+"""What the listener reads before hypercorn does: request heads a proxy
 and the listener could read differently are refused and the connection closed; the absolute
 form is served; `Expect: 100-continue` waits for the gate's decision; over HTTP/2 a stream
 beyond LIM-H4 is refused alone and a header block is bounded as its frames arrive.

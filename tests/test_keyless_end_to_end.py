@@ -1,6 +1,6 @@
-"""Done-when of issue 20: with keyless.toml pointed at loopback servers replaying the recorded
-answers, a web_search of each category returns that category's engines' results, through the
-real console script over stdio."""
+"""keyless.toml end to end: pointed at loopback servers replaying the recorded answers, a
+web_search of each category returns that category's engines' results, through the real
+console script over stdio."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A host that never reads standard error costs log lines, counted, never a call (issue 18.1).
+"""A host that never reads standard error costs log lines, counted, never a call.
 
 The real console script serves over stdio with its standard error on a pipe; the engine is a
 loopback port that refuses connections, and only `engine_status` is called, so nothing leaves
@@ -116,7 +116,8 @@ async def _serve_calls(tmp_path: Path, *, read_stderr: bool) -> tuple[list[Any],
             async with trio.open_nursery() as nursery:
                 if read_stderr:
                     nursery.start_soon(_drain, process.stderr, stderr)
-                # Before the fix the ~112th answer was the last: a timeout, not a hang.
+                # A log writer that blocks on a full stderr pipe stops the answers after about
+                # 112 calls: the bound makes that a failure, not a hang.
                 with trio.fail_after(60):
                     if read_stderr:
                         # A host that reads as it goes: the calls in steps, each answered

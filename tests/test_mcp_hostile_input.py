@@ -67,6 +67,8 @@ def one_line(payload: dict[str, Any] | list[dict[str, Any]]) -> Any:
 
 # -- unpaired surrogates: one rule at the parser -------------------------------------------
 
+# Each key is its test's id; the first line is an id alone (no jsonrpc member) that holds a
+# lone surrogate.
 SURROGATE_LINES = {
     "no jsonrpc, only the id (the issue's line)": '{"id":"\\ud800"}',
     "ping": '{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}',

@@ -1,4 +1,4 @@
-"""tools/mutation's own operators (issue 19): a bug in them would under-report silently.
+"""tools/mutation's own operators: a bug in them would under-report silently.
 
 Each operator is run on a small module written for the test, and the mutants it makes are
 compared with the ones a reader expects: their operators, their keys, and the source each

@@ -1,4 +1,4 @@
-"""tools/mutation's map and import hook (issue 18.6): every module of the egress package is a
+"""tools/mutation's map and import hook: every module of the egress package is a
 target, every target names a file and test files that exist, and the hook can stand a mutated
 package `__init__` in for the real one (its submodules still import)."""
 

@@ -1,4 +1,4 @@
-"""The release path (issue 21): reproducible builds, workflows, fuzz targets, the pinned surface."""
+"""The release path: reproducible builds, workflows, fuzz targets, the pinned surface."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Ranking across engines of different kinds, through the real pipeline (issue 20).
+"""Ranking across engines of different kinds, through the real pipeline.
 
 A meta-search engine or a forum can return a long list of near-duplicates; an encyclopedia
 or an index of papers a short one. What the pipeline does with them: each engine counts for

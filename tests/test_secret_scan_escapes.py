@@ -1,4 +1,4 @@
-"""The secret check reads through percent-encoding (REQ-PRIV-002, issue 23 item 8).
+"""The secret check reads through percent-encoding (REQ-PRIV-002).
 
 A site decodes `%20`, `%3A`, `%3D` before it reads a URL, so a credential behind an escape,
 or written with escapes, reaches it as plainly as one written out. Every credential here is

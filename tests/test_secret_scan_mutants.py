@@ -1,5 +1,5 @@
 """The secret check (REQ-PRIV-002): the behaviours that the mutation runs of
-`rypsok/core/secret_scan.py` found untested (issue 18.6, third round). Each fails on the mutant
+`rypsok/core/secret_scan.py` found untested. Each fails on the mutant
 that survived without it (book/maintainers/mutation.md). Every credential is synthetic,
 assembled at run time so that no literal here has a token's shape."""
 

@@ -1,5 +1,5 @@
 """REQ-PERF-003: glibc's allocator calls that keep a parse's freed memory from staying with
-the process (issue 23.2): `malloc_trim` after a large page's parse, and a fixed mmap
+the process: `malloc_trim` after a large page's parse, and a fixed mmap
 threshold so that a page's large texts are handed back when freed."""
 
 from __future__ import annotations

@@ -88,6 +88,8 @@ PING = b'{"jsonrpc":"2.0","id":"alive","method":"ping"}'
 
 
 def test_req_mcp_004_the_issues_line_is_answered_and_the_next_line_too(tmp_path: Path) -> None:
+    """A line of only an id holding a lone surrogate (no jsonrpc member) gets a parse error
+    without an id, and the line after it is still served: one bad line never ends stdio."""
     with _RefusingPort() as url:
         proc = _run(
             _config(tmp_path, url),

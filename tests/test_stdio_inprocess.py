@@ -156,7 +156,7 @@ async def test_req_mcp_002_calls_run_concurrently(autojump_clock: Any) -> None:
 async def test_lim_f5_a_calls_clock_starts_when_its_line_was_read(mock_clock: Any) -> None:
     """Calls read in one chunk start their deadlines when the chunk was read, not when each
     task first runs: behind calls whose first steps take half a second each, the last of
-    three still counts from the read (issue 23: LIM-F5 under load)."""
+    three still counts from the read, so that LIM-F5 holds under load."""
     h = Harness(FakeService(), config())
     async with trio.open_nursery() as nursery:
         nursery.start_soon(h.run)

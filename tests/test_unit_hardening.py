@@ -20,7 +20,7 @@ from rypsok.core.egress.ranges import classify
 ROOT = Path(__file__).resolve().parent.parent
 UNIT = ROOT / "containers" / "rypsok.service"
 MAX_EXPOSURE = 1.5
-# Every option the issue names, each one rypsok runs under.
+# Every hardening option book/deployment.md's unit sets, each one rypsok runs under.
 REQUIRED = {
     "ProtectKernelModules": "yes",
     "ProtectKernelLogs": "yes",

@@ -1,5 +1,5 @@
 """The content boundary's behaviours that the full mutation run of `rypsok/core/untrusted_text.py`
-found untested (issue 18.6, third round): each test states the requirement it holds, and
+found untested: each test states the requirement it holds, and
 fails on the mutant that survived without it (book/maintainers/mutation.md)."""
 
 from __future__ import annotations

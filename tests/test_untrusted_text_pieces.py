@@ -1,4 +1,4 @@
-"""The content boundary's long texts read in pieces (issue 23): the instruction check and the
+"""The content boundary's long texts read in pieces: the instruction check and the
 invisible-character removal with NFC give, piece by piece, exactly the whole text's answer,
 on texts built so that the patterns, runs and character contexts fall across the cuts
 (REQ-SEC-003, REQ-SEC-015)."""

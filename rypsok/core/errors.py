@@ -13,13 +13,24 @@ from typing import TYPE_CHECKING
 from rypsok.core.model import DetailReason, ErrorDetail, ErrorKind, SecretKind, ToolError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from typing import Any
 
 
 def _error(kind: ErrorKind, message: str, /, **detail: Any) -> ToolError:
     """The one shape of every error: a kind, rypsok's sentence, and the detail's keys."""
     return ToolError(kind=kind, message=message, detail=ErrorDetail(**detail))
+
+
+def _fixed(kind: ErrorKind, reason: DetailReason, message: str) -> Callable[[], ToolError]:
+    """The constructor of an error that carries nothing of the call: its kind, reason and
+    sentence are fixed. Each call makes a new error (an exception is raised where it is made,
+    and carries its own traceback)."""
+
+    def build() -> ToolError:
+        return _error(kind, message, reason=reason)
+
+    return build
 
 
 __all__ = [
@@ -150,12 +161,11 @@ def denied_secret(reason: DetailReason, kind: SecretKind, position: int) -> Tool
     )
 
 
-def no_engine() -> ToolError:
-    return _error(
-        ErrorKind.UNAVAILABLE,
-        "no enabled engine serves this category; choose another category",
-        reason=DetailReason.NO_ENGINE,
-    )
+no_engine = _fixed(
+    ErrorKind.UNAVAILABLE,
+    DetailReason.NO_ENGINE,
+    "no enabled engine serves this category; choose another category",
+)
 
 
 def no_engine_skipped(
@@ -197,12 +207,11 @@ def all_failed(retry_after_ms: int | None = None) -> ToolError:
     )
 
 
-def deadline_search() -> ToolError:
-    return _error(
-        ErrorKind.UNAVAILABLE,
-        "no engine answered before the deadline; retry later",
-        reason=DetailReason.DEADLINE,
-    )
+deadline_search = _fixed(
+    ErrorKind.UNAVAILABLE,
+    DetailReason.DEADLINE,
+    "no engine answered before the deadline; retry later",
+)
 
 
 def rate_limited(tool: str, retry_after_ms: int) -> ToolError:
@@ -214,12 +223,11 @@ def rate_limited(tool: str, retry_after_ms: int) -> ToolError:
     )
 
 
-def busy() -> ToolError:
-    return _error(
-        ErrorKind.UNAVAILABLE,
-        "rypsok is at its concurrency limit; retry later",
-        reason=DetailReason.BUSY,
-    )
+busy = _fixed(
+    ErrorKind.UNAVAILABLE,
+    DetailReason.BUSY,
+    "rypsok is at its concurrency limit; retry later",
+)
 
 
 # --- web_fetch -------------------------------------------------------------------------------
@@ -258,59 +266,53 @@ def url_invalid() -> ToolError:
     )
 
 
-def denied_egress() -> ToolError:
-    return _error(
-        ErrorKind.DENIED,
-        "the destination is not allowed by the egress policy",
-        reason=DetailReason.EGRESS,
-    )
+denied_egress = _fixed(
+    ErrorKind.DENIED,
+    DetailReason.EGRESS,
+    "the destination is not allowed by the egress policy",
+)
 
 
-def denied_robots() -> ToolError:
-    return _error(
-        ErrorKind.DENIED,
-        "the site's robots.txt does not allow rypsok to read this page; do not retry",
-        reason=DetailReason.ROBOTS_TXT,
-    )
+denied_robots = _fixed(
+    ErrorKind.DENIED,
+    DetailReason.ROBOTS_TXT,
+    "the site's robots.txt does not allow rypsok to read this page; do not retry",
+)
 
 
-def denied_scheme() -> ToolError:
-    # DAT-3: a scheme that is not http at all has its own message, never "retried".
-    return _error(
-        ErrorKind.DENIED,
-        "the URL scheme is not allowed; use https (http only where the operator allows)",
-        reason=DetailReason.SCHEME,
-    )
+# DAT-3: a scheme that is not http at all has its own message, never "retried".
+denied_scheme = _fixed(
+    ErrorKind.DENIED,
+    DetailReason.SCHEME,
+    "the URL scheme is not allowed; use https (http only where the operator allows)",
+)
 
 
-def denied_scheme_upgrade() -> ToolError:
-    return _error(
-        ErrorKind.DENIED,
-        (
-            "plain http is not allowed; the URL was retried over https and that request "
-            "failed; use a page served over https"
-        ),
-        reason=DetailReason.SCHEME,
-    )
+denied_scheme_upgrade = _fixed(
+    ErrorKind.DENIED,
+    DetailReason.SCHEME,
+    (
+        "plain http is not allowed; the URL was retried over https and that request "
+        "failed; use a page served over https"
+    ),
+)
 
 
-def denied_strict_mode() -> ToolError:
-    return _error(
-        ErrorKind.DENIED,
-        (
-            "strict mode: only URLs a web_search returned in this process or hosts the "
-            "operator allows can be fetched"
-        ),
-        reason=DetailReason.STRICT_MODE,
-    )
+denied_strict_mode = _fixed(
+    ErrorKind.DENIED,
+    DetailReason.STRICT_MODE,
+    (
+        "strict mode: only URLs a web_search returned in this process or hosts the "
+        "operator allows can be fetched"
+    ),
+)
 
 
-def denied_credential_in_url() -> ToolError:
-    return _error(
-        ErrorKind.DENIED,
-        "the url carries a user name before the host; remove it and call again",
-        reason=DetailReason.CREDENTIAL_IN_URL,
-    )
+denied_credential_in_url = _fixed(
+    ErrorKind.DENIED,
+    DetailReason.CREDENTIAL_IN_URL,
+    "the url carries a user name before the host; remove it and call again",
+)
 
 
 def redirected(location: str) -> ToolError:
@@ -321,21 +323,19 @@ def redirected(location: str) -> ToolError:
     )
 
 
-def network() -> ToolError:
-    # The same answer whatever the cause, so that it tells nothing about internal names.
-    return _error(
-        ErrorKind.UNAVAILABLE,
-        "the site could not be reached; retry later or choose another page",
-        reason=DetailReason.NETWORK,
-    )
+# The same answer whatever the cause, so that it tells nothing about internal names.
+network = _fixed(
+    ErrorKind.UNAVAILABLE,
+    DetailReason.NETWORK,
+    "the site could not be reached; retry later or choose another page",
+)
 
 
-def deadline_fetch() -> ToolError:
-    return _error(
-        ErrorKind.UNAVAILABLE,
-        "the page was not retrieved before the deadline; retry later",
-        reason=DetailReason.DEADLINE,
-    )
+deadline_fetch = _fixed(
+    ErrorKind.UNAVAILABLE,
+    DetailReason.DEADLINE,
+    "the page was not retrieved before the deadline; retry later",
+)
 
 
 RETRYABLE_STATUSES = frozenset({408, 425, 429})
@@ -374,12 +374,11 @@ def unsupported_media_type(media_type: str) -> ToolError:
     )
 
 
-def extraction_failed() -> ToolError:
-    return _error(
-        ErrorKind.UNSUPPORTED_CONTENT,
-        "nothing could be extracted from the page; choose another page",
-        reason=DetailReason.EXTRACTION_FAILED,
-    )
+extraction_failed = _fixed(
+    ErrorKind.UNSUPPORTED_CONTENT,
+    DetailReason.EXTRACTION_FAILED,
+    "nothing could be extracted from the page; choose another page",
+)
 
 
 def too_large(limit_bytes: int) -> ToolError:
@@ -390,22 +389,20 @@ def too_large(limit_bytes: int) -> ToolError:
     )
 
 
-def fetch_busy() -> ToolError:
-    return _error(
-        ErrorKind.UNAVAILABLE,
-        "rypsok is reading as many pages as it may at once; retry later",
-        reason=DetailReason.BUSY,
-    )
+fetch_busy = _fixed(
+    ErrorKind.UNAVAILABLE,
+    DetailReason.BUSY,
+    "rypsok is reading as many pages as it may at once; retry later",
+)
 
 
-def no_page() -> ToolError:
-    # Reason network, as too_many_redirects: the book's vocabulary has no other reason for a
-    # site that answered without anything to read, and http_status is for 4xx and 5xx.
-    return _error(
-        ErrorKind.UNAVAILABLE,
-        "the site answered without a page or a redirect target; choose another page",
-        reason=DetailReason.NETWORK,
-    )
+# Reason network, as too_many_redirects: the book's vocabulary has no other reason for a
+# site that answered without anything to read, and http_status is for 4xx and 5xx.
+no_page = _fixed(
+    ErrorKind.UNAVAILABLE,
+    DetailReason.NETWORK,
+    "the site answered without a page or a redirect target; choose another page",
+)
 
 
 def too_many_redirects(maximum: int) -> ToolError:
@@ -425,32 +422,29 @@ def start_char_negative() -> ToolError:
 # --- web_fetch of a PDF (REQ-PDF-105) -------------------------------------------------------
 
 
-def pdf_encrypted() -> ToolError:
-    return _error(
-        ErrorKind.UNSUPPORTED_CONTENT,
-        "the PDF is encrypted and opens only with a password; choose another page",
-        reason=DetailReason.PDF_ENCRYPTED,
-    )
+pdf_encrypted = _fixed(
+    ErrorKind.UNSUPPORTED_CONTENT,
+    DetailReason.PDF_ENCRYPTED,
+    "the PDF is encrypted and opens only with a password; choose another page",
+)
 
 
-def pdf_no_text() -> ToolError:
-    return _error(
-        ErrorKind.UNSUPPORTED_CONTENT,
-        (
-            "the PDF has no text layer (a scanned document?) and rypsok does not read text "
-            "from images; choose another page"
-        ),
-        reason=DetailReason.PDF_NO_TEXT,
-    )
+pdf_no_text = _fixed(
+    ErrorKind.UNSUPPORTED_CONTENT,
+    DetailReason.PDF_NO_TEXT,
+    (
+        "the PDF has no text layer (a scanned document?) and rypsok does not read text "
+        "from images; choose another page"
+    ),
+)
 
 
-def pdf_unreadable() -> ToolError:
-    # Empty, cut short, broken past repair, or not a PDF at all: the same answer.
-    return _error(
-        ErrorKind.UNSUPPORTED_CONTENT,
-        "the PDF is empty, incomplete or broken and could not be read; choose another page",
-        reason=DetailReason.PDF_UNREADABLE,
-    )
+# Empty, cut short, broken past repair, or not a PDF at all: the same answer.
+pdf_unreadable = _fixed(
+    ErrorKind.UNSUPPORTED_CONTENT,
+    DetailReason.PDF_UNREADABLE,
+    "the PDF is empty, incomplete or broken and could not be read; choose another page",
+)
 
 
 def pdf_memory(limit_bytes: int) -> ToolError:

@@ -13,7 +13,6 @@ import os
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-import attrs
 import trio
 
 from rypsok.config.memory import parse_bytes
@@ -23,13 +22,11 @@ from rypsok.core.coordination.gate import SearchGate
 from rypsok.core.coordination.limits import SharedEngineLimiter, SharedToolLimiter
 from rypsok.core.coordination.store import Store
 from rypsok.core.engines.base import Engine
-from rypsok.core.engines.circuit import Circuit
 from rypsok.core.engines.client import EngineClient, EngineNetwork
-from rypsok.core.engines.latency import LatencyWindow
-from rypsok.core.engines.recent import RecentRequests
 from rypsok.core.engines.registry import (
     RegisteredEngine,
     Registry,
+    active_entry,
     build_registry,
     status_entries,
 )
@@ -48,7 +45,6 @@ from rypsok.core.model import (
     StatusResponse,
     ToolError,
 )
-from rypsok.core.pacing import EngineLimiter
 from rypsok.core.parsing import MAX_NODES, ParseBudget
 from rypsok.core.ratelimit import ToolRateLimiter
 from rypsok.core.search.ports import EngineSlot
@@ -124,18 +120,7 @@ def _substitute(registry: Registry, engines: Sequence[Engine], config: Config) -
             entries.append(entry)
             continue
         entries.append(
-            attrs.evolve(
-                entry,
-                engine=engine,
-                disabled_reason=None,
-                credential_state="driver given by the embedding program",
-                circuit=Circuit.from_config(entry.id, config.resilience),
-                limiter=EngineLimiter(
-                    engine.record, per_engine_in_flight=config.limits.per_engine_in_flight
-                ),
-                latency=LatencyWindow(),
-                recent=RecentRequests(),
-            )
+            active_entry(entry.config, engine, "driver given by the embedding program", config)
         )
     return Registry(entries=tuple(entries))
 
@@ -208,6 +193,13 @@ def _ms_since(start: float) -> int:
 
 def _seconds_since(start: float) -> float:
     return max(0.0, trio.current_time() - start)
+
+
+def _log_ended(tool: str, outcome: str, start: float, **fields: object) -> None:
+    """A call that answered (`outcome` is its response's) or was cancelled: counted, and
+    logged with `fields` (what the answer holds) and its latency."""
+    telemetry.COUNTERS.call_ended(tool, outcome, _seconds_since(start))
+    telemetry.info("call", tool=tool, outcome=outcome, **fields, latency_ms=_ms_since(start))
 
 
 def _call_start(received_at: float | None) -> float:
@@ -416,21 +408,11 @@ class Rypsok:
                 raise
             except BaseException as exc:
                 if _is_cancellation(exc):
-                    telemetry.info(
-                        "call", tool=WEB_SEARCH, outcome="cancelled", latency_ms=_ms_since(start)
-                    )
-                    telemetry.COUNTERS.call_ended(WEB_SEARCH, "cancelled", _seconds_since(start))
+                    _log_ended(WEB_SEARCH, "cancelled", start)
                 raise
             self._returned.add(run.urls)
-            telemetry.COUNTERS.call_ended(
-                WEB_SEARCH, str(run.response.outcome), _seconds_since(start)
-            )
-            telemetry.info(
-                "call",
-                tool=WEB_SEARCH,
-                outcome=str(run.response.outcome),
-                results=len(run.response.results),
-                latency_ms=_ms_since(start),
+            _log_ended(
+                WEB_SEARCH, str(run.response.outcome), start, results=len(run.response.results)
             )
             return run.response
 
@@ -458,19 +440,9 @@ class Rypsok:
                 raise
             except BaseException as exc:
                 if _is_cancellation(exc):
-                    telemetry.info(
-                        "call", tool=WEB_FETCH, outcome="cancelled", latency_ms=_ms_since(start)
-                    )
-                    telemetry.COUNTERS.call_ended(WEB_FETCH, "cancelled", _seconds_since(start))
+                    _log_ended(WEB_FETCH, "cancelled", start)
                 raise
-            telemetry.COUNTERS.call_ended(WEB_FETCH, str(response.outcome), _seconds_since(start))
-            telemetry.info(
-                "call",
-                tool=WEB_FETCH,
-                outcome=str(response.outcome),
-                truncated=response.truncated,
-                latency_ms=_ms_since(start),
-            )
+            _log_ended(WEB_FETCH, str(response.outcome), start, truncated=response.truncated)
             return response
 
     async def status(self) -> StatusResponse:
@@ -486,15 +458,7 @@ class Rypsok:
                 self._log_error(ENGINE_STATUS, exc, start)
                 raise
             response = StatusResponse(engines=status_entries(self._registry))
-            telemetry.COUNTERS.call_ended(
-                ENGINE_STATUS, str(response.outcome), _seconds_since(start)
-            )
-            telemetry.info(
-                "call",
-                tool=ENGINE_STATUS,
-                outcome=str(response.outcome),
-                latency_ms=_ms_since(start),
-            )
+            _log_ended(ENGINE_STATUS, str(response.outcome), start)
             return response
 
     async def _admit(self, limiter: ToolLimit, tool: str, caller: str, now: float) -> None:

@@ -3,7 +3,7 @@
 Every decision is one server-side script, so that two processes never interleave inside
 one; the scripts read the server's own clock (`TIME`), the one clock all processes share.
 
-The store is a help, never a dependency (issue "replicas"): every round trip is bounded by
+The store is a help, never a dependency: every round trip is bounded by
 `[coordination] timeout_ms`, and any failure — no connection, a slow answer, an error reply,
 an answer of the wrong shape, a connection found closed — makes the caller decide alone
 with its in-process limiter (see `limits`) and counts the decision. After a failure the

@@ -56,6 +56,7 @@ __all__ = [
     "RegisteredEngine",
     "Registry",
     "RegistryError",
+    "active_entry",
     "build_registry",
     "status_entries",
 ]
@@ -126,6 +127,24 @@ def _inactive(cfg: EngineConfig, reason: DisabledReason, state: str) -> Register
     )
 
 
+def active_entry(cfg: EngineConfig, engine: Engine, state: str, config: Config) -> RegisteredEngine:
+    """`engine` serving `cfg`'s table: a fresh circuit, a limiter built from the engine's own
+    admission record, and empty latency and recent-request windows."""
+    return RegisteredEngine(
+        id=cfg.id,
+        config=cfg,
+        engine=engine,
+        disabled_reason=None,
+        credential_state=state,
+        circuit=Circuit.from_config(cfg.id, config.resilience),
+        limiter=EngineLimiter(
+            engine.record, per_engine_in_flight=config.limits.per_engine_in_flight
+        ),
+        latency=LatencyWindow(),
+        recent=RecentRequests(),
+    )
+
+
 def build_registry(
     config: Config,
     env: Mapping[str, str],
@@ -170,21 +189,7 @@ def build_registry(
             # still refuses is reported as the configuration error it is (its message names
             # the key, never the value).
             raise RegistryError(f"engines.{cfg.id}: {exc}") from None
-        entries.append(
-            RegisteredEngine(
-                id=cfg.id,
-                config=cfg,
-                engine=engine,
-                disabled_reason=None,
-                credential_state=state,
-                circuit=Circuit.from_config(cfg.id, config.resilience),
-                limiter=EngineLimiter(
-                    engine.record, per_engine_in_flight=config.limits.per_engine_in_flight
-                ),
-                latency=LatencyWindow(),
-                recent=RecentRequests(),
-            )
-        )
+        entries.append(active_entry(cfg, engine, state, config))
     return Registry(entries=tuple(entries))
 
 

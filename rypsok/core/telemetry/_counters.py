@@ -43,7 +43,7 @@ class CountersSnapshot(TypedDict):
     engines: dict[str, dict[str, int]]  # engine -> failure class -> failed requests
     errors: dict[str, dict[str, int]]  # tool -> error kind -> calls that ended in it
     coordination_unavailable: int  # limiter decisions made without the shared store
-    log_lines_dropped: int  # log lines lost because standard error was not read (18.1)
+    log_lines_dropped: int  # log lines lost because standard error was not read
 
 
 def _nest(items: list[tuple[tuple[str, str], int]]) -> dict[str, dict[str, int]]:

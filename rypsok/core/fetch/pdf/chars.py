@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+from itertools import chain
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 import pypdfium2.raw as pdfium_c
@@ -252,35 +253,40 @@ def _segments(
     cur_x0 = cur_x1 = cur_top = cur_bottom = cur_size = 0.0
     cur_bold = False
     cur_link: str | None = None
-    for match in _TOKEN.finditer(text, start, len(text) if end is None else end):
-        first, stop = match.span()
-        get_box(raw, first, ref)
-        x0, right, top, bottom = rect.left, rect.right, height - rect.top, height - rect.bottom
-        if stop - 1 > first:
-            get_box(raw, stop - 1, ref)
-            right, top2, bottom2 = rect.right, height - rect.top, height - rect.bottom
-            if top2 < top:
-                top = top2
-            if bottom2 > bottom:
-                bottom = bottom2
-        link = _link_at(links, (x0 + right) / 2, (top + bottom) / 2) if links else None
+    # The words, then None: the segment still open at the end is closed by the same code
+    # that closes one when a word does not join it.
+    words = _TOKEN.finditer(text, start, len(text) if end is None else end)
+    for match in chain(words, (None,)):
+        if match is not None:
+            first, stop = match.span()
+            get_box(raw, first, ref)
+            x0, right, top, bottom = rect.left, rect.right, height - rect.top, height - rect.bottom
+            if stop - 1 > first:
+                get_box(raw, stop - 1, ref)
+                right, top2, bottom2 = rect.right, height - rect.top, height - rect.bottom
+                if top2 < top:
+                    top = top2
+                if bottom2 > bottom:
+                    bottom = bottom2
+            link = _link_at(links, (x0 + right) / 2, (top + bottom) / 2) if links else None
+            if open_:
+                limit = 0.4 * cur_size
+                gap = x0 - cur_x1
+                if (
+                    -limit < top - cur_top < limit
+                    and -limit < bottom - cur_bottom < limit
+                    and -0.3 * cur_size < gap < _GAP * cur_size
+                    and link == cur_link
+                ):
+                    seg_end = stop
+                    if right > cur_x1:
+                        cur_x1 = right
+                    if top < cur_top:
+                        cur_top = top
+                    if bottom > cur_bottom:
+                        cur_bottom = bottom
+                    continue
         if open_:
-            limit = 0.4 * cur_size
-            gap = x0 - cur_x1
-            if (
-                -limit < top - cur_top < limit
-                and -limit < bottom - cur_bottom < limit
-                and -0.3 * cur_size < gap < _GAP * cur_size
-                and link == cur_link
-            ):
-                seg_end = stop
-                if right > cur_x1:
-                    cur_x1 = right
-                if top < cur_top:
-                    cur_top = top
-                if bottom > cur_bottom:
-                    cur_bottom = bottom
-                continue
             out.append(
                 Segment(
                     page_index,
@@ -294,23 +300,11 @@ def _segments(
                     cur_link,
                 )
             )
+        if match is None:
+            break
         cur_size, cur_bold = _style(boxes, first, bottom - top)
         open_, seg_start, seg_end, cur_link = True, first, stop, link
         cur_x0, cur_x1, cur_top, cur_bottom = x0, right, top, bottom
-    if open_:
-        out.append(
-            Segment(
-                page_index,
-                _paired(text[seg_start:seg_end]),
-                cur_x0,
-                cur_x1,
-                cur_top,
-                cur_bottom,
-                cur_size,
-                cur_bold,
-                cur_link,
-            )
-        )
     return out
 
 

@@ -96,31 +96,24 @@ class PdfFetching:
         if not doc.has_text_layer:
             raise errors.pdf_no_text()
         rendered = render_markdown(doc, judge_link=functools.partial(link_target, url))
-        notices: list[Notice] = []
-        partial = False
+        # The bound the reading stopped at, if any: pages first, then characters.
+        stopped: Reason | None = None
         if doc.pages_read < doc.pages_total:
-            partial = True
-            notices.append(
-                Notice(
-                    code=NoticeCode.DOCUMENT_PARTIAL,
-                    reason=Reason.PAGE_LIMIT,
-                    count=doc.pages_read,
-                )
-            )
+            stopped = Reason.PAGE_LIMIT
         elif _characters(doc) >= self._fetch.pdf_max_chars:
-            partial = True
-            notices.append(
-                Notice(
-                    code=NoticeCode.DOCUMENT_PARTIAL,
-                    reason=Reason.CHARACTER_LIMIT,
-                    count=_pages_reached(doc),
-                )
-            )
+            stopped = Reason.CHARACTER_LIMIT
+        # A page bound counts the pages read; a character bound the pages the kept text reaches.
+        count = _pages_reached(doc) if stopped is Reason.CHARACTER_LIMIT else doc.pages_read
+        notices = (
+            ()
+            if stopped is None
+            else (Notice(code=NoticeCode.DOCUMENT_PARTIAL, reason=stopped, count=count),)
+        )
         return PdfMarkdown(
             title=rendered.title,
             markdown=rendered.markdown,
-            notices=tuple(notices),
-            partial=partial,
+            notices=notices,
+            partial=stopped is not None,
         )
 
 

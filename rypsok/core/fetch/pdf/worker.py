@@ -37,6 +37,7 @@ import zlib
 from typing import Final
 
 from rypsok.config.memory import pdf_answer_bytes
+from rypsok.core.fetch.pdf.compose import pdf_file
 
 __all__ = ["answer", "answer_limit", "main"]
 
@@ -70,20 +71,7 @@ def _warm_document() -> bytes:
         b" /URI (https://example.org/) >> >>",
         b"<< /Title (Warm \\376\\377) >>",
     ]
-    out = bytearray(b"%PDF-1.7\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    for offset in offsets:
-        out += b"%010d 00000 n \n" % offset
-    out += b"trailer\n<< /Size %d /Root 1 0 R /Info 7 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
+    return pdf_file(objects, trailer=b" /Info 7 0 R")
 
 
 def _die_with_parent() -> None:
