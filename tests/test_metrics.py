@@ -254,9 +254,8 @@ async def test_req_obs_008_the_metrics_listener_takes_no_turn_of_the_loop_until_
         finally:
             trio.lowlevel.remove_instrument(turns)
     assert scraped.status_code == 200
-    assert (
-        turns.of("rypsok.mcp.listener.lifecycle.Listener._serve_connection") >= 10
-    )  # it sees the MCP calls' turns
+    # The instrument sees the MCP calls' turns.
+    assert turns.of("rypsok.mcp.listener.lifecycle.Listener._serve_connection") >= 10
     assert unscraped == 0, turns.steps
     assert after_scrape > 0, turns.steps
 
