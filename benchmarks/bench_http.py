@@ -293,10 +293,12 @@ def _wrk(url: str, script: Path, connections: int, duration: int) -> dict[str, f
         return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
 
     rate = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    total = re.search(r"^\s+(\d+) requests in ", out, re.MULTILINE)
     bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
     errors = re.search(r"Socket errors: (.*)", out)
     return {
         "calls_per_s": float(rate.group(1)) if rate else float("nan"),
+        "calls": float(total.group(1)) if total else float("nan"),
         "p50_ms": ms("50"),
         "p99_ms": ms("99"),
         "non_2xx": float(bad.group(1)) if bad else 0.0,

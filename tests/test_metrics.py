@@ -218,6 +218,48 @@ async def test_req_obs_008_no_query_url_token_or_caller_in_a_label() -> None:
         assert leak not in exposition, leak
 
 
+# The exposition's tasks: the listener's own (started by serve_http) and one a connection.
+_METRICS_TASKS = ("rypsok.mcp.listener.serve._serve_metrics", "rypsok.mcp.metrics_server.")
+
+
+class _Turns(trio.abc.Instrument):
+    """The turns of the loop each task takes, by the task's name (its function's module and
+    qualified name)."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, int] = {}
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self.steps[task.name] = self.steps.get(task.name, 0) + 1
+
+    def of(self, *prefixes: str) -> int:
+        return sum(n for name, n in self.steps.items() if name.startswith(prefixes))
+
+
+async def test_req_obs_008_the_metrics_listener_takes_no_turn_of_the_loop_until_scraped() -> None:
+    """The exposition's listener shares the MCP listener's loop: while nobody scrapes it,
+    idle or with MCP calls being served, it schedules nothing there (no periodic task, no
+    wake-up), so the table costs the calls nothing; a scrape is what wakes it."""
+    port = free_port()
+    turns = _Turns()
+    async with serving(_config(port, token=False), ENV) as server, httpx.AsyncClient() as client:
+        trio.lowlevel.add_instrument(turns)
+        try:
+            await trio.sleep(1.5)
+            for _ in range(10):
+                await _search(client, server.port)
+            unscraped = turns.of(*_METRICS_TASKS)
+            scraped = await client.get(f"http://127.0.0.1:{port}/metrics")
+            after_scrape = turns.of(*_METRICS_TASKS)
+        finally:
+            trio.lowlevel.remove_instrument(turns)
+    assert scraped.status_code == 200
+    # The instrument sees the MCP calls' turns.
+    assert turns.of("rypsok.mcp.listener.lifecycle.Listener._serve_connection") >= 10
+    assert unscraped == 0, turns.steps
+    assert after_scrape > 0, turns.steps
+
+
 async def test_req_obs_008_metrics_are_off_without_the_table() -> None:
     text = 'config_version = 1\n[service.http]\nallowed_hosts = ["rypsok.example"]\n'
     with capture_logs() as logs:
