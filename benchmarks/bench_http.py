@@ -15,7 +15,6 @@ Each server runs in its own process (`python -m benchmarks.bench_http serve-… 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import math
 import re
@@ -105,11 +104,8 @@ AUTH_ENV = {"BENCH_TOKEN_FLOOD": FLOOD_TOKEN, "BENCH_TOKEN_CALLER": CALLER_TOKEN
 
 
 def serve_rypsok(port: int, max_connections: int, idle: int, auth: bool = False) -> int:
-    # As the console script starts serving (rypsok._entry): the collector off while the
-    # modules import, so that serving freezes what start-up made before turning it back on
-    # (rypsok.mcp.process.startup_done). Without this the benchmark would measure a start the
-    # console script never makes, every full collection walking the imported modules.
-    gc.disable()
+    # As the console script serves: the collector on, and what start-up made frozen once the
+    # core is built (rypsok.mcp.process.startup_done, for a process that claims itself).
     import attrs
 
     from rypsok.config.load import load_config_text
