@@ -1,9 +1,9 @@
 """The tokenless body flood at the unit's descriptor limit: the real `rypsok serve --transport
-http` under `RLIMIT_NOFILE` 128, 300 connections renewing themselves that each send a head
-without a token, `Content-Length: 60000` and then a byte every 0.2 s, while 20 calls arrive
-one after another on new connections. Prints, per run, the exit status, the calls answered
-200 on their first connection, their median and slowest answer, and the refusals counted.
-Loopback only.
+http` under the unit's `RLIMIT_NOFILE` (142), 300 connections renewing themselves that each
+send a head without a token, `Content-Length: 60000` and then a byte every 0.2 s, while 20
+calls arrive one after another on new connections. Prints, per run, the exit status, the
+calls answered 200 on their first connection, their median and slowest answer, and the
+refusals counted. Loopback only.
 
     tools/bench-descriptor-flood [--runs 5]
 """

@@ -181,6 +181,7 @@ def measure_answers(config: Config) -> None:
             "pages_read": 2000,
             "pages_total": 2000,
             "has_text_layer": True,
+            "text_cut": True,
             "blocks": blocks,
         }
         reply = _bounded_answer(wire, limit)

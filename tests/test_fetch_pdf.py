@@ -19,6 +19,7 @@ from fetch_helpers import fetch_config, fetching_rypsok
 from fetch_sites import Page, serve_site
 from search_fakes import capture_logs
 
+from rypsok.core.fetch.pdf.read import read_document
 from rypsok.core.model import (
     DetailReason,
     ErrorKind,
@@ -297,6 +298,27 @@ async def test_req_pdf_104_a_document_past_its_characters_is_read_in_part() -> N
     assert response.truncated is True
     partial = [n for n in response.notices if n.code is NoticeCode.DOCUMENT_PARTIAL]
     assert [n.reason for n in partial] == [Reason.CHARACTER_LIMIT]
+
+
+async def test_req_pdf_104_a_text_exactly_as_long_as_the_bound_is_read_whole() -> None:
+    # About 10,400 characters over four pages; the bound is set one past, at and one short of
+    # the text's own length (as the reader counts it): only the last leaves text out.
+    lines = [
+        f"Line {i:03d} of words that fill a page of this document to read." for i in range(180)
+    ]
+    pages = [PdfPage(texts=text_lines(lines[n : n + 45], y=40, size=9)) for n in (0, 45, 90, 135)]
+    body = pdf_bytes(pages, compress=True)
+    doc = read_document(body, max_pages=10, max_chars=100_000)
+    size = sum(len(block.text) for block in doc.blocks)
+    assert size > 10_001  # the smallest pdf_max_chars (LIM-F19) is 10,000
+    for bound, partial in ((size + 1, False), (size, False), (size - 1, True)):
+        config = http_config(f"[fetch]\npdf_max_chars = {bound}\n")
+        response = await fetch_from(body, config=config, max_chars=20000)
+        assert isinstance(response, FetchResponse), (bound, response)
+        notices = [n for n in response.notices if n.code is NoticeCode.DOCUMENT_PARTIAL]
+        assert [n.reason for n in notices] == ([Reason.CHARACTER_LIMIT] if partial else [])
+        assert response.truncated is partial, bound
+        assert response.content.rstrip().endswith("document to read.") is not partial, bound
 
 
 async def test_req_pdf_104_the_character_bound_counts_the_pages_its_text_reaches() -> None:

@@ -91,6 +91,7 @@ GOOD = {
         "pages_read": 1,
         "pages_total": 1,
         "has_text_layer": True,
+        "text_cut": False,
         "blocks": [
             {
                 "kind": "paragraph",

@@ -515,8 +515,10 @@ async def test_req_sec_018_a_kept_alive_connection_between_requests_shows_its_ne
     [
         (None, 64),
         (20000, 64),
-        (128, 64),  # the unit: 16 + 32 + 2 * 4 kept back, 8 in passing
-        (100, 36),
+        (142, 64),  # the unit: 16 + 32 + 2 * 4 + 7 * 2 kept back, 8 in passing
+        (141, 63),
+        (128, 50),  # the PDF workers' 14 taken from the connections
+        (100, 22),
         (60, 1),  # fewer than the process needs: one connection, and the warning
     ],
 )
@@ -524,8 +526,8 @@ def test_lim_h8_the_connections_get_what_the_descriptor_limit_leaves(
     limit: int | None, connections: int
 ) -> None:
     plan = plan_descriptors(make_config(), limit)
-    assert plan.reserve == 16 + 32 + 2 * 4
-    assert plan.needed == 64 + 56 + 8
+    assert plan.reserve == 16 + 32 + 2 * 4 + 7 * 2
+    assert plan.needed == 64 + 70 + 8
     assert plan.connections == connections
     assert plan.sockets == connections + ACCEPT_HEADROOM
     assert plan.short is (limit is not None and connections < 64)
@@ -534,9 +536,18 @@ def test_lim_h8_the_connections_get_what_the_descriptor_limit_leaves(
 def test_lim_h8_the_reserve_follows_the_outbound_pools() -> None:
     config = make_config("[limits]\noutbound_in_flight = 8\nfetches_in_flight = 2\n")
     plan = plan_descriptors(config, 128)
-    assert plan.reserve == 16 + 8 + 4
-    assert plan.connections == 64  # max_connections, within 128 - 28 - 8
+    assert plan.reserve == 16 + 8 + 4 + 7 * 2
+    assert plan.connections == 64  # max_connections, within 128 - 42 - 8
     assert not plan.short
+
+
+@pytest.mark.parametrize(("workers", "reserve"), [(1, 16 + 32 + 8 + 7), (8, 16 + 32 + 8 + 56)])
+def test_lim_h8_the_reserve_follows_the_pdf_workers(workers: int, reserve: int) -> None:
+    """Each PDF worker (LIM-C10) holds up to seven descriptors while it starts."""
+    plan = plan_descriptors(make_config(f"[fetch]\npdf_workers = {workers}\n"), 142)
+    assert plan.reserve == reserve
+    assert plan.connections == min(64, 142 - reserve - 8)
+    assert plan.needed == 64 + reserve + 8
 
 
 async def test_lim_h8_the_accept_loop_waits_for_a_socket_to_close(

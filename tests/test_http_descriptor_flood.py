@@ -1,4 +1,4 @@
-"""The real `rypsok serve --transport http` under the unit's descriptor limit (`LimitNOFILE=128`)
+"""The real `rypsok serve --transport http` under the unit's descriptor limit (`LimitNOFILE=142`)
 while a tokenless flood sends request heads with a large `Content-Length` and then its bodies
 slowly: the process lives on and every caller is answered on its first connection.
 
@@ -25,7 +25,7 @@ import trio
 from http_helpers import CALLERS, TOKEN_A, TOKEN_B, call_body, modern_headers
 from stdio_process import ROOT
 
-DESCRIPTORS = 128  # containers/rypsok.service: LimitNOFILE=128
+DESCRIPTORS = 142  # containers/rypsok.service: LimitNOFILE=142
 FLOOD = 300
 CALLS = 20
 RUNS = 3
@@ -198,8 +198,9 @@ def _limit_to_100() -> None:  # pragma: no cover - runs in the child before exec
 async def test_lim_h8_a_descriptor_limit_that_lowers_the_cap_is_logged_at_start(
     tmp_path: Path,
 ) -> None:
-    """100 descriptors leave 36 connections after the reserve (16 + 32 + 8) and the 8 in
-    passing: the start says so, and what limit would keep the 64."""
+    """100 descriptors leave 22 connections after the reserve (16 + 32 + 8, and 7 for each of
+    the 2 PDF workers) and the 8 in passing: the start says so, and what limit would keep
+    the 64."""
     port = _free_port()
     config = tmp_path / "rypsok.toml"
     config.write_text(
@@ -228,6 +229,6 @@ async def test_lim_h8_a_descriptor_limit_that_lowers_the_cap_is_logged_at_start(
     events = [json.loads(line) for line in stderr.decode().splitlines() if line.startswith("{")]
     (line,) = [e for e in events if e["event"] == "descriptor_limit"]
     assert line["level"] == "warn"
-    assert (line["limit"], line["reserve"], line["connections"]) == (100, 56, 36)
+    assert (line["limit"], line["reserve"], line["connections"]) == (100, 70, 22)
     assert line["max_connections"] == 64
-    assert "128" in line["note"]
+    assert "at least 142," in line["note"]

@@ -18,6 +18,7 @@ from http_helpers import (
     CALLERS,
     CALLERS_ENV,
     TOKEN_A,
+    TOKEN_B,
     call_body,
     call_status,
     http_counts,
@@ -617,9 +618,14 @@ async def test_req_test_014_every_row_of_the_status_table_on_one_listener() -> N
             "content type"
         )
         seen.setdefault(await status(ok, **{"X-Big": "a" * 17000}), []).append("header block")
-        init = legacy_headers(TOKEN_A)
-        first = await client.post(server.url, json=initialize_body(), headers=init)
-        second = await client.post(server.url, json=initialize_body(), headers=init)
+        # The bound (one session) reached by A, then B below its share: the bound's 503
+        # (A again would be past its share, the share's 503).
+        first = await client.post(
+            server.url, json=initialize_body(), headers=legacy_headers(TOKEN_A)
+        )
+        second = await client.post(
+            server.url, json=initialize_body(), headers=legacy_headers(TOKEN_B)
+        )
         seen.setdefault(first.status_code, []).append("a handshake")
         seen.setdefault(second.status_code, []).append("session bound")
         head = (

@@ -31,7 +31,8 @@ from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.typing import ConnectionState
 
-from rypsok.mcp.listener.stream import NoIdleTask, hypercorn_config, refuse_streams_alone
+from rypsok.mcp.listener.h2_streams import ListenerH2Connection, adopt
+from rypsok.mcp.listener.stream import NoIdleTask, hypercorn_config
 
 # -- hypercorn ---------------------------------------------------------------------------------
 
@@ -179,7 +180,9 @@ def test_req_sec_022_h2_dispatches_headers_through_a_bound_receive_headers_frame
     """`_receive_headers_frame(frame)` returning `(frames, events)`, reached through
     `_frame_dispatch_table` (bound when the connection was made), `_closed_streams`,
     `highest_inbound_stream_id` and `decoder.decode(data, raw=True)`: what
-    `_RefusingH2Connection` overrides, rebinds, records and calls."""
+    `ListenerH2Connection` overrides, rebinds, records and calls; `_data_to_send` (the frames
+    queued, a bytearray), `streams` and each stream's `state_machine.state`, which it reads
+    to hold the GOAWAY until every answer's end is queued."""
     connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
     method = connection._frame_dispatch_table[hyperframe.frame.HeadersFrame]
     assert method == connection._receive_headers_frame
@@ -190,6 +193,9 @@ def test_req_sec_022_h2_dispatches_headers_through_a_bound_receive_headers_frame
     assert "raw" in inspect.signature(connection.decoder.decode).parameters
     assert issubclass(hpack.HPACKError, Exception)
     assert h2.errors.ErrorCodes.REFUSED_STREAM == 0x7
+    assert isinstance(connection._data_to_send, bytearray)
+    assert isinstance(connection.streams, dict)
+    assert {"OPEN", "HALF_CLOSED_REMOTE"} <= set(h2.stream.StreamState.__members__)
 
 
 def _pair(max_streams: int) -> tuple[h2.connection.H2Connection, h2.connection.H2Connection]:
@@ -239,11 +245,11 @@ def test_req_sec_022_h2_ends_the_connection_for_a_stream_beyond_the_bound() -> N
 
 
 def test_req_sec_022_h2_refuses_a_stream_beyond_the_bound_alone_once_changed() -> None:
-    """The same connection after `refuse_streams_alone`: stream 3 is reset REFUSED_STREAM,
+    """The same connection after `adopt`: stream 3 is reset REFUSED_STREAM,
     stream 1 goes on, a DATA frame of the refused stream is answered STREAM_CLOSED, and the
     HPACK state still follows (a later stream's headers decode)."""
     client, server = _pair(1)
-    refuse_streams_alone(server)
+    adopt(server, lambda: False)
     _ignore_the_bound(client)
     events = server.receive_data(_open(client, 1))
     assert [type(e) for e in events] == [h2.events.RequestReceived, h2.events.StreamEnded]
@@ -263,3 +269,71 @@ def test_req_sec_022_h2_refuses_a_stream_beyond_the_bound_alone_once_changed() -
     assert any(isinstance(e, h2.events.StreamEnded) and e.stream_id == 1 for e in ended)
     events = server.receive_data(_open(client, 5))
     assert [(type(e), e.stream_id) for e in events][:1] == [(h2.events.RequestReceived, 5)]
+
+
+def _stopping_pair() -> tuple[h2.connection.H2Connection, ListenerH2Connection, list[bool]]:
+    client, server = _pair(16)
+    stopping = [False]
+    adopt(server, lambda: stopping[0])
+    assert isinstance(server, ListenerH2Connection)
+    return client, server, stopping
+
+
+def test_req_ops_002_h2_after_the_stop_a_new_stream_is_refused_and_the_open_one_goes_on() -> None:
+    client, server, stopping = _stopping_pair()
+    events = server.receive_data(_open(client, 1))
+    assert [type(e) for e in events] == [h2.events.RequestReceived, h2.events.StreamEnded]
+    stopping[0] = True
+    assert server.receive_data(_open(client, 3)) == []  # never handed on
+    resets = [e for e in client.receive_data(server.data_to_send()) if e.stream_id == 3]
+    assert [(type(e), e.error_code) for e in resets] == [
+        (h2.events.StreamReset, h2.errors.ErrorCodes.REFUSED_STREAM)
+    ]
+    server.send_headers(1, [(":status", "200")], end_stream=True)
+    ended = client.receive_data(server.data_to_send())
+    assert [(type(e), e.stream_id) for e in ended][-1:] == [(h2.events.StreamEnded, 1)]
+
+
+def test_req_ops_002_h2_a_graceful_goaway_waits_for_the_last_answers_end() -> None:
+    """hypercorn closes a stopped connection (`close_connection`) once its last stream is
+    closed on its side, possibly before that stream's END_STREAM is queued: the GOAWAY waits
+    for it and follows it in the same chunk, its last stream id the last stream handed on
+    (stream 3, refused, is not)."""
+    client, server, stopping = _stopping_pair()
+    server.receive_data(_open(client, 1))
+    server.send_headers(1, [(":status", "200")])
+    server.send_data(1, b"answer")
+    stopping[0] = True
+    server.receive_data(_open(client, 3))
+    server.close_connection()
+    assert not server.settled
+    first = server.data_to_send()
+    events = client.receive_data(first)
+    assert not any(isinstance(e, h2.events.ConnectionTerminated) for e in events)
+    server.sent(first)
+    server.end_stream(1)  # h2 refuses this once a GOAWAY is out
+    last = server.data_to_send()
+    events = client.receive_data(last)
+    kinds = [type(e) for e in events]
+    assert kinds == [h2.events.DataReceived, h2.events.StreamEnded, h2.events.ConnectionTerminated]
+    goaway = events[-1]
+    assert isinstance(goaway, h2.events.ConnectionTerminated)
+    assert (goaway.error_code, goaway.last_stream_id) == (0, 1)
+    assert not server.settled  # taken, not yet written
+    server.sent(last)
+    assert server.settled
+
+
+def test_req_ops_002_h2_a_goaway_with_no_answer_open_or_for_an_error_goes_at_once() -> None:
+    client, server, _ = _stopping_pair()
+    assert server.settled
+    server.close_connection()
+    events = client.receive_data(server.data_to_send())
+    assert [type(e) for e in events] == [h2.events.ConnectionTerminated]
+    client, server, _ = _stopping_pair()
+    server.receive_data(_open(client, 1))
+    server.close_connection(h2.errors.ErrorCodes.PROTOCOL_ERROR)  # an error is never held
+    events = client.receive_data(server.data_to_send())
+    assert [(type(e), e.error_code) for e in events] == [
+        (h2.events.ConnectionTerminated, h2.errors.ErrorCodes.PROTOCOL_ERROR)
+    ]

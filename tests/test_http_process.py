@@ -182,6 +182,82 @@ async def test_req_ops_002_sigterm_with_calls_in_flight_answers_them_and_exits_0
     assert started[0]["in_flight"] == 2
 
 
+async def _hold_connections(task_status: trio.TaskStatus[int]) -> None:
+    """A loopback site that accepts every connection and never answers: an engine's call
+    stays in flight until its own deadline."""
+    (listener,) = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    held: list[trio.SocketStream] = []
+    try:
+        task_status.started(listener.socket.getsockname()[1])
+        while True:
+            held.append(await listener.accept())
+    finally:
+        for stream in held:
+            stream.socket.close()
+        listener.socket.close()
+
+
+async def test_req_ops_002_over_h2_a_probe_after_sigterm_leaves_the_call_in_flight_answered(
+    tmp_path: Path,
+) -> None:
+    """Over one h2c connection: a web_search whose engine never answers, SIGTERM, then GET
+    /readyz on the same connection. The probe's stream is refused (REFUSED_STREAM); the search
+    is still answered (its deadline's error, within the shutdown's budget), and the process
+    exits 0."""
+    port = _free_port()
+    config = tmp_path / "rypsok.toml"
+    url = f"http://127.0.0.1:{port}"
+    async with trio.open_nursery() as nursery:
+        hung_port = await nursery.start(_hold_connections)
+        config.write_text(
+            "config_version = 1\n[service]\nshutdown_ms = 8000\n"
+            f'[service.http]\nbind = "127.0.0.1:{port}"\n'
+            "[search]\ndeadline_ms = 2500\nengine_timeout_ms = 2000\n"
+            '[engines.wikipedia]\ntype = "wikipedia"\ncategories = ["general"]\n'
+            f'base_url = "http://127.0.0.1:{hung_port}/w"\n'
+            '[egress]\nallow = ["127.0.0.1"]\nallow_http = true\n'
+        )
+        argv = [sys.executable, "-m", "rypsok", "serve", "--transport", "http",
+                "--config", str(config)]  # fmt: skip
+        child = await _start(nursery, argv, _env())
+        await child.wait_for("listening")
+        found: dict[str, Any] = {}
+        async with httpx.AsyncClient(http1=False, http2=True, timeout=20) as client:
+            ready = await client.get(f"{url}/readyz")
+            assert (ready.http_version, ready.status_code) == ("HTTP/2", 200)
+
+            async def search() -> None:
+                try:
+                    found["search"] = await client.post(
+                        f"{url}/mcp",
+                        content=json.dumps(call_body("web_search", {"query": "rust"})),
+                        headers=modern_headers("tools/call", "web_search"),
+                    )
+                except httpx.RemoteProtocolError as lost:
+                    found["search"] = lost  # the answer lost: the assertion below says so
+
+            async with trio.open_nursery() as calls:
+                calls.start_soon(search)
+                await trio.sleep(0.5)
+                child.process.send_signal(signal.SIGTERM)
+                await child.wait_for("shutdown_started")
+                try:
+                    found["probe"] = await client.get(f"{url}/readyz")
+                except httpx.RemoteProtocolError as refused:
+                    found["probe"] = refused
+        with trio.fail_after(10):
+            code = await child.process.wait()
+        nursery.cancel_scope.cancel()
+    assert code == 0
+    answer = found["search"]
+    assert isinstance(answer, httpx.Response), answer
+    assert (answer.http_version, answer.status_code) == ("HTTP/2", 200)
+    error = answer.json()["result"]["structuredContent"]["error"]
+    assert (error["kind"], error["detail"]["reason"]) == ("unavailable", "deadline")
+    assert isinstance(found["probe"], httpx.RemoteProtocolError)
+    assert "error_code:7" in str(found["probe"])  # REFUSED_STREAM
+
+
 @pytest.mark.parametrize("own_process", [True, False])
 async def test_lim_m5_serving_over_http_runs_the_collector_with_start_up_frozen(
     own_process: bool, monkeypatch: pytest.MonkeyPatch

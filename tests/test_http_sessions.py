@@ -67,6 +67,41 @@ async def test_req_sec_024_one_callers_handshakes_leave_the_others_their_share_o
     assert telemetry.COUNTERS.snapshot()["http"] == {"session_share": 173}
 
 
+async def test_req_sec_024_a_caller_at_its_share_and_the_bound_is_told_its_own_wait(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """max_sessions 4, two callers (a share of 2). A holds its two; B's two fill the table.
+    B's third initialize is past its share and the bound together: it is told its share and
+    the wait until its own oldest session expires, which opens it a session (no Retry-After
+    of 30 that would leave it refused again)."""
+    mock_clock.autojump_threshold = 0
+    config = make_config(CALLERS + "[service.http]\nmax_sessions = 4\n", CALLERS_ENV)
+    async with app_of(config, CALLERS_ENV) as app:
+        alice = [(await post(app, INITIALIZE, TOKEN_A)).status for _ in range(4)]
+        await trio.sleep(100)
+        b_first_at = trio.current_time()
+        bob = [(await post(app, INITIALIZE, TOKEN_B)).status]
+        await trio.sleep(10)
+        bob.append((await post(app, INITIALIZE, TOKEN_B)).status)
+        await trio.sleep(10)
+        sent_at = trio.current_time()
+        refused = await post(app, INITIALIZE, TOKEN_B)
+        assert (alice, bob, refused.status) == ([200, 200, 503, 503], [200, 200], 503)
+        error = json.loads(refused.body)["error"]
+        expected_ms = (b_first_at + SESSION_TTL_S - sent_at) * 1000
+        assert error["data"]["reason"] == "session_share"
+        assert error["data"]["retry_after_ms"] == pytest.approx(expected_ms, abs=1)
+        assert refused.headers["retry-after"] == str(round(expected_ms / 1000 + 0.5))
+        # The wait named is B's true one: A's sessions expire first, yet B still holds its
+        # share until its own oldest expires, and then opens one.
+        await trio.sleep_until(b_first_at + SESSION_TTL_S - 1)
+        again = await post(app, INITIALIZE, TOKEN_B)
+        assert json.loads(again.body)["error"]["data"]["reason"] == "session_share"
+        await trio.sleep_until(sent_at + error["data"]["retry_after_ms"] / 1000)
+        assert (await post(app, INITIALIZE, TOKEN_B)).status == 200
+    assert telemetry.COUNTERS.snapshot()["http"] == {"session_share": 4}
+
+
 async def test_req_sec_024_with_one_caller_the_bound_is_the_whole_table(
     mock_clock: trio.testing.MockClock,
 ) -> None:

@@ -311,11 +311,11 @@ def test_req_obs_008_check_names_the_metrics_keys(tmp_path: Path) -> None:
 def test_lim_h8_the_metrics_descriptors_are_kept_back_from_the_connections() -> None:
     from rypsok.mcp.listener.descriptors import METRICS_DESCRIPTORS, plan_descriptors
 
-    without = plan_descriptors(load_config_text("config_version = 1\n", {}), 128)
+    without = plan_descriptors(load_config_text("config_version = 1\n", {}), 142)
     with_metrics = plan_descriptors(
-        load_config_text("config_version = 1\n[service.metrics]\n", {}), 128
+        load_config_text("config_version = 1\n[service.metrics]\n", {}), 142
     )
     assert METRICS_DESCRIPTORS == 9
     assert (without.connections, without.short) == (64, False)
     assert with_metrics.reserve == without.reserve + METRICS_DESCRIPTORS
-    assert (with_metrics.connections, with_metrics.needed) == (55, 137)
+    assert (with_metrics.connections, with_metrics.needed) == (55, 151)

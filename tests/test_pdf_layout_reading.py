@@ -202,6 +202,19 @@ def test_req_pdf_012_pages_and_characters_bounded() -> None:
     long = text_lines(["Many words go on and on in this line of text."] * 30)
     cut = read_document(pdf_bytes([Page(texts=long)]), max_pages=5, max_chars=120)
     assert 100 <= sum(len(b.text) for b in cut.blocks) <= 120
+    assert cut.text_cut is True
+    assert doc.text_cut is False  # pages left out are the page bound's, not the characters'
+
+
+def test_req_pdf_012_text_as_long_as_the_bound_is_whole() -> None:
+    data = pdf_bytes(
+        [Page(texts=text_lines(["Many words go on and on in this line of text."] * 8))]
+    )
+    size = sum(len(b.text) for b in read_document(data, max_pages=5, max_chars=10_000).blocks)
+    for bound, cut in ((size + 1, False), (size, False), (size - 1, True)):
+        doc = read_document(data, max_pages=5, max_chars=bound)
+        assert doc.text_cut is cut, bound
+        assert sum(len(b.text) for b in doc.blocks) == min(size, bound)
 
 
 def test_req_pdf_001_no_text_layer_and_not_a_pdf() -> None:

@@ -32,6 +32,7 @@ DOC = PdfText(
     pages_read=2,
     pages_total=3,
     has_text_layer=True,
+    text_cut=True,
 )
 
 
@@ -63,6 +64,8 @@ def _broken(change: str) -> object:
         del wire["title"]
     elif change == "bool as count":
         wire["pages_read"] = True
+    elif change == "cut flag as a number":
+        wire["text_cut"] = 1
     elif change == "more read than total":
         wire["pages_read"] = 4
     elif change == "unknown kind":
@@ -96,6 +99,7 @@ def _broken(change: str) -> object:
         "extra key",
         "missing key",
         "bool as count",
+        "cut flag as a number",
         "more read than total",
         "unknown kind",
         "heading level 7",

@@ -7,7 +7,8 @@ at once. The bound counts live sessions only, so an expired one frees its slot.
 
 With two callers or more each holds at most its share of the sessions (`max_sessions` /
 callers, as connections have theirs): one caller's handshakes cannot take the sessions the
-others need. A caller at its share is told when its oldest session will have expired.
+others need. A caller at its share is told when its oldest session will have expired, even
+when the table is full as well: no other session's end lets it open one sooner.
 
 Implements REQ-SEC-024.
 """
@@ -85,10 +86,12 @@ class SessionTable:
         """A new session, or why there is none (answer 503)."""
         now = trio.current_time()
         self._expire(now)
-        if len(self._sessions) >= self._max:
-            return SessionsFull(share=False, retry_after_ms=self._oldest_ends_ms(None, now))
+        # The share is judged first: a caller at its share opens nothing before its own
+        # oldest session expires, however many the others free, so that is its true wait.
         if self._held.get(caller, 0) >= self.share:
             return SessionsFull(share=True, retry_after_ms=self._oldest_ends_ms(caller, now))
+        if len(self._sessions) >= self._max:
+            return SessionsFull(share=False, retry_after_ms=self._oldest_ends_ms(None, now))
         # 128 random bits, visible ASCII as the transport requires.
         session = Session(secrets.token_urlsafe(24), caller, dispatcher, now)
         self._sessions[session.session_id] = session

@@ -31,6 +31,7 @@ class Connection:
     __slots__ = (
         "bodies",
         "closed_by_peer",
+        "ended",
         "evicted",
         "family",
         "gate",
@@ -68,6 +69,7 @@ class Connection:
         # it would only be refused, so it may make room at the cap, until a caller claims it.
         self.tokenless = False
         self.wake = trio.Event()
+        self.ended = trio.Event()  # its serving is over (the shutdown's drain waits for it)
         self.scope = trio.CancelScope()  # the whole connection
         self.scopes: set[trio.CancelScope] = set()  # HTTP/1 requests running
         self.gate: Http1RequestParser | None = None
@@ -90,6 +92,12 @@ class Connection:
             self.wake.set()  # the watchdog's deadline moves closer
         elif not started:
             self.head_since = None
+
+    @property
+    def settled(self) -> bool:
+        """Whether all its answers are written (`Replay.settled`; true before hypercorn has
+        it)."""
+        return self.replay is None or self.replay.settled
 
     def request_ended(self) -> None:
         # The watchdog is not woken: it finds the new time when its own deadline comes.

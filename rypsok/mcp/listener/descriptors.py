@@ -2,9 +2,10 @@
 descriptor limit (`RLIMIT_NOFILE`: systemd's `LimitNOFILE`, a container's `--ulimit nofile`).
 
 Every connection holds a descriptor, and so does everything else the process does: its
-own (standard streams, the event loop, the listening socket, the coordination store) and
-the outbound pools (the engines' `outbound_in_flight`, web_fetch's two per fetch in flight),
-and `[service.metrics]`'s socket and scrapes when it is on.
+own (standard streams, the event loop, the listening socket, the coordination store), the
+outbound pools (the engines' `outbound_in_flight`, web_fetch's two per fetch in flight), the
+PDF workers (`fetch.pdf_workers`, LIM-C10: seven each while it starts), and
+`[service.metrics]`'s socket and scrapes when it is on.
 Those are kept back first (`reserve`); the connections get the rest, with a few for the
 sockets in passing (`ACCEPT_HEADROOM`: newcomers being judged at their accept, evicted
 connections whose task has not closed them yet). So the cap on connections is
@@ -30,6 +31,7 @@ __all__ = [
     "ACCEPT_HEADROOM",
     "METRICS_DESCRIPTORS",
     "OWN_DESCRIPTORS",
+    "PDF_WORKER_DESCRIPTORS",
     "DescriptorPlan",
     "Descriptors",
     "descriptor_limit",
@@ -39,6 +41,10 @@ __all__ = [
 # The process's own descriptors: standard streams, the event loop (epoll, its wake-up pair,
 # the signal pipe), the listening socket, log and coordination connections, with room.
 OWN_DESCRIPTORS: Final = 16
+# One PDF worker's, at their most: while it starts, its two pipes (standard input and
+# output), the null device for its standard error and the pipe that reports a failed exec;
+# while it reads, two pipe ends and its pidfd.
+PDF_WORKER_DESCRIPTORS: Final = 7
 # `[service.metrics]`'s: its listening socket and its scrapes' connections.
 METRICS_DESCRIPTORS: Final = 1 + METRICS_CONNECTIONS
 # Accepted sockets beyond the connection cap: newcomers judged at their accept, evicted
@@ -78,7 +84,12 @@ class DescriptorPlan:
 def plan_descriptors(config: Config, limit: int | None) -> DescriptorPlan:
     """The share of `limit` (the soft `RLIMIT_NOFILE`) the connections get under `config`."""
     limits = config.limits
-    reserve = OWN_DESCRIPTORS + limits.outbound_in_flight + 2 * limits.fetches_in_flight
+    reserve = (
+        OWN_DESCRIPTORS
+        + limits.outbound_in_flight
+        + 2 * limits.fetches_in_flight
+        + PDF_WORKER_DESCRIPTORS * config.fetch.pdf_workers
+    )
     if config.service.metrics is not None:
         reserve += METRICS_DESCRIPTORS
     wanted = config.service.http.max_connections

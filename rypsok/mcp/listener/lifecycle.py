@@ -163,7 +163,7 @@ class Listener:
                 self.refusals.refuse("caller_share", family)
                 return
         app = ASGIWrapper(cast("Any", ConnectionApp(self, connection)))
-        replay = Replay(stream, first, connection, self.refusals)
+        replay = Replay(stream, first, connection, self.refusals, self.is_stopping)
         connection.replay = replay
         # cleartext: hypercorn's no-TLS path
         server = TCPServer(
@@ -183,6 +183,7 @@ class Listener:
                 nursery.cancel_scope.cancel()
         finally:
             self._open.discard(connection)
+            connection.ended.set()
 
     async def _first_bytes(self, stream: trio.SocketStream, connection: Connection) -> bytes | None:
         """The bytes that show the protocol; b"" when LIM-H3 passed first (or the head
@@ -239,6 +240,11 @@ class Listener:
             if connection.in_flight:
                 connection.quiet_since = now
                 continue
+            if self.stopping and not connection.closed_by_peer and not connection.settled:
+                # Its last answer is not all written yet (over HTTP/2 a stream's end and
+                # the GOAWAY can follow its call's end): the write wakes this again.
+                connection.quiet_since = now
+                continue
             if (
                 connection.closed_by_peer
                 or self.stopping
@@ -249,19 +255,29 @@ class Listener:
 
     # -- stopping -------------------------------------------------------------------------
 
+    def is_stopping(self) -> bool:
+        """Whether the shutdown has begun (new HTTP/2 streams are refused from then on)."""
+        return self.stopping
+
     async def drain(self, deadline: float) -> None:
-        """New requests on open connections are refused; wait for those running."""
+        """New requests on open connections are refused; wait for those running, and for
+        their connections to write the answers whole and close."""
         self.stopping = True
         await self._context.terminated.set()
         # Idle connections close now, and those that have not sent their first bytes; busy
-        # ones once their request is answered (hypercorn keeps no connection alive after
-        # `terminated`).
+        # ones once their request is answered and written (hypercorn keeps no connection
+        # alive after `terminated`).
         for scope in self._silent:
             scope.cancel()
         for connection in self._open:
             connection.wake.set()
         with trio.move_on_at(deadline):
             await self.calls.idle.wait()
+            # A call's end is not its answer's last frame on the wire: cutting the
+            # connections now could lose an HTTP/2 stream's END_STREAM. Each closes by
+            # itself once nothing runs on it and all is written (`_watchdog`).
+            for connection in list(self._open):
+                await connection.ended.wait()
 
 
 def _first_error(group: BaseExceptionGroup[OSError]) -> OSError:
@@ -322,6 +338,8 @@ class ConnectionApp:
                 connection.bodies.remove(body)
             connection.in_flight -= 1
             connection.request_ended()
+            if listener.stopping:
+                connection.wake.set()  # the watchdog closes it once its answer is written
             listener.calls.ended()
 
 

@@ -1,7 +1,8 @@
-"""hypercorn's side of a connection: its configuration, h2 with a stream beyond LIM-H4
-refused alone, and the stream it reads (`Replay`): the bytes already read handed back first,
-every later byte through the connection's gate (`rypsok.mcp.http_framing`) before hypercorn
-parses it.
+"""hypercorn's side of a connection: its configuration, and the stream it reads (`Replay`):
+the bytes already read handed back first, every later byte through the connection's gate
+(`rypsok.mcp.http_framing`) before hypercorn parses it. Over HTTP/2 hypercorn's h2 connection
+becomes the listener's (`h2_streams`: a stream beyond LIM-H4 or after the stop refused alone,
+the GOAWAY after the last answer) before the first frame.
 """
 
 from __future__ import annotations
@@ -10,25 +11,23 @@ import contextlib
 from typing import TYPE_CHECKING, Any, Final
 
 import h2.connection
-import h2.errors
-import h2.exceptions
-import h2.stream
-import hpack
-import hyperframe.frame
 import trio
 from hypercorn.config import Config as HypercornConfig
 
 from rypsok.mcp.http_app import HEADER_BLOCK_BYTES
+from rypsok.mcp.listener.h2_streams import ListenerH2Connection, adopt
 from rypsok.mcp.listener.heads import H2_PREFACE
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from hypercorn.trio.tcp_server import TCPServer
 
     from rypsok.config.schema import Config
     from rypsok.mcp.http_app import RefusalLog
     from rypsok.mcp.listener.connection import Connection
 
-__all__ = ["NO_IDLE_TASK", "RECEIVE", "Replay", "hypercorn_config", "refuse_streams_alone"]
+__all__ = ["NO_IDLE_TASK", "RECEIVE", "Replay", "hypercorn_config"]
 
 RECEIVE: Final = 65536
 
@@ -47,40 +46,6 @@ def hypercorn_config(config: Config) -> HypercornConfig:
     hc.errorlog = None  # our own JSON lines only; app failures are logged by the wrapper
     hc.graceful_timeout = config.service.shutdown_ms / 1000
     return hc
-
-
-class RefusingH2Connection(h2.connection.H2Connection):
-    """h2's connection, with a stream beyond LIM-H4 refused alone (RFC 9113 §5.1.2:
-    REFUSED_STREAM) instead of the whole connection ended with PROTOCOL_ERROR, which loses
-    the streams in flight. Put in place of hypercorn's own by a class change (`Replay`)."""
-
-    def _receive_headers_frame(self, frame: Any) -> Any:
-        try:
-            return super()._receive_headers_frame(frame)
-        except h2.exceptions.TooManyStreamsError:
-            stream_id = frame.stream_id
-            if stream_id % 2 == 0 or stream_id <= self.highest_inbound_stream_id:
-                raise  # not a new stream of the client's: h2's own verdict stands
-        try:
-            # Decoded and dropped: HPACK's table must follow every header block.
-            self.decoder.decode(frame.data, raw=True)
-        except hpack.HPACKError as exc:
-            raise h2.exceptions.ProtocolError("undecodable header block") from exc
-        self.highest_inbound_stream_id = stream_id
-        self._closed_streams[stream_id] = h2.stream.StreamClosedBy.SEND_RST_STREAM
-        reset = hyperframe.frame.RstStreamFrame(stream_id)
-        reset.error_code = h2.errors.ErrorCodes.REFUSED_STREAM
-        return [reset], []
-
-
-def refuse_streams_alone(connection: h2.connection.H2Connection) -> None:
-    """Make hypercorn's h2 connection refuse a stream beyond LIM-H4 alone
-    (`RefusingH2Connection`); the h2 internals this leans on are named by
-    `tests/test_http_internals.py`."""
-    connection.__class__ = RefusingH2Connection
-    # h2 dispatches frames through methods bound when it was made.
-    table = connection._frame_dispatch_table
-    table[hyperframe.frame.HeadersFrame] = connection._receive_headers_frame
 
 
 _STATUS_TEXT: Final = {
@@ -109,13 +74,15 @@ class Replay(trio.abc.HalfCloseableStream):
         first: bytes,
         connection: Connection,
         refusals: RefusalLog,
+        stopping: Callable[[], bool],
     ) -> None:
         self._stream = stream
         self._connection = connection
         self._refusals = refusals
+        self._stopping = stopping
         self.socket = stream.socket
         self.server: TCPServer | None = None
-        self._h2_swapped = False
+        self.h2_connection: ListenerH2Connection | None = None  # hypercorn's, adopted
         if connection.h2 is not None:
             # The preface alone first: hypercorn makes its HTTP/2 protocol object from it,
             # and `receive_some` changes that object's h2 class before the first frame.
@@ -153,12 +120,13 @@ class Replay(trio.abc.HalfCloseableStream):
         connection = self._connection
         scanner = connection.h2
         assert scanner is not None
-        if not self._h2_swapped and self.server is not None:
+        if self.h2_connection is None and self.server is not None:
             protocol = getattr(self.server.protocol, "protocol", None)
             h2_connection = getattr(protocol, "connection", None)
             if isinstance(h2_connection, h2.connection.H2Connection):
-                refuse_streams_alone(h2_connection)
-                self._h2_swapped = True
+                adopt(h2_connection, self._stopping)
+                assert isinstance(h2_connection, ListenerH2Connection)
+                self.h2_connection = h2_connection
         if not scanner.feed(data):
             # LIM-H7 passed by the fragments so far: closed before h2 buffers any more.
             self._refusals.refuse("header_too_large", connection.family)
@@ -227,6 +195,17 @@ class Replay(trio.abc.HalfCloseableStream):
         # nothing needs no trip through the scheduler.
         if data:
             await self._stream.send_all(data)
+        if self.h2_connection is not None:
+            self.h2_connection.sent(data)
+            if self.h2_connection.settled and self._stopping():
+                self._connection.wake.set()  # the watchdog may close it now
+
+    @property
+    def settled(self) -> bool:
+        """Whether all hypercorn has to say on this connection is written: over HTTP/2 no
+        stream open and every frame sent (`ListenerH2Connection.settled`); over HTTP/1,
+        whose answers are written before their request ends, always."""
+        return self.h2_connection is None or self.h2_connection.settled
 
     async def wait_send_all_might_not_block(self) -> None:
         await self._stream.wait_send_all_might_not_block()

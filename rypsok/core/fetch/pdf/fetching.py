@@ -100,7 +100,7 @@ class PdfFetching:
         stopped: Reason | None = None
         if doc.pages_read < doc.pages_total:
             stopped = Reason.PAGE_LIMIT
-        elif _characters(doc) >= self._fetch.pdf_max_chars:
+        elif doc.text_cut:
             stopped = Reason.CHARACTER_LIMIT
         # A page bound counts the pages read; a character bound the pages the kept text reaches.
         count = _pages_reached(doc) if stopped is Reason.CHARACTER_LIMIT else doc.pages_read
@@ -127,10 +127,6 @@ def _error_of(failure: Failure, memory_bytes: int) -> ToolError:
     if failure is Failure.START:
         return errors.fetch_busy()
     return errors.pdf_unreadable()
-
-
-def _characters(doc: PdfText) -> int:
-    return sum(len(block.text) for block in doc.blocks)
 
 
 def _pages_reached(doc: PdfText) -> int:

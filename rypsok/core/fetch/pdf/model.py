@@ -14,7 +14,9 @@ A block is one of:
 - ``table``: `rows` of cell texts (the first row is the header when the table has one);
 - ``footnote``: `runs`, placed by the renderer after the text of its `page`.
 
-`page` is the 0-based index of the page the block starts on.
+`page` is the 0-based index of the page the block starts on. `text_cut` says whether the
+reader left text out at its character bound (REQ-PDF-104): a document whose text is exactly
+that long is read whole, which its length alone cannot tell.
 """
 
 from __future__ import annotations
@@ -105,13 +107,16 @@ class PdfBlock:
 
 @attrs.frozen
 class PdfText:
-    """A read document: its title, its blocks in reading order and how much of it was read."""
+    """A read document: its title, its blocks in reading order and how much of it was read
+    (`pages_read` of `pages_total` pages; `text_cut`: text of those pages left out at the
+    character bound)."""
 
     title: str | None
     blocks: tuple[PdfBlock, ...]
     pages_read: int
     pages_total: int
     has_text_layer: bool
+    text_cut: bool = False
 
 
 def to_wire(doc: PdfText) -> dict[str, object]:
@@ -122,6 +127,7 @@ def to_wire(doc: PdfText) -> dict[str, object]:
         "pages_read": doc.pages_read,
         "pages_total": doc.pages_total,
         "has_text_layer": doc.has_text_layer,
+        "text_cut": doc.text_cut,
         "blocks": [_block_to_wire(block) for block in doc.blocks],
     }
 
@@ -139,7 +145,7 @@ def _block_to_wire(block: PdfBlock) -> dict[str, object]:
 
 
 _DOC_KEYS: Final = frozenset(
-    {"v", "title", "pages_read", "pages_total", "has_text_layer", "blocks"}
+    {"v", "title", "pages_read", "pages_total", "has_text_layer", "text_cut", "blocks"}
 )
 _BLOCK_KEYS: Final = frozenset({"kind", "page", "level", "ordered", "number", "runs", "rows"})
 
@@ -213,6 +219,7 @@ def from_wire(obj: object, *, max_chars: int = MAX_WIRE_CHARS) -> PdfText:
         pages_read=pages_read,
         pages_total=pages_total,
         has_text_layer=_bool(doc["has_text_layer"], "has_text_layer"),
+        text_cut=_bool(doc["text_cut"], "text_cut"),
     )
 
 

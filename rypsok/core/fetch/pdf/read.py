@@ -10,7 +10,8 @@ headings and paragraph breaks are judged, are measured over all the pages read.
 
 The title is the document's metadata title, else its first heading (REQ-PDF-011). At most
 `max_pages` pages are read (`pages_read` then is below `pages_total`) and at most
-`max_chars` characters of text are kept (REQ-PDF-012).
+`max_chars` characters of text are kept (REQ-PDF-012; `text_cut` then says whether text was
+left out).
 """
 
 from __future__ import annotations
@@ -127,13 +128,14 @@ def read_document(data: bytes, *, max_pages: int, max_chars: int) -> PdfText:
         metrics = _metrics(streams)
         vocabulary = Vocabulary.of(seg.text for segs in pages for seg in segs)
         drafts = draft_blocks(streams, metrics)
-        blocks = _bounded([_block(d, vocabulary) for d in drafts], max_chars)
+        blocks, cut = _bounded([_block(d, vocabulary) for d in drafts], max_chars)
         return PdfText(
             title=_title(document, drafts),
             blocks=blocks,
             pages_read=count,
             pages_total=total,
             has_text_layer=has_text,
+            text_cut=cut,
         )
     finally:
         document.close()
@@ -161,8 +163,9 @@ def _block(draft: Draft, vocabulary: Vocabulary) -> PdfBlock:
     )
 
 
-def _bounded(blocks: list[PdfBlock], max_chars: int) -> tuple[PdfBlock, ...]:
-    """The first blocks whose text fits in `max_chars`, the last one cut to fit."""
+def _bounded(blocks: list[PdfBlock], max_chars: int) -> tuple[tuple[PdfBlock, ...], bool]:
+    """The first blocks whose text fits in `max_chars`, the last one cut to fit, and whether
+    any text was left out (a text exactly `max_chars` long is whole)."""
     out: list[PdfBlock] = []
     left = max_chars
     for block in blocks:
@@ -174,8 +177,8 @@ def _bounded(blocks: list[PdfBlock], max_chars: int) -> tuple[PdfBlock, ...]:
         cut = _cut(block, left) if left > 0 else None
         if cut is not None:
             out.append(cut)
-        break
-    return tuple(out)
+        return tuple(out), True
+    return tuple(out), False
 
 
 def _cut(block: PdfBlock, left: int) -> PdfBlock | None:
