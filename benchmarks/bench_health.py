@@ -5,15 +5,20 @@ rypsok serves with the default limits (64 connections, 60 s idle, 10 s per head)
 connections, each renewed when the server closes it, send a request head a byte a second.
 Once the flood is in place, a probe of its own process (as an orchestrator's is) asks
 `GET /healthz` on a fresh connection every 0.2 s and times each from its connect to the whole
-answer. The same probes without the flood give the floor. Loopback only.
+answer. The same probes without the flood give the floor; during the flooded probes, the
+server's CPU time over the flood's connections (each refused or evicted) is what a flood
+connection costs it. Loopback only.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
+import time
+from pathlib import Path
 
 import trio
 
@@ -65,6 +70,12 @@ def _figures(samples: list[tuple[float, bool]]) -> dict[str, float]:
     }
 
 
+def _cpu_s(pid: int) -> float:
+    """The user and system CPU time of process `pid` so far, in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def measure(flood: int, probes: int) -> dict[str, dict[str, float]]:
     server = _Server("rypsok", "64", "60", "auth")
     result: dict[str, dict[str, float]] = {}
@@ -84,8 +95,13 @@ def measure(flood: int, probes: int) -> dict[str, dict[str, float]]:
             for _ in range(flood):
                 nursery.start_soon(_flooder, server.port, "trickling", opened)
             await trio.sleep(3)  # the flood in place, every slot taken
-            result[f"{flood} trickling"] = _figures(await probe_process())
-            result[f"{flood} trickling"]["flood_opened"] = float(opened[0])
+            began, cpu, before = time.monotonic(), _cpu_s(server.process.pid), opened[0]
+            row = result[f"{flood} trickling"] = _figures(await probe_process())
+            seconds, connections = time.monotonic() - began, opened[0] - before
+            spent = _cpu_s(server.process.pid) - cpu
+            row["flood_per_s"] = connections / seconds
+            row["cpu_share"] = spent / seconds
+            row["cpu_us_each"] = spent / connections * 1e6
             nursery.cancel_scope.cancel()
 
     try:
@@ -116,6 +132,12 @@ def main(argv: list[str] | None = None) -> int:
             f"connection {row['first_connection']:.0f}, process alive "
             f"{bool(row['process_alive'])}\n"
         )
+        if "flood_per_s" in row:
+            sys.stdout.write(
+                f"  the flood meanwhile: {row['flood_per_s']:.0f} connections/s, the server's "
+                f"CPU {row['cpu_share']:.0%} of a core, {row['cpu_us_each']:.0f} µs a "
+                "connection\n"
+            )
     return 0
 
 

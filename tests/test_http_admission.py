@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from typing import TYPE_CHECKING
 
 import pytest
@@ -122,6 +123,25 @@ async def test_req_sec_018_a_peek_leaves_the_bytes_for_the_read(pairs: list[Pair
     assert peek(server) == _head()
     server.setblocking(False)
     assert server.recv(65536) == _head()
+
+
+def test_req_sec_018_a_peek_never_waits_for_bytes_to_come(pairs: list[Pair]) -> None:
+    """A socket of the standard library is peeked as it is: one with a timeout (whose
+    receive would first wait that long for bytes) and one in blocking mode, nothing sent on
+    either, each answer b"" at once; what is sent afterwards is there to peek."""
+    with_timeout = Pair()
+    blocking = Pair()
+    pairs += [with_timeout, blocking]
+    with_timeout.server.settimeout(30)
+    blocking.server.setblocking(True)
+    began = time.monotonic()
+    assert peek(with_timeout.server) == b""
+    assert peek(blocking.server) == b""
+    assert time.monotonic() - began < 5  # far from the timeout's 30 s
+    with_timeout.client.sendall(_head())
+    blocking.client.sendall(_head())
+    assert peek(with_timeout.server) == _head()
+    assert peek(blocking.server) == _head()
 
 
 @pytest.mark.parametrize(

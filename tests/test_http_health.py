@@ -20,7 +20,14 @@ from typing import Any
 
 import httpx
 import trio
-from http_helpers import CALLERS, CALLERS_ENV, serving
+from http_helpers import (
+    CALLERS,
+    CALLERS_ENV,
+    closed_by_server,
+    http_counts,
+    make_config,
+    serving,
+)
 from redis_server import free_port, running_redis
 from search_fakes import FakeEngine
 from stdio_process import ROOT
@@ -217,3 +224,55 @@ async def test_req_dep_004_the_images_healthcheck_asks_healthz(tmp_path: Path) -
             if process.returncode is None:
                 process.kill()
             nursery.cancel_scope.cancel()
+
+
+# -- /healthz behind a flood's newcomers in the listen backlog (issue 34) ----------------------
+
+_PROBE = b"GET /healthz HTTP/1.1\r\nHost: probe\r\nConnection: close\r\n\r\n"
+# Newcomers queued in the backlog ahead of the probe, each closed unanswered at its accept.
+_QUEUED_AHEAD = 900
+
+
+async def test_req_dep_002_healthz_behind_900_refused_newcomers_is_answered_within_250_ms() -> None:
+    """At the cap, with every slot younger than the grace, 900 newcomers that have begun a
+    head and not ended it wait in the listen backlog ahead of a health probe: each is closed
+    unanswered at its accept, and the probe behind them makes room and is answered within
+    250 ms. The backlog is first in, first out: the listener reaches the probe only after
+    taking the 900. A fixed 20 ms pause after every 65 accepts would hold it at least 13
+    pauses (260 ms) before its accept; the pause that scales with the CPU the refusals took
+    reaches it in a fraction of that (tens of milliseconds on a quiet host)."""
+    config = make_config(max_connections=2, idle_timeout_s=60)
+    refused_before = http_counts().get("too_many_connections", 0)
+    async with serving(config) as server:
+        holders = []
+        for _ in range(2):  # the cap, held by heads begun (no request yet, not settled)
+            holder = await trio.open_tcp_stream("127.0.0.1", server.port)
+            await holder.send_all(b"POST /mcp HTTP/1.1\r\n")
+            holders.append(holder)
+        with trio.fail_after(5):
+            while server.listener.connections < 2:  # noqa: ASYNC110 # no event to wait on
+                await trio.sleep(0.01)
+        # Blocking connects: the listener (this thread's loop) takes none of them until the
+        # probe is queued behind them all.
+        queued = []
+        try:
+            for _ in range(_QUEUED_AHEAD):
+                newcomer = socket.create_connection(("127.0.0.1", server.port))
+                queued.append(newcomer)
+                newcomer.sendall(b"POST /mcp HTTP/1.1\r\n")
+            probe = socket.create_connection(("127.0.0.1", server.port))
+            probe.sendall(_PROBE)
+            start = trio.current_time()
+            stream = trio.SocketStream(trio.socket.from_stdlib_socket(probe))
+            async with stream:
+                answer = await closed_by_server(stream, 10)
+            took = trio.current_time() - start
+        finally:
+            for newcomer in queued:
+                newcomer.close()
+            for holder in holders:
+                await holder.aclose()
+    assert answer.startswith(b"HTTP/1.1 200 ")
+    assert answer.endswith(b'{"status":"ok"}')
+    assert http_counts()["too_many_connections"] - refused_before >= _QUEUED_AHEAD
+    assert took < 0.25, f"the probe behind {_QUEUED_AHEAD} newcomers took {took:.3f} s"

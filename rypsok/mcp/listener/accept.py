@@ -1,11 +1,23 @@
 """Taking connections: the listening socket, and the accept loop in bursts.
 
 Accepts are taken in bursts: a flood's connections queued in the backlog are not each a
-scheduling round ahead of a caller's; once a burst closed a newcomer unanswered, the next
-connections wait a moment in the backlog (the served ones run meanwhile). The kernel holds a
-connection until its first bytes come, a second at most (`defer_accept`): a caller that
-writes its request after its connect is known at its accept, never closed as a newcomer
-without its request, nor made room with before its head is read. An accept error
+scheduling round ahead of a caller's. The backlog is first in, first out, and a flood that
+reconnects as soon as it is closed keeps it filled (300 connections at a cap of 64 keep about
+236 there): a health probe or a caller's connection is reached once everything queued ahead
+of it is taken. So a burst runs until the backlog is empty, 64 connections are admitted, or
+5 ms have passed; a newcomer closed unanswered (no room, or past its caller's share) costs an
+accept, a peek and a close and does not count against the 64. After a burst that closed one,
+the next connections wait in the backlog three times the CPU time the burst took, 2 ms at
+least: the refusals take at most a quarter of the loop's time however large the flood, and
+the connections already served run meanwhile. The pause counts the loop thread's CPU time,
+not the clock: on a busy host a burst is preempted, and a pause grown with that time would leave
+a probe in the backlog longer without giving the served connections more CPU. A fixed pause
+after each 64 refusals would instead hold a probe one pause per 64 connections queued ahead
+of it.
+
+The kernel holds a connection until its first bytes come, a second at most (`defer_accept`):
+a caller that writes its request after its connect is known at its accept, never closed as a
+newcomer without its request, nor made room with before its head is read. An accept error
 (descriptors exhausted) backs off 100 ms and is logged at most once per 10 s.
 """
 
@@ -14,6 +26,7 @@ from __future__ import annotations
 import errno
 import math
 import socket as stdlib_socket
+import time
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -31,12 +44,18 @@ __all__ = ["ACCEPT_BACKOFF_S", "ACCEPT_LOG_INTERVAL_S", "AcceptLoop", "listening
 ACCEPT_BACKOFF_S: Final = 0.1
 ACCEPT_LOG_INTERVAL_S: Final = 10.0
 _BACKLOG: Final = 1024
-# Accepts after the first of one wake-up, at most (nginx's multi_accept, bounded).
+# Connections admitted in one wake-up, at most (nginx's multi_accept, bounded): each starts
+# a task whose first rounds come before the next wake-up's.
 _ACCEPT_BURST: Final = 64
-# How long new connections wait in the backlog once a newcomer was closed unanswered (no
-# room, or past its caller's share): long enough for the served connections to run, and for
-# a client's head to follow its connect (a round trip) where the kernel does not wait for it.
-_CROWDED_PAUSE_S: Final = 0.02
+# How long one wake-up's accepts run without a checkpoint, at most: the served connections
+# wait no longer than this for a scheduling round.
+_BURST_S: Final = 0.005
+# Once a burst closed a newcomer unanswered, the next wait in the backlog this many times
+# the CPU time the burst took (the refusals' share of the loop: 1 in 1 + this) ...
+_PAUSE_PER_BURST: Final = 3
+# ... and at least this long: a round trip for a client's head to follow its connect, where
+# the kernel does not hold the connection until it comes.
+_CROWDED_PAUSE_S: Final = 0.002
 # How long the kernel holds a new connection that has sent nothing (`defer_accept`): the
 # SYN-ACK is sent again after a second and the connection is accepted at the peer's answer.
 # A client writes its request right after its connect; one that stays silent is accepted a
@@ -51,7 +70,8 @@ _TRANSIENT_ACCEPT: Final = frozenset(
 
 class AcceptLoop:
     """Accepts connections on one listening socket and hands each to `admit` (False: the
-    newcomer was closed unanswered), never more sockets at once than `descriptors` allows;
+    newcomer was closed unanswered), as trio's socket (a wake-up's first) or the standard
+    library's (the rest of its burst), never more sockets at once than `descriptors` allows;
     `exhausted` makes room when the system has no descriptor left all the same."""
 
     def __init__(
@@ -80,7 +100,10 @@ class AcceptLoop:
                     await self._accept_failed(exc)
                     continue
                 self._descriptors.taken()
+                began = trio.current_time()
+                cpu = time.thread_time()
                 refused = not self._admit(client, family)
+                admitted = 0 if refused else 1
                 # trio's accept ends with a checkpoint that no cancel interrupts: the shutdown
                 # may have cancelled this loop and closed the socket meanwhile, and an accept
                 # on its descriptor would fail (EBADF) instead of the loop ending.
@@ -89,7 +112,7 @@ class AcceptLoop:
                 # scheduling round, so under a flood renewing itself a caller's connection
                 # would wait in the backlog one round per connection queued before it,
                 # each round running every connection's work.
-                for _ in range(_ACCEPT_BURST):
+                while admitted < _ACCEPT_BURST and trio.current_time() - began < _BURST_S:
                     # `backlog` borrows the listening socket's descriptor: once the owner
                     # has closed it (the shutdown), the number is no longer ours to use.
                     if not self._descriptors.room() or sock.fileno() < 0:
@@ -102,17 +125,20 @@ class AcceptLoop:
                         await self._accept_failed(exc)
                         break
                     self._descriptors.taken()
-                    raw_client = trio.socket.from_stdlib_socket(raw)
-                    refused = not self._admit(raw_client, family) or refused
+                    # Handed over as the standard library's socket: trio's is made only
+                    # for a connection admitted, not for each refused one.
+                    if self._admit(raw, family):
+                        admitted += 1
+                    else:
+                        refused = True
                 if refused:
                     # A newcomer of this wake-up was closed unanswered (no room, or past its
-                    # caller's share): a flood renewing itself. The next ones wait in the
-                    # backlog a moment: the connections already served get scheduling
-                    # rounds without a burst of refusals in each (a flood closed at once
-                    # reconnects at once, and a caller's request takes tens of rounds), and
-                    # where the kernel does not hold connections until their bytes come,
-                    # their heads are there at their accept.
-                    await trio.sleep(_CROWDED_PAUSE_S)
+                    # caller's share): a flood renewing itself (a flood closed at once
+                    # reconnects at once, and a caller's request takes tens of rounds). The
+                    # next ones wait in the backlog while the connections already served
+                    # run, in proportion to the CPU the burst took (the module's docstring).
+                    spent = time.thread_time() - cpu
+                    await trio.sleep(max(_CROWDED_PAUSE_S, _PAUSE_PER_BURST * spent))
         finally:
             backlog.detach()  # the descriptor stays the listening socket's
 

@@ -43,6 +43,13 @@ class Socket(Protocol):
 def peek(sock: Socket) -> bytes:
     """What `sock` has received and nobody has read yet (nothing is consumed); b"" once it
     is closed, or when the peer's socket fails (that error is its reader's to meet)."""
+    if isinstance(sock, stdlib_socket.socket) and not sock.gettimeout():
+        # Its own object, without a timeout (a timeout would wait for readable before the
+        # receive): no second object to make, once per refused newcomer of a flood.
+        try:
+            return sock.recv(HEADER_BLOCK_BYTES, _PEEK)
+        except OSError:
+            return b""  # closed (EBADF), nothing there yet (EAGAIN), or the peer's error
     fd = sock.fileno()
     if fd < 0:
         return b""

@@ -13,6 +13,7 @@ hypercorn's HTTP/1.1 and HTTP/2 (h2c) protocol code on Trio, and the drain at th
 from __future__ import annotations
 
 import contextlib
+import socket as stdlib_socket
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -109,7 +110,9 @@ class Listener:
 
     def _admit(self, client: Any, family: str, *, nursery: trio.Nursery) -> bool:
         """Hand an accepted socket to its connection's task, which owns it from then on;
-        else (refused, or its socket failed) close it here, its owner until then."""
+        else (refused, or its socket failed) close it here, its owner until then. A socket
+        of the standard library (the accept loop's bursts) becomes trio's only once
+        admitted: a refusal costs its accept, a peek and its close, nothing more."""
         try:
             connection = self.admission.admit(client, family)
         except OSError as exc:
@@ -119,6 +122,10 @@ class Listener:
             client.close()
             self.descriptors.released()
             return False
+        if isinstance(client, stdlib_socket.socket):
+            # The trio socket wraps the same object: its close leaves `connection.sock`
+            # closed too (`fileno()` -1), as the peeks at the cap expect.
+            client = trio.socket.from_stdlib_socket(client)
         nursery.start_soon(self._serve_connection, client, connection)
         return True
 
