@@ -1,8 +1,8 @@
 """`GET /metrics` on `[service.metrics] bind`: the Prometheus exposition, on a socket of its
 own apart from the MCP listener.
 
-One request a connection (`Connection: close`), at most `METRICS_CONNECTIONS` at once. At the
-cap a newcomer makes room: the connection that has waited longest without a whole request
+One request a connection (`Connection: close`), at most `METRICS_CONNECTIONS` at once (LIM-H9). At
+the cap a newcomer makes room: the connection that has waited longest without a whole request
 head is closed, so that connections which open and stop mid-head never keep a scrape out;
 only when every connection has its head (its answer being sent) is the newcomer closed
 unanswered. The request head is read within `_HEAD_S` and is at most `_HEAD_BYTES` bytes,
