@@ -1,10 +1,12 @@
 """`GET /metrics` on `[service.metrics] bind`: the Prometheus exposition, on a socket of its
 own apart from the MCP listener.
 
-One request a connection (`Connection: close`), at most `METRICS_CONNECTIONS` at once (LIM-H9). At
-the cap a newcomer makes room: the connection that has waited longest without a whole request
-head is closed, so that connections which open and stop mid-head never keep a scrape out;
-only when every connection has its head (its answer being sent) is the newcomer closed
+One request a connection (`Connection: close`), at most `METRICS_CONNECTIONS` at once
+(LIM-H9). At the cap a newcomer makes room: the connection that has waited longest without a
+whole request head is closed, so that connections which open and stop mid-head never keep a
+scrape out. A newcomer that has not sent its own head yet makes room only among connections
+that have waited a second (the MCP listener's grace), so that a connect flood does not close
+a scrape's connection before its head comes; when none can make room the newcomer is closed
 unanswered. The request head is read within `_HEAD_S` and is at most `_HEAD_BYTES` bytes,
 its blank line included; past either the connection is closed unanswered. The target is the
 origin form `/metrics` or the absolute form `http://host/metrics` (RFC 9112 §3.2.2: its path
@@ -17,6 +19,7 @@ scrape sends is logged.
 from __future__ import annotations
 
 import hmac
+import math
 from typing import TYPE_CHECKING, Final
 
 import h11
@@ -65,18 +68,42 @@ class _Connections:
         self.open: set[_Connection] = set()
 
     def admit(self, stream: trio.SocketStream) -> _Connection | None:
-        """The newcomer's connection, room made for it at the cap; None when every open
-        connection has its head (the newcomer is closed unanswered)."""
+        """The newcomer's connection, room made for it at the cap; None when no open
+        connection can make room (the newcomer is closed unanswered)."""
         if len(self.open) >= METRICS_CONNECTIONS:
-            waiting = [c for c in self.open if not c.has_head]
-            if not waiting:
+            victim = self._longest_waiting(settled=not _whole_head(stream.socket))
+            if victim is None:
                 return None
-            victim = min(waiting, key=lambda c: c.accepted_at)
             self.open.discard(victim)
             victim.evict()
         connection = _Connection(stream)
         self.open.add(connection)
         return connection
+
+    def _longest_waiting(self, *, settled: bool) -> _Connection | None:
+        """The connection that has waited longest without a whole head, read or in its
+        buffer. With `settled` (a newcomer that has not sent its own head yet) only one that
+        has waited the MCP listener's grace: a connect flood's renewed connections do not
+        close a scrape's before its head comes."""
+        from rypsok.mcp.listener.connection import ROOM_GRACE_S  # see `_whole_head`
+
+        before = trio.current_time() - ROOM_GRACE_S if settled else math.inf
+        waiting = [
+            connection
+            for connection in self.open
+            if not connection.has_head
+            and connection.accepted_at <= before
+            and not _whole_head(connection.stream.socket)
+        ]
+        return min(waiting, key=lambda connection: connection.accepted_at, default=None)
+
+
+def _whole_head(sock: trio.socket.SocketType) -> bool:
+    """Whether a whole HTTP/1 head waits unread in `sock`'s buffer."""
+    # Imported here: rypsok.mcp.listener imports this module (its descriptor plan).
+    from rypsok.mcp.listener.heads import peek, whole_http1_head
+
+    return whole_http1_head(peek(sock)) is not None
 
 
 async def serve_metrics(
