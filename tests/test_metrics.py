@@ -17,18 +17,34 @@ from typing import Any
 import httpx
 import pytest
 import trio
-from http_helpers import CALLERS, CALLERS_ENV, TOKEN_A, call_body, modern_headers, serving
+from http_helpers import (
+    CALLERS,
+    CALLERS_ENV,
+    TOKEN_A,
+    call_body,
+    closed_by_server,
+    modern_headers,
+    serving,
+)
 from redis_server import free_port
 from search_fakes import capture_logs
 from stdio_process import ROOT
 
 from rypsok.config.load import ConfigError, load_config_text
+from rypsok.core import telemetry
 from testkit.mediawiki import FixtureWiki
 
 METRICS_TOKEN = "metrics-operator-token-0123456789abcdef"
 ENV = {**CALLERS_ENV, "RYPSOK_METRICS_TOKEN": METRICS_TOKEN}
 ENGINES = '[engines.wikipedia]\ntype = "wikipedia"\ncategories = ["general"]\n'
 SECRET_QUERY = "quarterly numbers of zebra-hotel-7781"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_counters() -> None:
+    """The telemetry counters are process-wide: an engine another test's run counted would
+    otherwise be a series here."""
+    telemetry.COUNTERS.reset()
 
 
 def _config(port: int, token: bool = True) -> Any:
@@ -216,6 +232,145 @@ async def test_req_obs_008_no_query_url_token_or_caller_in_a_label() -> None:
     assert 'tool="web_fetch"' in exposition
     for leak in ("zebra", "private-site", TOKEN_A, METRICS_TOKEN, "alpha", "beta"):
         assert leak not in exposition, leak
+
+
+async def _raw(port: int, request: bytes) -> bytes:
+    """What the metrics listener answers `request` sent whole on a connection of its own."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        await stream.send_all(request)
+        return await closed_by_server(stream, 10)
+
+
+def _head(target: bytes, *fields: bytes) -> bytes:
+    return (
+        b"GET "
+        + target
+        + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        + b"".join(field + b"\r\n" for field in fields)
+        + b"\r\n"
+    )
+
+
+async def test_req_obs_008_the_bearer_scheme_in_any_case_and_the_absolute_form() -> None:
+    # RFC 9110 §11.1: the scheme is case-insensitive, as on /mcp; RFC 9112 §3.2.2: a server
+    # accepts the absolute form, whose path decides.
+    port = free_port()
+    token = METRICS_TOKEN.encode()
+    async with serving(_config(port), ENV):
+        lower = await _raw(port, _head(b"/metrics", b"Authorization: bearer " + token))
+        upper = await _raw(port, _head(b"/metrics", b"Authorization: BEARER  " + token))
+        absolute = await _raw(
+            port,
+            _head(b"http://127.0.0.1:%d/metrics?x=1" % port, b"Authorization: Bearer " + token),
+        )
+        absolute_other = await _raw(
+            port, _head(b"HTTP://127.0.0.1/mcp", b"Authorization: Bearer " + token)
+        )
+        absolute_no_token = await _raw(port, _head(b"http://127.0.0.1/metrics"))
+        caller = await _raw(port, _head(b"/metrics", b"Authorization: bearer " + TOKEN_A.encode()))
+        twice = await _raw(
+            port,
+            _head(
+                b"/metrics",
+                b"Authorization: Bearer " + token,
+                b"Authorization: Bearer " + token,
+            ),
+        )
+        other_scheme = await _raw(port, _head(b"/metrics", b"Authorization: Basic " + token))
+    for answer in (lower, upper, absolute):
+        assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
+        assert b"rypsok_calls_total" in answer
+    assert absolute_other.startswith(b"HTTP/1.1 404 ")
+    for refused in (absolute_no_token, caller, twice, other_scheme):
+        assert refused.startswith(b"HTTP/1.1 401 "), refused[:200]
+        assert b"rypsok_calls_total" not in refused
+
+
+async def test_req_obs_008_half_sent_heads_never_keep_a_scrape_out() -> None:
+    # Eight connections that open and stop mid-head fill the cap: each scrape makes room by
+    # closing the one that has waited longest, at once, not after its head deadline.
+    port = free_port()
+    headers = {"Authorization": f"Bearer {METRICS_TOKEN}"}
+    async with serving(_config(port), ENV), httpx.AsyncClient(timeout=3) as client:
+        stalled: list[trio.SocketStream] = []
+
+        async def stall() -> None:
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            await stream.send_all(b"GET /metrics HTTP/1.1\r\n")
+            stalled.append(stream)
+
+        for _ in range(8):
+            await stall()
+            await trio.sleep(0.05)  # accepted in this order: the first has waited longest
+        await trio.sleep(1.5)  # past the grace: a scrape makes room whenever its head comes
+        answers = []
+        for _ in range(3):
+            answers.append(await client.get(f"http://127.0.0.1:{port}/metrics", headers=headers))
+            oldest = stalled.pop(0)
+            # The one closed to make room is the oldest: it hears nothing and is closed.
+            assert await closed_by_server(oldest, 3) == b""
+            await oldest.aclose()
+            await stall()  # the flood renews itself
+        # The newer stalled connections are still open (a read waits, nothing arrives).
+        with trio.move_on_after(0.3) as waited:
+            await stalled[-1].receive_some(1)
+        assert waited.cancelled_caught
+        for stream in stalled:
+            await stream.aclose()
+    assert [a.status_code for a in answers] == [200, 200, 200]
+    assert all("rypsok_calls_total" in a.text for a in answers)
+
+
+async def test_req_obs_008_a_connect_flood_never_closes_a_scrape_before_its_head() -> None:
+    # A newcomer that has not sent its head yet makes room only among connections that have
+    # waited a second: a flood renewed at once closes none of the eight open connections,
+    # the oldest of which then sends the rest of its head and is answered.
+    port = free_port()
+    partial = b"GET /metrics HTTP/1.1\r\n"
+    async with serving(_config(port, token=False), ENV):
+        for _attempt in range(5):
+            started = trio.current_time()
+            opened = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(8)]
+            for stream in opened:
+                await stream.send_all(partial)
+            flood = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(4)]
+            for stream in flood:
+                await stream.send_all(partial)
+            refused = [await closed_by_server(stream, 5) for stream in flood]
+            # The decisions came well within the second, or the attempt says nothing.
+            prompt = trio.current_time() - started < 0.5
+            await opened[0].send_all(b"Host: 127.0.0.1\r\n\r\n")
+            answer = await closed_by_server(opened[0], 10)
+            for stream in opened + flood:
+                await stream.aclose()
+            await trio.sleep(0.3)  # the server sees them close
+            if prompt:
+                break
+        else:
+            pytest.fail("twelve loopback connections never opened within half a second")
+    assert refused == [b""] * 4
+    assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
+
+
+async def test_req_obs_008_the_head_is_at_most_8_kib() -> None:
+    # The range's ends: a head of 8192 bytes, its blank line included, is answered; one
+    # byte more is closed unanswered, however the reads fall.
+    port = free_port()
+
+    def head_of(size: int) -> bytes:
+        start, end = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: ", b"\r\n\r\n"
+        head = start + b"a" * (size - len(start) - len(end)) + end
+        assert len(head) == size
+        return head
+
+    async with serving(_config(port, token=False), ENV):
+        at_bound = await _raw(port, head_of(8192))
+        past_bound = await _raw(port, head_of(8193))
+        far_past = await _raw(port, head_of(12000))
+    assert at_bound.startswith(b"HTTP/1.1 200 "), at_bound[:200]
+    assert past_bound == b""
+    assert far_past == b""
 
 
 # The exposition's tasks: the listener's own (started by serve_http) and one a connection.
