@@ -180,8 +180,9 @@ def _part_of_declared_body(element: Element, stats: Stats) -> bool:
 _CHROME_TAGS: Final = CHROME_ELEMENTS | {"form", "figure"}
 
 
-def remove_chrome(body: Element, stats: Stats) -> bool:
-    """Remove the chrome under `body` (measured by `stats`); whether anything went."""
+def remove_chrome(body: Element, stats: Stats) -> Stats:
+    """Remove the chrome under `body` (measured by `stats`); the measures of what is left
+    (`stats` itself when nothing went)."""
     elements = stats.elements
     tags = stats.tags
     end = stats.end
@@ -190,6 +191,7 @@ def remove_chrome(body: Element, stats: Stats) -> bool:
     # In document order, a removed element's subtree skipped: what it holds goes with it,
     # and the list is of the outermost ones only.
     doomed: list[Element] = []
+    rows: list[int] = []
     after = 0
     # The kind of an element that is not a link, a chrome element, a form or a figure
     # depends on its name and attributes alone: pages repeat them (100,000 siblings named
@@ -211,9 +213,11 @@ def remove_chrome(body: Element, stats: Stats) -> bool:
                 kind = kinds[key] = _chrome_kind(element, stats)
         if kind and judge.goes(row, element, kind):
             doomed.append(element)
+            rows.append(row)
             after = end[row]
-    drop_all(doomed)
-    return bool(doomed)
+    if not doomed:
+        return stats
+    return stats.without(rows, drop_all(doomed))
 
 
 class _Judge:

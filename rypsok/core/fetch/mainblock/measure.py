@@ -10,11 +10,14 @@ from __future__ import annotations
 from array import array
 from itertools import accumulate, compress, repeat
 from operator import add, attrgetter, le, mul, not_, sub
-from typing import Final, TypeAlias
+from typing import TYPE_CHECKING, Final, NamedTuple, TypeAlias
 
 from lxml import etree
 
 from rypsok.core.fetch.elements import BLOCK_ELEMENTS
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = ["MIN_BLOCK", "Column", "Element", "Stats"]
 
@@ -92,15 +95,80 @@ class Stats:
         # Elements only, as the walks read them (comments and processing instructions, and
         # their tails, are no text of the page here).
         elements: list[Element] = list(root.iter(etree.Element))
-        self.elements = elements
-        self.index, self.parent, self.end = _tree_rows(elements)
-        tags: list[str] = list(map(_TAG, elements))
-        self.tags = tags
-        # Whether each element has attributes (most have none: no name, role or address to
-        # judge it by, which the steps below need not ask it for).
-        self.attributed: list[int] = list(map(len, map(_ATTRIB, elements)))
-        own, own_commas, tail, tail_commas = _own_and_tail(elements)
+        index, parent, end = _tree_rows(elements)
+        self._measure(
+            elements,
+            index,
+            parent,
+            end,
+            list(map(_TAG, elements)),
+            # Whether each element has attributes (most have none: no name, role or address
+            # to judge it by, which the steps below need not ask it for).
+            list(map(len, map(_ATTRIB, elements))),
+            _own_and_tail(elements),
+        )
+
+    def without(self, removed: list[int], changed: Iterable[Element]) -> Stats:
+        """The measures of the same tree once the subtrees at the rows `removed` (the
+        outermost, in document order) are out of it, and the `changed` elements, still in
+        it, have had text or a tail joined to theirs (`drop_all`): what a new measure of the
+        root reads, from these columns.
+
+        The kept rows keep their order, tags, attributes and texts: only those of the
+        changed elements are read from the tree again, and the sums are taken afresh over
+        the kept rows. At the node bound this costs a third of a new measure, which reads
+        every element's text and tail through lxml again (the chrome removed from a page of
+        tens of thousands of posts, each beside its widget)."""
+        count = len(self.elements)
         end = self.end
+        keep = bytearray(b"\x01") * count
+        for row in removed:
+            stop = end[row]
+            keep[row:stop] = bytes(stop - row)
+        # Each row's place among the kept rows (a kept row's new row, a subtree's new end).
+        place = list(accumulate(keep, initial=0))
+        kept = list(compress(range(count), keep))
+        elements = list(compress(self.elements, keep))
+        parent = [-1]
+        parent += map(place.__getitem__, map(self.parent.__getitem__, kept[1:]))
+        new_end = list(map(place.__getitem__, map(end.__getitem__, kept)))
+        index = dict(zip(reversed(elements), range(len(elements) - 1, -1, -1), strict=True))
+        texts = _Texts(*(list(compress(column, keep)) for column in self._texts))
+        for element in changed:
+            row = index.get(element)
+            if row is not None:
+                texts.read(row, element)
+        measured = Stats.__new__(Stats)
+        measured._measure(
+            elements,
+            index,
+            parent,
+            new_end,
+            list(compress(self.tags, keep)),
+            list(compress(self.attributed, keep)),
+            texts,
+        )
+        return measured
+
+    def _measure(
+        self,
+        elements: list[Element],
+        index: dict[Element, int],
+        parent: list[int],
+        end: list[int],
+        tags: list[str],
+        attributed: list[int],
+        texts: _Texts,
+    ) -> None:
+        """The columns summed from the rows' own texts and tails (`texts`)."""
+        self.elements = elements
+        self.index = index
+        self.parent = parent
+        self.end = end
+        self.tags = tags
+        self.attributed = attributed
+        self._texts = texts
+        own, own_commas, tail, tail_commas = texts
         # All the text under each element: its rows' texts and tails, less its own tail.
         running = [0, *accumulate(map(add, own, tail))]
         text_of = list(map(sub, map(sub, map(running.__getitem__, end), running), tail))
@@ -109,15 +177,14 @@ class Stats:
             map(sub, map(sub, map(running.__getitem__, end), running), tail_commas)
         )
         del running
-        link_rows, links_of = _link_text(tags, self.parent, end, text_of)
+        link_rows, links_of = _link_text(tags, parent, end, text_of)
         self.inline, self.commas, inline_links, self.breaks = _runs(
-            tags, self.parent, own, own_commas, tail, tail_commas, link_rows
+            tags, parent, own, own_commas, tail, tail_commas, link_rows
         )
         self.runs, prose_of = _running_text(tags, end, self.inline, inline_links, links_of, text_of)
         # The rows holding a paragraph, code, a quote or a table, as running totals (a
         # figure that holds one is content, not an illustration).
         self._holders = list(accumulate(map(_TEXT_HOLDERS.__contains__, tags), initial=0))
-        index = self.index
         self.text = Column(index, array("i", text_of))
         self.links = Column(index, array("i", links_of))
         self.prose = Column(index, array("i", prose_of))
@@ -152,11 +219,27 @@ def _tree_rows(elements: list[Element]) -> tuple[dict[Element, int], list[int], 
     return index, parent, end
 
 
-def _own_and_tail(
-    elements: list[Element],
-) -> tuple[list[int], list[int], list[int], list[int]]:
-    """The stripped length and the commas of each element's own text, and of its tail (the
-    root's tail is outside it)."""
+class _Texts(NamedTuple):
+    """The stripped length and the commas of each row's own text, and of its tail (the
+    root's tail is outside it: none)."""
+
+    own: list[int]
+    own_commas: list[int]
+    tail: list[int]
+    tail_commas: list[int]
+
+    def read(self, row: int, element: Element) -> None:
+        """Read the text and the tail of `element`, at `row`, from the tree again."""
+        own = element.text or ""
+        self.own[row] = len(own.strip())
+        self.own_commas[row] = own.count(",")
+        tail = (element.tail or "") if row else ""
+        self.tail[row] = len(tail.strip())
+        self.tail_commas[row] = tail.count(",")
+
+
+def _own_and_tail(elements: list[Element]) -> _Texts:
+    """The texts' measures of each element (`_Texts`)."""
     texts = [text or "" for text in map(_TEXT, elements)]
     own = list(map(len, map(str.strip, texts)))
     own_commas = list(map(str.count, texts, repeat(",")))
@@ -165,7 +248,7 @@ def _own_and_tail(
     tails[0] = ""
     tail = list(map(len, map(str.strip, tails)))
     tail_commas = list(map(str.count, tails, repeat(",")))
-    return own, own_commas, tail, tail_commas
+    return _Texts(own, own_commas, tail, tail_commas)
 
 
 def _link_text(
