@@ -258,7 +258,9 @@ class _Judge:
         self.paragraph_totals: list[int] | None = None
         # The rows of the page's <main> elements (one, most often none).
         tags = stats.tags
-        self.mains = list(compress(range(len(tags)), map("main".__eq__, tags)))
+        self.mains = (
+            list(compress(range(len(tags)), map("main".__eq__, tags))) if "main" in tags else []
+        )
 
     def goes(self, row: int, element: Element, kind: int) -> bool:
         prose_of = self.prose_of
@@ -421,11 +423,12 @@ def entry_rows(stats: Stats) -> list[int]:
             entry = named[key] = _names_an_entry(element)
         if entry:
             rows.append(row)
-    rows += [
-        row
-        for row in compress(range(1, len(tags)), map("article".__eq__, tags[1:]))
-        if prose_of[row] and not stats.attributed[row]
-    ]
+    if "article" in tags:
+        rows += [
+            row
+            for row in compress(range(1, len(tags)), map("article".__eq__, tags[1:]))
+            if prose_of[row] and not stats.attributed[row]
+        ]
     return sorted(rows)
 
 

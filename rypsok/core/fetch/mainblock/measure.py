@@ -135,9 +135,9 @@ class Stats:
         index = dict(zip(reversed(elements), range(len(elements) - 1, -1, -1), strict=True))
         texts = _Texts(*(list(compress(column, keep)) for column in self._texts))
         for element in changed:
-            row = index.get(element)
-            if row is not None:
-                texts.read(row, element)
+            at = index.get(element)
+            if at is not None:
+                texts.read(at, element)
         measured = Stats.__new__(Stats)
         measured._measure(
             elements,
@@ -258,6 +258,8 @@ def _link_text(
     under any other element its links' (the outermost ones: a link inside a link is its
     text already)."""
     count = len(tags)
+    if "a" not in tags:
+        return [], [0] * count  # (a scan in C: many pages of the bound have no link)
     is_link = list(map("a".__eq__, tags))
     link_rows = list(compress(range(count), is_link))
     # Whether a link holds another: the links under each link, summed, are the links
@@ -318,7 +320,7 @@ def _runs(
     # Paragraph breaks: a <br> right after another (white space between), the first of a
     # run, counted in the run that holds them (a browser shows a blank line there).
     breaks: dict[int, int] = {}
-    for row in compress(range(2, count), map("br".__eq__, tags[2:])):
+    for row in compress(range(2, count), map("br".__eq__, tags[2:])) if "br" in tags else ():
         before = row - 1
         up = parent[row]
         if tags[before] == "br" and parent[before] == up and not tail[before]:
@@ -368,11 +370,15 @@ def _running_text(
             and inline_links[row] < (_TEASER_LINKS if tag == "li" else 0.5) * length
         ):
             counted[row] = length
-    resets = [
-        row
-        for row in compress(range(count), map("li".__eq__, tags))
-        if not counted[row] and links_of[row] >= _TEASER_LINKS * text_of[row]
-    ]
+    resets = (
+        [
+            row
+            for row in compress(range(count), map("li".__eq__, tags))
+            if not counted[row] and links_of[row] >= _TEASER_LINKS * text_of[row]
+        ]
+        if "li" in tags
+        else []
+    )
     running = list(accumulate(counted, initial=0))
     prose_of = list(map(sub, map(running.__getitem__, end), running))
     if resets:
