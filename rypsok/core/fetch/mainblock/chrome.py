@@ -22,8 +22,6 @@ from itertools import accumulate, chain, compress
 from operator import mul, or_
 from typing import TYPE_CHECKING, Final
 
-from rypsok.core.fetch.mainblock.tree import drop_all
-
 if TYPE_CHECKING:
     from rypsok.core.fetch.mainblock.measure import Element, Stats
 
@@ -181,8 +179,19 @@ _CHROME_TAGS: Final = CHROME_ELEMENTS | {"form", "figure"}
 
 
 def remove_chrome(body: Element, stats: Stats) -> Stats:
-    """Remove the chrome under `body` (measured by `stats`); the measures of what is left
-    (`stats` itself when nothing went)."""
+    """Remove the chrome under `body` (measured by `stats`); the measures of what is left:
+    `stats` itself when nothing went, else new ones (`stats` is then spent: `Stats.without`)."""
+    doomed = _chrome(body, stats)
+    if not doomed:
+        stats.settle()
+        return stats
+    return stats.without(doomed)
+
+
+def _chrome(body: Element, stats: Stats) -> list[Element]:
+    """The chrome under `body`: the outermost elements, in document order.
+    (Apart from `remove_chrome`: what the judging holds of the measure goes with this
+    call, before the measure is spent.)"""
     elements = stats.elements
     tags = stats.tags
     end = stats.end
@@ -191,7 +200,6 @@ def remove_chrome(body: Element, stats: Stats) -> Stats:
     # In document order, a removed element's subtree skipped: what it holds goes with it,
     # and the list is of the outermost ones only.
     doomed: list[Element] = []
-    rows: list[int] = []
     after = 0
     # The kind of an element that is not a link, a chrome element, a form or a figure
     # depends on its name and attributes alone: pages repeat them (100,000 siblings named
@@ -213,11 +221,8 @@ def remove_chrome(body: Element, stats: Stats) -> Stats:
                 kind = kinds[key] = _chrome_kind(element, stats)
         if kind and judge.goes(row, element, kind):
             doomed.append(element)
-            rows.append(row)
             after = end[row]
-    if not doomed:
-        return stats
-    return stats.without(rows, drop_all(doomed))
+    return doomed
 
 
 class _Judge:

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Final, NamedTuple, TypeAlias
 from lxml import etree
 
 from rypsok.core.fetch.elements import BLOCK_ELEMENTS
+from rypsok.core.fetch.mainblock.tree import drop_all
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import MutableSequence, Sequence
 
 __all__ = ["MIN_BLOCK", "Column", "Element", "Stats"]
 
@@ -91,6 +92,23 @@ class Stats:
     little memory.
     """
 
+    elements: list[Element]
+    index: dict[Element, int]
+    parent: list[int]
+    end: list[int]
+    tags: list[str]
+    attributed: list[int]
+    _texts: _Texts
+    all_commas: list[int]
+    inline: list[int]
+    commas: list[int]
+    breaks: dict[int, int]
+    runs: list[int]
+    _holders: list[int]
+    text: Column
+    links: Column
+    prose: Column
+
     def __init__(self, root: Element) -> None:
         # Elements only, as the walks read them (comments and processing instructions, and
         # their tails, are no text of the page here).
@@ -108,47 +126,69 @@ class Stats:
             _own_and_tail(elements),
         )
 
-    def without(self, removed: list[int], changed: Iterable[Element]) -> Stats:
-        """The measures of the same tree once the subtrees at the rows `removed` (the
-        outermost, in document order) are out of it, and the `changed` elements, still in
-        it, have had text or a tail joined to theirs (`drop_all`): what a new measure of the
-        root reads, from these columns.
+    def without(self, removed: list[Element]) -> Stats:
+        """Remove the `removed` elements (the outermost, in document order, each measured
+        here) from the tree, their tails kept in place (`drop_all`), and answer the measures
+        of what is left: what a new measure of the root reads, taken from these columns.
+        This measure is spent: its columns are let go of before the tree is changed and the
+        new sums are taken, so that a page's two sets are never alive at once (a set is
+        about 20 MiB at the node bound).
 
-        The kept rows keep their order, tags, attributes and texts: only those of the
-        changed elements are read from the tree again, and the sums are taken afresh over
-        the kept rows. At the node bound this costs a third of a new measure, which reads
-        every element's text and tail through lxml again (the chrome removed from a page of
-        tens of thousands of posts, each beside its widget)."""
+        The kept rows keep their order, tags, attributes and texts: only the texts and
+        tails the removed tails joined are read from the tree again, and the sums are taken
+        afresh over the kept rows. At the node bound this costs a third of a new measure,
+        which reads every element's text and tail through lxml again (the chrome removed
+        from a page of tens of thousands of posts, each beside its widget)."""
         count = len(self.elements)
         end = self.end
         keep = bytearray(b"\x01") * count
-        for row in removed:
+        for row in map(self.index.__getitem__, removed):
             stop = end[row]
             keep[row:stop] = bytes(stop - row)
         # Each row's place among the kept rows (a kept row's new row, a subtree's new end).
-        place = list(accumulate(keep, initial=0))
+        place = array("i", accumulate(keep, initial=0))
         kept = list(compress(range(count), keep))
-        elements = list(compress(self.elements, keep))
         parent = [-1]
         parent += map(place.__getitem__, map(self.parent.__getitem__, kept[1:]))
         new_end = list(map(place.__getitem__, map(end.__getitem__, kept)))
-        index = dict(zip(reversed(elements), range(len(elements) - 1, -1, -1), strict=True))
+        del place, kept
+        elements = list(compress(self.elements, keep))
+        tags = list(compress(self.tags, keep))
+        attributed = list(compress(self.attributed, keep))
         texts = _Texts(*(list(compress(column, keep)) for column in self._texts))
+        # (The removed elements' proxies go with the old rows, from the last one back, while
+        # the tree still holds them: see `_tree_rows`.)
+        self._spend()
+        changed = drop_all(removed)
+        index = dict(zip(reversed(elements), range(len(elements) - 1, -1, -1), strict=True))
         for element in changed:
             at = index.get(element)
             if at is not None:
                 texts.read(at, element)
         measured = Stats.__new__(Stats)
-        measured._measure(
-            elements,
-            index,
-            parent,
-            new_end,
-            list(compress(self.tags, keep)),
-            list(compress(self.attributed, keep)),
-            texts,
-        )
+        measured._measure(elements, index, parent, new_end, tags, attributed, texts)
         return measured
+
+    def settle(self) -> None:
+        """Let go of what only `without` reads (the tree is measured for good)."""
+        self._texts = _Texts([], [], [], [])
+
+    def _spend(self) -> None:
+        """Let go of every column (`without` has taken what it keeps of them)."""
+        self.elements = []
+        self.index = {}
+        self.parent = []
+        self.end = []
+        self.tags = []
+        self.attributed = []
+        self._texts = _Texts([], [], [], [])
+        self.all_commas = []
+        self.inline = []
+        self.commas = []
+        self.breaks = {}
+        self.runs = []
+        self._holders = []
+        self.text = self.links = self.prose = Column({}, array("i"))
 
     def _measure(
         self,
@@ -167,7 +207,6 @@ class Stats:
         self.end = end
         self.tags = tags
         self.attributed = attributed
-        self._texts = texts
         own, own_commas, tail, tail_commas = texts
         # All the text under each element: its rows' texts and tails, less its own tail.
         running = [0, *accumulate(map(add, own, tail))]
@@ -182,6 +221,7 @@ class Stats:
             tags, parent, own, own_commas, tail, tail_commas, link_rows
         )
         self.runs, prose_of = _running_text(tags, end, self.inline, inline_links, links_of, text_of)
+        self._texts = texts  # (for `without`)
         # The rows holding a paragraph, code, a quote or a table, as running totals (a
         # figure that holds one is content, not an illustration).
         self._holders = list(accumulate(map(_TEXT_HOLDERS.__contains__, tags), initial=0))
@@ -223,10 +263,10 @@ class _Texts(NamedTuple):
     """The stripped length and the commas of each row's own text, and of its tail (the
     root's tail is outside it: none)."""
 
-    own: list[int]
-    own_commas: list[int]
-    tail: list[int]
-    tail_commas: list[int]
+    own: MutableSequence[int]
+    own_commas: MutableSequence[int]
+    tail: MutableSequence[int]
+    tail_commas: MutableSequence[int]
 
     def read(self, row: int, element: Element) -> None:
         """Read the text and the tail of `element`, at `row`, from the tree again."""
@@ -284,10 +324,10 @@ def _link_text(
 def _runs(
     tags: list[str],
     parent: list[int],
-    own: list[int],
-    own_commas: list[int],
-    tail: list[int],
-    tail_commas: list[int],
+    own: Sequence[int],
+    own_commas: Sequence[int],
+    tail: Sequence[int],
+    tail_commas: Sequence[int],
     link_rows: list[int],
 ) -> tuple[list[int], list[int], list[int], dict[int, int]]:
     """The length, commas and link text of each row's own run of inline text, and the
