@@ -22,6 +22,7 @@ from lxml import etree
 from rypsok.core.fetch.elements import BLOCK_ELEMENTS
 from rypsok.core.fetch.extract import DocumentKind, Extraction, extract_document
 from rypsok.core.fetch.mainblock import select_main_block
+from rypsok.core.fetch.mainblock.chrome import remove_chrome
 from rypsok.core.fetch.mainblock.clean import CLEANED
 from rypsok.core.fetch.mainblock.measure import Stats
 from rypsok.core.fetch.markdown import render_markdown
@@ -160,6 +161,72 @@ def test_req_fetch_002_first_pass_measures_are_their_definition(root: etree._Ele
     for element in order:
         row = stats.index[element]
         assert stats.elements[row : stats.end[row]] == list(element.iter(etree.Element))
+
+
+# Names that make an element chrome by a guess, a thread, an entry, content, or nothing; roles
+# that make it chrome whatever it holds.
+_NAMES = ["share", "sidebar", "comments", "post-body", "content", "c", "date-outer", "widget"]
+_CHROME_TAGS = ["nav", "header", "aside", "form", "figure", "br", "article", "main"]
+
+
+@st.composite
+def _pages(draw: st.DrawFn, depth: int = 0) -> etree._Element:
+    """Trees with chrome in them (by element, role, a guessed name, a thread's name) beside
+    and inside content, entries and paragraphs, with tails and comments, and runs of
+    ``<br>`` that the removal of what stands between them joins."""
+    element = etree.Element(draw(st.sampled_from(_TAGS + _CHROME_TAGS)))
+    kind = draw(st.integers(0, 5))
+    if kind == 1:
+        element.set("class", draw(st.sampled_from(_NAMES)))
+    elif kind == 2:
+        element.set("role", "navigation")
+    elif kind == 3:
+        element.set("id", draw(st.sampled_from(_NAMES)))
+        element.set("itemprop", "articleBody")
+    element.text = draw(st.sampled_from(_TEXTS)) or None
+    if depth < 5:
+        for _ in range(draw(st.integers(0, 5 if depth < 2 else 2))):
+            if draw(st.integers(0, 9)) == 0:
+                comment = etree.Comment("a, b")
+                comment.tail = draw(st.sampled_from(_TEXTS)) or None
+                element.append(comment)
+            child = draw(_pages(depth + 1))
+            child.tail = draw(st.sampled_from(_TEXTS)) or None
+            element.append(child)
+    return element
+
+
+def _columns(stats: Stats) -> dict[str, Any]:
+    return {
+        "elements": stats.elements,
+        "index": stats.index,
+        "parent": stats.parent,
+        "end": stats.end,
+        "tags": stats.tags,
+        "attributed": stats.attributed,
+        "text": list(stats.text.values),
+        "links": list(stats.links.values),
+        "prose": list(stats.prose.values),
+        "inline": stats.inline,
+        "commas": stats.commas,
+        "all_commas": stats.all_commas,
+        "breaks": stats.breaks,
+        "runs": stats.runs,
+        "holds": [stats.holds_text(element) for element in stats.elements],
+    }
+
+
+@settings(max_examples=400, deadline=None)
+@given(_pages())
+def test_req_fetch_002_measures_after_the_chrome_are_a_new_measure_of_what_is_left(
+    root: etree._Element,
+) -> None:
+    # The chrome removal hands on the measures of what it leaves, taken from the columns of
+    # the first measure (the kept rows, the texts and tails the removed tails joined read
+    # again): they are those a new measure of the tree reads, column by column.
+    root.tail = "after, the measured root"  # (outside it: no text of the measure)
+    left = remove_chrome(root, Stats(root))
+    assert _columns(left) == _columns(Stats(root))
 
 
 def test_req_fetch_002_cleaning_removes_nested_link_parts_once_keeping_outer_tails() -> None:

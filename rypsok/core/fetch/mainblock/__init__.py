@@ -89,12 +89,9 @@ def select_main_block(root: Element) -> MainBlock:
     if body is None:
         body = root
     heading = _first_heading(body)
-    stats = Stats(body)
-    if remove_chrome(body, stats):
-        # The lengths are measured again without the chrome (one more linear pass); the old
-        # ones go first, so that two sets are never alive at once.
-        del stats
-        stats = Stats(body)
+    # The lengths without the chrome: the kept rows' columns, summed again (one more linear
+    # pass, without reading the tree again).
+    stats = remove_chrome(body, Stats(body))
     scores, good = score_candidates(body, stats)
     if not scores:
         # Nothing long enough to score: the page is short, and all of it is content.

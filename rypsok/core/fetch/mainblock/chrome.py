@@ -22,8 +22,6 @@ from itertools import accumulate, chain, compress
 from operator import mul, or_
 from typing import TYPE_CHECKING, Final
 
-from rypsok.core.fetch.mainblock.tree import drop_all
-
 if TYPE_CHECKING:
     from rypsok.core.fetch.mainblock.measure import Element, Stats
 
@@ -180,8 +178,20 @@ def _part_of_declared_body(element: Element, stats: Stats) -> bool:
 _CHROME_TAGS: Final = CHROME_ELEMENTS | {"form", "figure"}
 
 
-def remove_chrome(body: Element, stats: Stats) -> bool:
-    """Remove the chrome under `body` (measured by `stats`); whether anything went."""
+def remove_chrome(body: Element, stats: Stats) -> Stats:
+    """Remove the chrome under `body` (measured by `stats`); the measures of what is left:
+    `stats` itself when nothing went, else new ones (`stats` is then spent: `Stats.without`)."""
+    doomed = _chrome(body, stats)
+    if not doomed:
+        stats.settle()
+        return stats
+    return stats.without(doomed)
+
+
+def _chrome(body: Element, stats: Stats) -> list[Element]:
+    """The chrome under `body`: the outermost elements, in document order.
+    (Apart from `remove_chrome`: what the judging holds of the measure goes with this
+    call, before the measure is spent.)"""
     elements = stats.elements
     tags = stats.tags
     end = stats.end
@@ -212,8 +222,7 @@ def remove_chrome(body: Element, stats: Stats) -> bool:
         if kind and judge.goes(row, element, kind):
             doomed.append(element)
             after = end[row]
-    drop_all(doomed)
-    return bool(doomed)
+    return doomed
 
 
 class _Judge:
@@ -254,7 +263,9 @@ class _Judge:
         self.paragraph_totals: list[int] | None = None
         # The rows of the page's <main> elements (one, most often none).
         tags = stats.tags
-        self.mains = list(compress(range(len(tags)), map("main".__eq__, tags)))
+        self.mains = (
+            list(compress(range(len(tags)), map("main".__eq__, tags))) if "main" in tags else []
+        )
 
     def goes(self, row: int, element: Element, kind: int) -> bool:
         prose_of = self.prose_of
@@ -417,11 +428,12 @@ def entry_rows(stats: Stats) -> list[int]:
             entry = named[key] = _names_an_entry(element)
         if entry:
             rows.append(row)
-    rows += [
-        row
-        for row in compress(range(1, len(tags)), map("article".__eq__, tags[1:]))
-        if prose_of[row] and not stats.attributed[row]
-    ]
+    if "article" in tags:
+        rows += [
+            row
+            for row in compress(range(1, len(tags)), map("article".__eq__, tags[1:]))
+            if prose_of[row] and not stats.attributed[row]
+        ]
     return sorted(rows)
 
 

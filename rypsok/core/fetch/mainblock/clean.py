@@ -9,7 +9,7 @@ quarter of the block's text (a page of teasers is its content).
 
 from __future__ import annotations
 
-from itertools import accumulate, repeat
+from itertools import accumulate, compress, repeat
 from typing import TYPE_CHECKING, Final
 
 from rypsok.core.fetch.mainblock.chrome import (
@@ -71,6 +71,14 @@ def clean_block(
             drop_all(doomed)
 
 
+def _totals(tag: str, tags: list[str]) -> list[int]:
+    """The rows of `tag` among the rows `tags`, as running totals (zeros, without a sum,
+    when there are none: most blocks have no image, or no list)."""
+    if tag not in tags:
+        return [0] * (len(tags) + 1)
+    return list(accumulate(map(tag.__eq__, tags), initial=0))
+
+
 class _BlockCounts:
     """The paragraphs, images and items in a block's rows as running totals from its first
     row (those under a part: the difference at its two ends), and what a part holds."""
@@ -94,9 +102,9 @@ class _BlockCounts:
         self.links = stats.links.values
         self.commas = stats.all_commas
         self.end = stats.end
-        self.paragraphs = list(accumulate(map("p".__eq__, block_tags), initial=0))
-        self.images = list(accumulate(map("img".__eq__, block_tags), initial=0))
-        self.items = list(accumulate(map("li".__eq__, block_tags), initial=0))
+        self.paragraphs = _totals("p", block_tags)
+        self.images = _totals("img", block_tags)
+        self.items = _totals("li", block_tags)
 
     def held(self, row: int) -> list[int]:
         """All that the part at `row` holds: [text, link text, commas, p, img, li]."""
@@ -148,7 +156,7 @@ def _doomed_rows(
     counts = _BlockCounts(stats, first, block_tags)
     # The parts judged (paragraphs and CLEANED parts) and the links (whose removed text is
     # all link text), children before their containers: backwards in document order.
-    judged = [row for row, tag in enumerate(block_tags, first) if tag in _JUDGED]
+    judged = list(compress(range(first, end[first]), map(_JUDGED.__contains__, block_tags)))
     del block_tags
     # `starts` and `removed` hold, for what was seen and is inside no other seen part, where
     # it starts and what was removed in it: [text, link text, commas, p, img, li]; a part's

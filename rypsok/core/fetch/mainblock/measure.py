@@ -10,11 +10,15 @@ from __future__ import annotations
 from array import array
 from itertools import accumulate, compress, repeat
 from operator import add, attrgetter, le, mul, not_, sub
-from typing import Final, TypeAlias
+from typing import TYPE_CHECKING, Final, NamedTuple, TypeAlias
 
 from lxml import etree
 
 from rypsok.core.fetch.elements import BLOCK_ELEMENTS
+from rypsok.core.fetch.mainblock.tree import drop_all
+
+if TYPE_CHECKING:
+    from collections.abc import MutableSequence, Sequence
 
 __all__ = ["MIN_BLOCK", "Column", "Element", "Stats"]
 
@@ -88,19 +92,122 @@ class Stats:
     little memory.
     """
 
+    elements: list[Element]
+    index: dict[Element, int]
+    parent: list[int]
+    end: list[int]
+    tags: list[str]
+    attributed: list[int]
+    _texts: _Texts
+    all_commas: list[int]
+    inline: list[int]
+    commas: list[int]
+    breaks: dict[int, int]
+    runs: list[int]
+    _holders: list[int]
+    text: Column
+    links: Column
+    prose: Column
+
     def __init__(self, root: Element) -> None:
         # Elements only, as the walks read them (comments and processing instructions, and
         # their tails, are no text of the page here).
         elements: list[Element] = list(root.iter(etree.Element))
-        self.elements = elements
-        self.index, self.parent, self.end = _tree_rows(elements)
-        tags: list[str] = list(map(_TAG, elements))
-        self.tags = tags
-        # Whether each element has attributes (most have none: no name, role or address to
-        # judge it by, which the steps below need not ask it for).
-        self.attributed: list[int] = list(map(len, map(_ATTRIB, elements)))
-        own, own_commas, tail, tail_commas = _own_and_tail(elements)
+        index, parent, end = _tree_rows(elements)
+        self._measure(
+            elements,
+            index,
+            parent,
+            end,
+            list(map(_TAG, elements)),
+            # Whether each element has attributes (most have none: no name, role or address
+            # to judge it by, which the steps below need not ask it for).
+            list(map(len, map(_ATTRIB, elements))),
+            _own_and_tail(elements),
+        )
+
+    def without(self, removed: list[Element]) -> Stats:
+        """Remove the `removed` elements (the outermost, in document order, each measured
+        here) from the tree, their tails kept in place (`drop_all`), and answer the measures
+        of what is left: what a new measure of the root reads, taken from these columns.
+        This measure is spent: its columns are let go of before the tree is changed and the
+        new sums are taken, so that a page's two sets are never alive at once (a set is
+        about 20 MiB at the node bound).
+
+        The kept rows keep their order, tags, attributes and texts: only the texts and
+        tails the removed tails joined are read from the tree again, and the sums are taken
+        afresh over the kept rows. At the node bound this costs a third of a new measure,
+        which reads every element's text and tail through lxml again (the chrome removed
+        from a page of tens of thousands of posts, each beside its widget)."""
+        count = len(self.elements)
         end = self.end
+        keep = bytearray(b"\x01") * count
+        for row in map(self.index.__getitem__, removed):
+            stop = end[row]
+            keep[row:stop] = bytes(stop - row)
+        # Each row's place among the kept rows (a kept row's new row, a subtree's new end).
+        place = array("i", accumulate(keep, initial=0))
+        kept = list(compress(range(count), keep))
+        parent = [-1]
+        parent += map(place.__getitem__, map(self.parent.__getitem__, kept[1:]))
+        new_end = list(map(place.__getitem__, map(end.__getitem__, kept)))
+        del place, kept
+        elements = list(compress(self.elements, keep))
+        tags = list(compress(self.tags, keep))
+        attributed = list(compress(self.attributed, keep))
+        texts = _Texts(*(list(compress(column, keep)) for column in self._texts))
+        # (The removed elements' proxies go with the old rows, from the last one back, while
+        # the tree still holds them: see `_tree_rows`.)
+        self._spend()
+        changed = drop_all(removed)
+        index = dict(zip(reversed(elements), range(len(elements) - 1, -1, -1), strict=True))
+        for element in changed:
+            at = index.get(element)
+            if at is not None:
+                texts.read(at, element)
+        measured = Stats.__new__(Stats)
+        measured._measure(elements, index, parent, new_end, tags, attributed, texts)
+        return measured
+
+    def settle(self) -> None:
+        """Let go of what only `without` reads (the tree is measured for good)."""
+        self._texts = _Texts([], [], [], [])
+
+    def _spend(self) -> None:
+        """Let go of every column (`without` has taken what it keeps of them)."""
+        self.elements = []
+        self.index = {}
+        self.parent = []
+        self.end = []
+        self.tags = []
+        self.attributed = []
+        self._texts = _Texts([], [], [], [])
+        self.all_commas = []
+        self.inline = []
+        self.commas = []
+        self.breaks = {}
+        self.runs = []
+        self._holders = []
+        self.text = self.links = self.prose = Column({}, array("i"))
+
+    def _measure(
+        self,
+        elements: list[Element],
+        index: dict[Element, int],
+        parent: list[int],
+        end: list[int],
+        tags: list[str],
+        attributed: list[int],
+        texts: _Texts,
+    ) -> None:
+        """The columns summed from the rows' own texts and tails (`texts`)."""
+        self.elements = elements
+        self.index = index
+        self.parent = parent
+        self.end = end
+        self.tags = tags
+        self.attributed = attributed
+        own, own_commas, tail, tail_commas = texts
         # All the text under each element: its rows' texts and tails, less its own tail.
         running = [0, *accumulate(map(add, own, tail))]
         text_of = list(map(sub, map(sub, map(running.__getitem__, end), running), tail))
@@ -109,15 +216,15 @@ class Stats:
             map(sub, map(sub, map(running.__getitem__, end), running), tail_commas)
         )
         del running
-        link_rows, links_of = _link_text(tags, self.parent, end, text_of)
+        link_rows, links_of = _link_text(tags, parent, end, text_of)
         self.inline, self.commas, inline_links, self.breaks = _runs(
-            tags, self.parent, own, own_commas, tail, tail_commas, link_rows
+            tags, parent, own, own_commas, tail, tail_commas, link_rows
         )
         self.runs, prose_of = _running_text(tags, end, self.inline, inline_links, links_of, text_of)
+        self._texts = texts  # (for `without`)
         # The rows holding a paragraph, code, a quote or a table, as running totals (a
         # figure that holds one is content, not an illustration).
         self._holders = list(accumulate(map(_TEXT_HOLDERS.__contains__, tags), initial=0))
-        index = self.index
         self.text = Column(index, array("i", text_of))
         self.links = Column(index, array("i", links_of))
         self.prose = Column(index, array("i", prose_of))
@@ -152,11 +259,27 @@ def _tree_rows(elements: list[Element]) -> tuple[dict[Element, int], list[int], 
     return index, parent, end
 
 
-def _own_and_tail(
-    elements: list[Element],
-) -> tuple[list[int], list[int], list[int], list[int]]:
-    """The stripped length and the commas of each element's own text, and of its tail (the
-    root's tail is outside it)."""
+class _Texts(NamedTuple):
+    """The stripped length and the commas of each row's own text, and of its tail (the
+    root's tail is outside it: none)."""
+
+    own: MutableSequence[int]
+    own_commas: MutableSequence[int]
+    tail: MutableSequence[int]
+    tail_commas: MutableSequence[int]
+
+    def read(self, row: int, element: Element) -> None:
+        """Read the text and the tail of `element`, at `row`, from the tree again."""
+        own = element.text or ""
+        self.own[row] = len(own.strip())
+        self.own_commas[row] = own.count(",")
+        tail = (element.tail or "") if row else ""
+        self.tail[row] = len(tail.strip())
+        self.tail_commas[row] = tail.count(",")
+
+
+def _own_and_tail(elements: list[Element]) -> _Texts:
+    """The texts' measures of each element (`_Texts`)."""
     texts = [text or "" for text in map(_TEXT, elements)]
     own = list(map(len, map(str.strip, texts)))
     own_commas = list(map(str.count, texts, repeat(",")))
@@ -165,7 +288,7 @@ def _own_and_tail(
     tails[0] = ""
     tail = list(map(len, map(str.strip, tails)))
     tail_commas = list(map(str.count, tails, repeat(",")))
-    return own, own_commas, tail, tail_commas
+    return _Texts(own, own_commas, tail, tail_commas)
 
 
 def _link_text(
@@ -175,6 +298,8 @@ def _link_text(
     under any other element its links' (the outermost ones: a link inside a link is its
     text already)."""
     count = len(tags)
+    if "a" not in tags:
+        return [], [0] * count  # (a scan in C: many pages of the bound have no link)
     is_link = list(map("a".__eq__, tags))
     link_rows = list(compress(range(count), is_link))
     # Whether a link holds another: the links under each link, summed, are the links
@@ -199,10 +324,10 @@ def _link_text(
 def _runs(
     tags: list[str],
     parent: list[int],
-    own: list[int],
-    own_commas: list[int],
-    tail: list[int],
-    tail_commas: list[int],
+    own: Sequence[int],
+    own_commas: Sequence[int],
+    tail: Sequence[int],
+    tail_commas: Sequence[int],
     link_rows: list[int],
 ) -> tuple[list[int], list[int], list[int], dict[int, int]]:
     """The length, commas and link text of each row's own run of inline text, and the
@@ -235,7 +360,7 @@ def _runs(
     # Paragraph breaks: a <br> right after another (white space between), the first of a
     # run, counted in the run that holds them (a browser shows a blank line there).
     breaks: dict[int, int] = {}
-    for row in compress(range(2, count), map("br".__eq__, tags[2:])):
+    for row in compress(range(2, count), map("br".__eq__, tags[2:])) if "br" in tags else ():
         before = row - 1
         up = parent[row]
         if tags[before] == "br" and parent[before] == up and not tail[before]:
@@ -285,11 +410,15 @@ def _running_text(
             and inline_links[row] < (_TEASER_LINKS if tag == "li" else 0.5) * length
         ):
             counted[row] = length
-    resets = [
-        row
-        for row in compress(range(count), map("li".__eq__, tags))
-        if not counted[row] and links_of[row] >= _TEASER_LINKS * text_of[row]
-    ]
+    resets = (
+        [
+            row
+            for row in compress(range(count), map("li".__eq__, tags))
+            if not counted[row] and links_of[row] >= _TEASER_LINKS * text_of[row]
+        ]
+        if "li" in tags
+        else []
+    )
     running = list(accumulate(counted, initial=0))
     prose_of = list(map(sub, map(running.__getitem__, end), running))
     if resets:

@@ -88,8 +88,9 @@ def _thread_items(
     run holding the page's best paragraph (the child `over_best`)."""
     groups: dict[tuple[str, str | None], list[Element]] = {}
     for child in children:
-        if child.tag in _ITEMS:
-            groups.setdefault((child.tag, child.get("class")), []).append(child)
+        tag = child.tag  # (lxml makes the string at each read: read once)
+        if tag in _ITEMS:
+            groups.setdefault((tag, child.get("class")), []).append(child)
     skipped = None if over_best is None else (over_best.tag, over_best.get("class"))
     index = stats.index
     text_of = stats.text.values

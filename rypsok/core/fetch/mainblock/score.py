@@ -219,13 +219,20 @@ def score_candidates(body: Element, stats: Stats) -> tuple[Scores, Column]:
         # The measured tree's parents: the root's own is outside it (-1).
         # (A run of paragraphs between <br><br> is their container, as a division is of
         # its <p>s: its parent has half their score.)
+        # (One read and one write of each score: a container first met starts from its
+        # weight, an element without attributes from its tag's alone, without a call.)
         ancestor = parent[row]
         for divider in _DIVIDERS if parts == 1 else _BELOW_PARAGRAPHS:
             if ancestor < 0:
                 break
-            if ancestor not in scores:
-                scores[ancestor] = initial(ancestor)
-            scores[ancestor] += score / divider
+            value = scores.get(ancestor)
+            if value is None:
+                value = (
+                    initial(ancestor)
+                    if attributed[ancestor]
+                    else _TAG_WEIGHT.get(tags[ancestor], 0)
+                )
+            scores[ancestor] = value + score / divider
             ancestor = parent[ancestor]
     return Scores(_weighed(scores, stats), stats, named), stats.prose
 

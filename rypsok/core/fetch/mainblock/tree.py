@@ -14,9 +14,9 @@ def block_text(element: Element) -> str:
     return str(element.xpath("string()"))
 
 
-def drop_all(doomed: list[Element]) -> None:
+def drop_all(doomed: list[Element]) -> list[Element]:
     """Remove the `doomed` elements (in document order, none inside another) but keep their
-    tail text in place.
+    tail text in place; the elements whose text or tail the tails joined.
 
     A tail goes to the nearest kept sibling before it, or to the parent's text: removed in
     document order, the earlier of a run of removed siblings are gone when a later one is,
@@ -41,3 +41,4 @@ def drop_all(doomed: list[Element]) -> None:
             element.text = (element.text or "") + "".join(texts)
         else:
             element.tail = (element.tail or "") + "".join(texts)
+    return [element for element, _ in pieces]

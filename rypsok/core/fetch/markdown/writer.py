@@ -327,6 +327,13 @@ class Writer:
                 if whole[-1:].isspace():
                     self.inline.append(" ")
             return
+        if not len(element):
+            # Text alone (most inline elements: a signature's span, an emphasis): what
+            # `children` writes of it, without the walk over no children.
+            own = element.text
+            if own:
+                self.text(own)
+            return
         if _has_block_child(element):
             # A span wrapping paragraphs is a block in all but name.
             self.flush()
