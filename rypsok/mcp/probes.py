@@ -71,9 +71,9 @@ def needs_no_token(head: bytes) -> bool:
     # (the absolute form made origin form) and the fields are those hypercorn will read.
     framing = Http1RequestParser(HEADER_BLOCK_BYTES)
     passed = framing.feed(head + b"\r\n\r\n")
-    if framing.refused is not None or not passed:
+    if framing.refused is not None:
         return False
-    line, _, fields = passed[:-4].partition(b"\r\n")
+    line, _, fields = passed.partition(b"\r\n")
     method_bytes, target, _ = line.split(b" ")
     method = method_bytes.decode("ascii")
     if is_probe(method, routed_path(target)):

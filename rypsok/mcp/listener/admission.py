@@ -186,9 +186,10 @@ class Admission:
 
     def tokenless(self, head: bytes | None) -> bool:
         """Whether a whole HTTP/1 head carries no caller's token where tokens are needed
-        (a CORS preflight and a health probe, which carry none by design, aside: a probe
-        at the cap makes room as a caller's request does, so that an orchestrator sees the
-        process alive through a flood)."""
+        (a CORS preflight and a health probe, which carry none by design, aside, judged as
+        the app routes them, `rypsok.mcp.probes`: a probe at the cap makes room as a
+        caller's request does, so that an orchestrator sees the process alive through a
+        flood)."""
         callers = self._callers
         if not head or callers is None or not callers.required:
             return False
