@@ -68,8 +68,8 @@ def pairs() -> Iterator[list[Pair]]:
         pair.close()
 
 
-def _head(token: str | None = None, method: bytes = b"POST") -> bytes:
-    lines = [method + b" /mcp HTTP/1.1", b"Host: 127.0.0.1", b"Content-Length: 2"]
+def _head(token: str | None = None, method: bytes = b"POST", *more: bytes) -> bytes:
+    lines = [method + b" /mcp HTTP/1.1", b"Host: 127.0.0.1", b"Content-Length: 2", *more]
     if token is not None:
         lines.append(b"Authorization: Bearer " + token.encode())
     return b"\r\n".join(lines) + b"\r\n\r\n{}"
@@ -361,7 +361,8 @@ async def test_req_sec_018_at_the_cap_a_tokenless_request_makes_no_room(
     assert not tokenless.evicted
     assert _http() == {"too_many_connections": 2}
     # A CORS preflight carries no token by design: it makes room as any request does.
-    preflight = admission.admit(_pair(pairs, _head(method=b"OPTIONS")), "ipv4")
+    preflight_field = b"Access-Control-Request-Method: POST"
+    preflight = admission.admit(_pair(pairs, _head(None, b"OPTIONS", preflight_field)), "ipv4")
     assert preflight is not None
     assert not preflight.tokenless
     assert tokenless.evicted  # a tokenless request loses nothing: it goes first

@@ -15,17 +15,15 @@ import json
 from typing import TYPE_CHECKING, Final
 
 from rypsok.core.readiness import NotReady
+from rypsok.mcp.probes import HEALTHZ, is_probe
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from rypsok.core.readiness import Readiness
 
-__all__ = ["HEALTH_PATHS", "Health"]
+__all__ = ["Health"]
 
-HEALTHZ: Final = "/healthz"
-READYZ: Final = "/readyz"
-HEALTH_PATHS: Final = frozenset({HEALTHZ, READYZ})
 _ALIVE: Final = b'{"status":"ok"}'
 _READY: Final = b'{"status":"ready"}'
 _ALLOW: Final = ((b"allow", b"GET, HEAD"),)
@@ -48,7 +46,7 @@ class Health:
         """The status, body and headers; a HEAD gets the GET's, so that its head carries the
         GET's Content-Length and Content-Type (RFC 9110 §8.6, §9.3.2): the server sends no
         body in answer to a HEAD."""
-        if method not in ("GET", "HEAD"):
+        if not is_probe(method, path):
             return 405, b"", _ALLOW
         if path == HEALTHZ:
             return 200, _ALIVE, _NO_STORE

@@ -23,7 +23,7 @@ import trio
 
 from rypsok.core import telemetry
 from rypsok.core.model import StatusResponse
-from rypsok.mcp.health import HEALTH_PATHS, Health
+from rypsok.mcp.health import Health
 from rypsok.mcp.http_refusals import RefusalLog
 from rypsok.mcp.http_request import (
     CONNECTION_CANCELS,
@@ -48,6 +48,7 @@ from rypsok.mcp.http_request import (
     refusal,
     reply_status,
 )
+from rypsok.mcp.probes import HEALTH_PATHS, is_preflight
 from rypsok.mcp.protocol import Call, Cancel, Dispatcher, Reply, StatusCall, jsonrpc, revisions
 from rypsok.mcp.protocol.dispatch import META_VERSION
 from rypsok.mcp.sessions import SESSION_TTL_S, SessionsFull, SessionTable
@@ -183,10 +184,11 @@ class McpHttpApp:
             # whole. Before the gate, as the contract says: neither logged nor counted.
             raise Refused(431, headers=((b"connection", b"close"),))
         if request.path in HEALTH_PATHS:
-            # A probe's: before the gate (no token, no Host check), never a refusal.
+            # A probe's (`rypsok.mcp.probes`, whose judgement the room made at the cap shares):
+            # before the gate (no token, no Host check), never a refusal.
             await respond(*self.health.answer(request.method, request.path))
             return
-        if request.method == "OPTIONS" and b"access-control-request-method" in request.headers:
+        if is_preflight(request.method, request.headers):
             # A browser's CORS preflight carries no token (Fetch standard): answered before
             # the token is asked for, for a listed origin only.
             self._preflight(request)

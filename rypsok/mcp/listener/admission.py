@@ -15,7 +15,7 @@ share (`caller_share`); otherwise the app's gate claims it (503).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -27,6 +27,7 @@ from rypsok.mcp.listener.heads import (
     waiting_request,
     whole_http1_head,
 )
+from rypsok.mcp.probes import needs_no_token
 
 if TYPE_CHECKING:
     from rypsok.config.schema import Config
@@ -35,16 +36,6 @@ if TYPE_CHECKING:
     from rypsok.mcp.listener.memory import MemoryReturn
 
 __all__ = ["Admission"]
-
-
-# The requests answered without a token by design: a CORS preflight, the health probes.
-_TOKENLESS: Final = (
-    b"OPTIONS ",
-    b"GET /healthz ",
-    b"GET /readyz ",
-    b"HEAD /healthz ",
-    b"HEAD /readyz ",
-)
 
 
 def _room_order(connection: Connection) -> tuple[bool, float]:
@@ -195,13 +186,17 @@ class Admission:
 
     def tokenless(self, head: bytes | None) -> bool:
         """Whether a whole HTTP/1 head carries no caller's token where tokens are needed
-        (a CORS preflight and a health probe, which carry none by design, aside: a probe
-        at the cap makes room as a caller's request does, so that an orchestrator sees the
-        process alive through a flood)."""
+        (a CORS preflight and a health probe, which carry none by design, aside, judged as
+        the app routes them, `rypsok.mcp.probes`: a probe at the cap makes room as a
+        caller's request does, so that an orchestrator sees the process alive through a
+        flood)."""
         callers = self._callers
-        if not head or callers is None or not callers.required or head.startswith(_TOKENLESS):
+        if not head or callers is None or not callers.required:
             return False
-        return callers.identify(authorization(head)) is None
+        if callers.identify(authorization(head)) is not None:
+            return False
+        # The app's own judgement of what it answers without a token, on the raw head.
+        return not needs_no_token(head)
 
     def _caller_of(self, head: bytes | None) -> str | None:
         """The caller an HTTP/1 head names by its token, when there are shares to keep."""
