@@ -741,3 +741,14 @@ def test_req_cfg_005_a_table_written_in_pieces_is_read_whole() -> None:
 )
 def test_req_cfg_005_a_piece_of_a_table_is_checked_with_its_place(line: str, message: str) -> None:
     assert refuse(v1(_PIECES + line), _TOKEN).startswith(message)
+
+
+def test_req_cfg_005_a_token_file_holding_another_callers_token_is_named(tmp_path):
+    # The message names the key that holds the second token, token_file here.
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    text = callers('id = "a"\ntoken_env = "A"\n', f'id = "b"\ntoken_file = "{token_file}"\n')
+    assert refuse(text, {"A": TOKEN}).startswith(
+        "service.http.auth.callers[1].token_file: the token is the same as the token of "
+        "service.http.auth.callers[0]; give each caller its own"
+    )
