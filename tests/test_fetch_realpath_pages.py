@@ -227,6 +227,38 @@ UNDECLARED = {
         "Uosto valdžia pirmadienį atidarė šiaurinę prieplauką po trejų metų darbų; žuvų "
         "turgus persikėlė, o bangolaužis buvo atstatytas prieš žiemos audras.",
     ),
+    # Windows' euro sign (0x80) beside a word: the detector ranked these ISO-8859-10, -14 and
+    # -13 first, which read the byte as a control code; windows-1252 reads it as the sign.
+    "es-euro-cp1252": (
+        "cp1252",
+        "El puerto abrió el muelle norte el lunes después de tres años de obras; el mercado de "
+        "pescado se trasladó y el rompeolas se reconstruyó antes de las tormentas del "
+        "invierno€ La señora Núñez habló con el niño pequeño.",
+    ),
+    "pt-euro-cp1252": (
+        "cp1252",
+        "O porto abriu o cais norte na segunda-feira após três anos de obras; o mercado de "
+        "peixe mudou-se e o quebra-mar foi reconstruído antes das tempestades de inverno€ As "
+        "lições são difíceis, mas não impossíveis.",
+    ),
+    "fr-euro-cp1252": (
+        "cp1252",
+        "Le port a ouvert le quai nord lundi après trois années de travaux ; le marché aux "
+        "poissons a déménagé et la digue a été reconstruite avant les tempêtes de l'hiver€ "
+        "Noël approche, et l'œuvre est déjà célèbre.",
+    ),
+    # Ranked ISO-8859-10 first by the detector: windows-1257 explains its letters.
+    "lv-cp1257": (
+        "cp1257",
+        "Ostas pārvalde pirmdien atvēra ziemeļu piestātni pēc trīs gadu darba; zivju tirgus "
+        "pārcēlās, un viļņlauzis tika atjaunots pirms ziemas vētrām. Ķēķis un ģimene ir šeit.",
+    ),
+    # Ranked windows-1250 first by the detector.
+    "tr-cp1254": ("cp1254", "Öğretmen ödevi değerlendirdi ve notları açıkladı."),
+    # Turkish ü and the dotted capital İ are Turkish letters: without them windows-1257's
+    # ž and ż read these as Baltic.
+    "tr-u-cp1254": ("cp1254", "Şirket müdürü Ömer Bey, işçilere teşekkür etti."),
+    "tr-dotted-capital-cp1254": ("cp1254", "İstanbul'da güneşli bir gün; şehir çok güzel."),
 }
 
 
