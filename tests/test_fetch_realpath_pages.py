@@ -259,6 +259,29 @@ UNDECLARED = {
     # ž and ż read these as Baltic.
     "tr-u-cp1254": ("cp1254", "Şirket müdürü Ömer Bey, işçilere teşekkür etti."),
     "tr-dotted-capital-cp1254": ("cp1254", "İstanbul'da güneşli bir gün; şehir çok güzel."),
+    # Each language's own alphabet decides between the charsets that read its letters.
+    "nl-cp1252": (
+        "cp1252",
+        "De haven opende maandag de noordkade na drie jaar werk; de vismarkt is verhuisd "
+        "en de golfbreker werd herbouwd vóór de stormen van de winter. Het café ligt naast "
+        "de ruïne, en de coöperatie beëindigde de reünie.",
+    ),
+    "no-cp1252": (
+        "cp1252",
+        "Havnen åpnet den nordlige kaien mandag etter tre års arbeid; fiskemarkedet har "
+        "flyttet, og moloen ble gjenoppbygd før vinterens stormer. Øya ligger ved fjæra.",
+    ),
+    "is-cp1252": (
+        "cp1252",
+        "Höfnin opnaði norðurbryggjuna á mánudaginn eftir þriggja ára vinnu; "
+        "fiskmarkaðurinn flutti og brimbrjóturinn var endurbyggður fyrir vetrarstormana. "
+        "Þetta er ótrúlegt.",
+    ),
+    "et-cp1257": (
+        "cp1257",
+        "Sadama juhatus avas esmaspäeval põhjakai pärast kolm aastat tööd; kalaturg kolis "
+        "ja lainemurdja ehitati enne talviseid torme ümber. Šokolaad ja žürii on õues.",
+    ),
 }
 
 
