@@ -505,3 +505,17 @@ async def test_req_page_006_markup_after_the_closing_html_tag() -> None:
     )
     answers = await read({"/after": Page(headers=HTML, body=page.encode())})
     assert ENGLISH in content(answers["/after"])
+
+
+@pytest.mark.parametrize("encoding", ["iso8859-5", "cp1251", "koi8-r"])
+async def test_req_page_007_an_undeclared_cyrillic_page_is_not_weighed_as_latin(
+    encoding: str,
+) -> None:
+    # Only the Latin single-byte charsets are weighed against each other: a Cyrillic page
+    # the detector reads right keeps its charset (a Latin one would explain none of it).
+    text = (
+        "Администрация порта в понедельник открыла северный причал после трёх лет работ; "
+        "рыбный рынок переехал, а волнорез восстановили до зимних штормов."
+    )
+    answers = await read({"/p": Page(headers=HTML, body=article(text).encode(encoding))})
+    assert text in content(answers["/p"])
