@@ -752,3 +752,24 @@ def test_req_cfg_005_a_token_file_holding_another_callers_token_is_named(tmp_pat
         "service.http.auth.callers[1].token_file: the token is the same as the token of "
         "service.http.auth.callers[0]; give each caller its own"
     )
+
+
+@pytest.mark.parametrize(
+    "tag",
+    ["en", "fil", "EN", "pt-BR", "zh-Hant-TW", "es-419", "sl-rozaj-biske-1994", "de-abcdefgh"],
+)
+def test_req_cfg_005_a_language_tag_of_two_or_three_letters_and_up_to_three_subtags_is_read(
+    tag: str,
+) -> None:
+    config = load_config_text(v1(f'[search]\nlanguages = ["{tag}"]\n'), {}, source="test")
+    assert config.search.languages == (tag,)
+
+
+@pytest.mark.parametrize(
+    "tag",
+    ["e", "engl", "en-", "en--US", "de-abcdefghi", "en-a-b-c-d", "en_US", "e1", "en-U$"],
+)
+def test_req_cfg_005_a_language_tag_of_another_shape_is_refused(tag: str) -> None:
+    assert refuse(v1(f'[search]\nlanguages = ["{tag}"]\n')).startswith(
+        "search.languages[0]: expected a language tag"
+    )
