@@ -233,3 +233,15 @@ async def test_req_eng_006_only_a_2xx_answer_has_its_body_read(status: int) -> N
         )
     assert response.status == status
     assert response.body == (b"the body" if status < 300 else b"")
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["Wed, 02 Dec 2026 10:01:30 -0000", "Wed, 02 Dec 2026 10:01:30", "02 Dec 2026 10:01:30"],
+)
+def test_req_res_002_a_retry_after_date_without_its_zone_is_no_wait(value: str) -> None:
+    # An HTTP-date is in GMT; a date whose zone is unknown ("-0000") or missing names no
+    # instant, and is not read on whatever zone this host is in.
+    now = datetime.datetime(2026, 12, 2, 10, 0, tzinfo=datetime.UTC).timestamp()
+    headers = httpx.Headers({"Retry-After": value, "Date": "Wed, 02 Dec 2026 10:00:00 GMT"})
+    assert parse_retry_after(headers, now_unix=now) is None
