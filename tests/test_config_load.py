@@ -773,3 +773,14 @@ def test_req_cfg_005_a_language_tag_of_another_shape_is_refused(tag: str) -> Non
     assert refuse(v1(f'[search]\nlanguages = ["{tag}"]\n')).startswith(
         "search.languages[0]: expected a language tag"
     )
+
+
+def test_req_cfg_005_the_search_deadline_leaves_at_least_100_ms_to_the_engines() -> None:
+    # search.deadline_ms minus search.reserve_ms is the engines' time: 100 ms is the least.
+    body = "[search]\ndeadline_ms = 600\nengine_timeout_ms = 100\nreserve_ms = {}\n"
+    config = load_config_text(v1(body.format(500)), {}, source="test")
+    assert (config.search.reserve_ms, config.search.engine_timeout_ms) == (500, 100)
+    assert refuse(v1(body.format(501))).startswith(
+        "search.reserve_ms: must leave at least 100 ms for search.engine_timeout_ms "
+        "(search.deadline_ms 600 minus search.reserve_ms 501)"
+    )
