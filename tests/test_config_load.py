@@ -784,3 +784,32 @@ def test_req_cfg_005_the_search_deadline_leaves_at_least_100_ms_to_the_engines()
         "search.reserve_ms: must leave at least 100 ms for search.engine_timeout_ms "
         "(search.deadline_ms 600 minus search.reserve_ms 501)"
     )
+
+
+def test_req_cfg_005_the_first_cooldown_names_the_longest_only_when_it_is_the_bound() -> None:
+    # LIM-B2 ends at 600 s; a shorter max_cooldown_s is the bound then, and the message says so.
+    assert refuse(v1("[resilience]\nmax_cooldown_s = 600\nfirst_cooldown_s = 601\n")) == (
+        "resilience.first_cooldown_s: expected an integer from 10 to 600, found a number above "
+        "600 (line 4, column 20)"
+    )
+    assert refuse(v1("[resilience]\nmax_cooldown_s = 599\nfirst_cooldown_s = 600\n")) == (
+        "resilience.first_cooldown_s: must be between 10 and 599 (resilience.max_cooldown_s 599)"
+    )
+
+
+def test_lim_h5_the_fetch_deadline_fits_the_default_request_timeout_to_the_millisecond() -> None:
+    # LIM-H5's default 30 s holds a web_fetch of 28 s and its 2 s; one millisecond more needs
+    # a longer request_timeout_s.
+    config = load_config_text(v1("[fetch]\ndeadline_ms = 28000\n"), {}, source="test")
+    assert config.fetch.deadline_ms == 28000
+    assert refuse(v1("[fetch]\ndeadline_ms = 28001\n")).startswith(
+        "fetch.deadline_ms: must be at most 28000 (service.http.request_timeout_s, default 30 s, "
+        "minus 2 s)"
+    )
+    longer = "[fetch]\ndeadline_ms = 28001\n[service.http]\nrequest_timeout_s = 31\n"
+    assert load_config_text(v1(longer), {}, source="test").service.http.request_timeout_s == 31
+
+
+def test_req_sec_021_strict_mode_is_read_from_the_fetch_table() -> None:
+    config = load_config_text(v1("[fetch]\nstrict_mode = true\n"), {}, source="test")
+    assert config.fetch.strict_mode is True
