@@ -282,6 +282,26 @@ UNDECLARED = {
         "Sadama juhatus avas esmaspäeval põhjakai pärast kolm aastat tööd; kalaturg kolis "
         "ja lainemurdja ehitati enne talviseid torme ümber. Šokolaad ja žürii on õues.",
     ),
+    # Letters that only the language's own alphabet explains in the charset it was written in.
+    "fr-ligature-cp1252": (
+        "cp1252",
+        "Le cœur de l'œuvre est sûr : où qu'il aille, il reçoit l'aïeul à Noël, même à "
+        "l'hôpital où la sœur dîne.",
+    ),
+    "sv-short-cp1252": ("cp1252", "Vår båt är på väg till Västerås, där älven möter sjön."),
+    "pt-nasal-cp1252": (
+        "cp1252",
+        "As lições são difíceis; as mães e os irmãos estão à espera, pois não há pão nem feijão.",
+    ),
+    "sk-iso-8859-2": (
+        "iso8859-2",
+        "Ľudia v Žiline sú šťastní; kôň beží po lúke a vŕba rastie pri rieke.",
+    ),
+    "ro-cp1250": (
+        "cp1250",
+        "Şcoala din Braşov este frumoasă; ţara are munţi înalţi şi păduri.",
+    ),
+    "hr-cp1250": ("cp1250", "Šećer, čaj i ćevapi su na stolu; đon je poderan."),
 }
 
 
