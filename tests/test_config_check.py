@@ -355,3 +355,24 @@ def test_req_sec_022_check_names_a_head_timeout_out_of_its_range(write, body, me
 def test_req_sec_022_the_head_timeout_stays_below_the_idle_time(write, body, head):
     lines = lines_of(write(body))
     assert any(f" head_timeout_s={head} " in line for line in lines)
+
+
+def test_req_cfg_004_an_engine_whose_key_is_optional_is_active_without_one(write, tmp_path):
+    # A key that only raises a quota (stackexchange): none named, none read, the engine
+    # serves its category; one named and unset makes it inactive as any keyed engine.
+    body = '[engines.se]\ntype = "stackexchange"\ncategories = ["code"]\n'
+    lines = lines_of(write(body))
+    assert any(
+        line.startswith("rypsok: engine se: type=stackexchange enabled=true categories=code ")
+        and line.endswith(" no credential configured")
+        for line in lines
+    )
+    assert "rypsok: categories served: code" in lines
+    assert "rypsok: category code: se" in lines
+    named = lines_of(write(body + 'api_key_env = "SE_KEY"\n'))
+    assert "rypsok: categories served: none (no enabled engine is active)" in named
+    assert any(
+        line.startswith("rypsok: engine se: ")
+        and line.endswith("inactive: environment variable SE_KEY is unset or empty")
+        for line in named
+    )

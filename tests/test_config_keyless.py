@@ -90,3 +90,17 @@ def test_req_cmp_002_a_disabled_second_arxiv_engine_is_accepted() -> None:
         '[engines.a1]\ntype = "arxiv"\ncategories = ["science"]\n'
         '[engines.a2]\ntype = "arxiv"\ncategories = ["science"]\nenabled = false\n'
     )
+
+
+@pytest.mark.parametrize(
+    "site", ["superuser", "pt.stackoverflow", "meta.stackexchange", "3dprinting"]
+)
+def test_req_cfg_005_a_stack_exchange_site_name_with_a_dot_or_a_digit_is_read(site: str) -> None:
+    # The API's site parameters include per-language and meta sites (pt.stackoverflow).
+    config = load_config_text(
+        "config_version = 1\n"
+        f'[engines.so]\ntype = "stackexchange"\ncategories = ["code"]\nsite = "{site}"\n',
+        {},
+        source="test",
+    )
+    assert config.engines[0].site == site

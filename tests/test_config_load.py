@@ -741,3 +741,75 @@ def test_req_cfg_005_a_table_written_in_pieces_is_read_whole() -> None:
 )
 def test_req_cfg_005_a_piece_of_a_table_is_checked_with_its_place(line: str, message: str) -> None:
     assert refuse(v1(_PIECES + line), _TOKEN).startswith(message)
+
+
+def test_req_cfg_005_a_token_file_holding_another_callers_token_is_named(tmp_path):
+    # The message names the key that holds the second token, token_file here.
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    text = callers('id = "a"\ntoken_env = "A"\n', f'id = "b"\ntoken_file = "{token_file}"\n')
+    assert refuse(text, {"A": TOKEN}).startswith(
+        "service.http.auth.callers[1].token_file: the token is the same as the token of "
+        "service.http.auth.callers[0]; give each caller its own"
+    )
+
+
+@pytest.mark.parametrize(
+    "tag",
+    ["en", "fil", "EN", "pt-BR", "zh-Hant-TW", "es-419", "sl-rozaj-biske-1994", "de-abcdefgh"],
+)
+def test_req_cfg_005_a_language_tag_of_two_or_three_letters_and_up_to_three_subtags_is_read(
+    tag: str,
+) -> None:
+    config = load_config_text(v1(f'[search]\nlanguages = ["{tag}"]\n'), {}, source="test")
+    assert config.search.languages == (tag,)
+
+
+@pytest.mark.parametrize(
+    "tag",
+    ["e", "engl", "en-", "en--US", "de-abcdefghi", "en-a-b-c-d", "en_US", "e1", "en-U$"],
+)
+def test_req_cfg_005_a_language_tag_of_another_shape_is_refused(tag: str) -> None:
+    assert refuse(v1(f'[search]\nlanguages = ["{tag}"]\n')).startswith(
+        "search.languages[0]: expected a language tag"
+    )
+
+
+def test_req_cfg_005_the_search_deadline_leaves_at_least_100_ms_to_the_engines() -> None:
+    # search.deadline_ms minus search.reserve_ms is the engines' time: 100 ms is the least.
+    body = "[search]\ndeadline_ms = 600\nengine_timeout_ms = 100\nreserve_ms = {}\n"
+    config = load_config_text(v1(body.format(500)), {}, source="test")
+    assert (config.search.reserve_ms, config.search.engine_timeout_ms) == (500, 100)
+    assert refuse(v1(body.format(501))).startswith(
+        "search.reserve_ms: must leave at least 100 ms for search.engine_timeout_ms "
+        "(search.deadline_ms 600 minus search.reserve_ms 501)"
+    )
+
+
+def test_req_cfg_005_the_first_cooldown_names_the_longest_only_when_it_is_the_bound() -> None:
+    # LIM-B2 ends at 600 s; a shorter max_cooldown_s is the bound then, and the message says so.
+    assert refuse(v1("[resilience]\nmax_cooldown_s = 600\nfirst_cooldown_s = 601\n")) == (
+        "resilience.first_cooldown_s: expected an integer from 10 to 600, found a number above "
+        "600 (line 4, column 20)"
+    )
+    assert refuse(v1("[resilience]\nmax_cooldown_s = 599\nfirst_cooldown_s = 600\n")) == (
+        "resilience.first_cooldown_s: must be between 10 and 599 (resilience.max_cooldown_s 599)"
+    )
+
+
+def test_lim_h5_the_fetch_deadline_fits_the_default_request_timeout_to_the_millisecond() -> None:
+    # LIM-H5's default 30 s holds a web_fetch of 28 s and its 2 s; one millisecond more needs
+    # a longer request_timeout_s.
+    config = load_config_text(v1("[fetch]\ndeadline_ms = 28000\n"), {}, source="test")
+    assert config.fetch.deadline_ms == 28000
+    assert refuse(v1("[fetch]\ndeadline_ms = 28001\n")).startswith(
+        "fetch.deadline_ms: must be at most 28000 (service.http.request_timeout_s, default 30 s, "
+        "minus 2 s)"
+    )
+    longer = "[fetch]\ndeadline_ms = 28001\n[service.http]\nrequest_timeout_s = 31\n"
+    assert load_config_text(v1(longer), {}, source="test").service.http.request_timeout_s == 31
+
+
+def test_req_sec_021_strict_mode_is_read_from_the_fetch_table() -> None:
+    config = load_config_text(v1("[fetch]\nstrict_mode = true\n"), {}, source="test")
+    assert config.fetch.strict_mode is True

@@ -9,6 +9,7 @@ production client, reached by an allow rule added in code and a test resolver.
 from __future__ import annotations
 
 import functools
+import socket
 import ssl
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -16,7 +17,8 @@ from urllib.parse import urlsplit
 import httpcore
 import pytest
 import trio
-from fetch_helpers import fetch_config, loopback_client, target_of
+from fetch_helpers import fetch_config, fetching_rypsok, loopback_client, target_of
+from fetch_sites import Page, serve_site
 
 from rypsok.core.egress import EgressPolicy, EgressRefused, TcpBackend, build_fetch_client
 from rypsok.core.egress.clients import DEFAULT_ACCEPT, EgressTransport
@@ -24,10 +26,13 @@ from rypsok.core.egress.policy import DEFAULT_PORTS, AdmittedURL
 from rypsok.core.egress.testing import MapResolver, RecordingBackend
 from rypsok.core.fetch.body import BodyTooLarge, read_bounded
 from rypsok.core.fetch.egress_port import FetchNetwork, build_fetch_egress
+from rypsok.core.model import DetailReason, ErrorKind, FetchRequest, ToolError
+from rypsok.core.services import Rypsok
 from testkit.servers import Reply, serve_http
 
 if TYPE_CHECKING:
     from rypsok.core.egress import FetchClient
+    from rypsok.core.egress.backend import NetworkBackend
     from rypsok.core.egress.clients import HttpResponse
     from rypsok.core.egress.ranges import Address
 
@@ -350,3 +355,170 @@ async def test_req_res_008_an_https_proxy_is_verified_with_the_processs_trust_st
     assert body == b"via tls proxy"
     (seen,) = proxy.requests
     assert seen.target == "http://api.provider-of-search.net/x"
+
+
+# --- what the exchange can raise, one entry of CONNECT_ERRORS and TRANSPORT_ERRORS each ----
+#
+# Each error is raised below the client, by a local port or a fake network, and seen
+# through web_fetch as the book's answer for a site that cannot be reached: unavailable,
+# reason network, with robots.txt read first (the robots read meets it) and without (the
+# page's own request meets it).
+
+
+class _Hanging:
+    """A network where no connection is ever answered (a dropped SYN)."""
+
+    async def connect(self, address: Address, port: int) -> trio.abc.Stream:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+
+class _Unwritable(trio.abc.Stream):
+    """A connection that is opened and then takes no byte of the request, nor answers."""
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        await trio.sleep_forever()
+        return b""
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await trio.sleep_forever()
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await trio.sleep_forever()
+
+    async def aclose(self) -> None:
+        pass
+
+
+class _UnwritableNetwork:
+    async def connect(self, address: Address, port: int) -> trio.abc.Stream:
+        return _Unwritable()
+
+
+class _ClosedPort:
+    """The network to a loopback port nothing listens on: the connection is refused."""
+
+    def __init__(self) -> None:
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        self.port = probe.getsockname()[1]
+        probe.close()
+
+    async def connect(self, address: Address, port: int) -> trio.abc.Stream:
+        return await TcpBackend().connect(address, self.port)
+
+
+async def _fetch_unreachable(network_backend: NetworkBackend, *, robots: bool) -> object:
+    config = fetch_config(
+        "[egress]\nallow_http = true\n"
+        f"[fetch]\nrobots_txt = {'true' if robots else 'false'}\nconnect_timeout_ms = 500\n"
+    )
+    network = FetchNetwork(
+        extra_allow=("gone.org",),
+        resolver=MapResolver({"gone.org": ["127.0.0.1"]}),
+        network_backend=RecordingBackend(network_backend),
+    )
+    async with Rypsok(config, engines=[], fetch_network=network) as rypsok:
+        with trio.fail_after(5):
+            try:
+                return await rypsok.fetch(FetchRequest(url="http://gone.org/page"))
+            except ToolError as error:
+                return error
+
+
+def _is_unreachable(answer: object) -> bool:
+    return (
+        isinstance(answer, ToolError)
+        and answer.kind is ErrorKind.UNAVAILABLE
+        and answer.detail.reason is DetailReason.NETWORK
+        and answer.message == "the site could not be reached; retry later or choose another page"
+    )
+
+
+@pytest.mark.parametrize("robots", [True, False], ids=["robots_txt", "no_robots_txt"])
+async def test_req_fetch_001_a_refused_connection_is_a_site_that_cannot_be_reached(
+    robots: bool,
+) -> None:
+    # httpcore's ConnectError, a NetworkError: CONNECT_ERRORS for the robots read,
+    # TRANSPORT_ERRORS for the page.
+    assert _is_unreachable(await _fetch_unreachable(_ClosedPort(), robots=robots))
+
+
+@pytest.mark.parametrize("robots", [True, False], ids=["robots_txt", "no_robots_txt"])
+async def test_req_sec_011_a_connect_timeout_is_a_site_that_cannot_be_reached(
+    robots: bool,
+) -> None:
+    # httpcore's ConnectTimeout after LIM-F6 (500 ms here), long before the 10 s deadline:
+    # the answer of an unreachable site, not the deadline's, and robots.txt's connect
+    # timeout is the site's, not a file that could not be read (denied, robots_txt).
+    start = trio.current_time()
+    answer = await _fetch_unreachable(_Hanging(), robots=robots)
+    assert _is_unreachable(answer)
+    assert trio.current_time() - start < 5
+
+
+async def test_req_sec_011_a_stream_without_its_own_timeouts_connects_within_the_deadline(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The client's deadline (0.3 s) is below the policy's connect timeout (3 s): it bounds
+    # the connection too.
+    policy = EgressPolicy(allow_http=True).with_allow("127.0.0.1")
+    assert policy.connect_timeout_s == 3.0
+    client = build_fetch_client(
+        policy,
+        user_agent="rypsok/0 (+test)",
+        resolver=MapResolver({"example.org": ["127.0.0.1"]}),
+        network_backend=RecordingBackend(_Hanging()),
+        deadline_s=0.3,
+    )
+    async with client:
+        target = target_of(client, "http://example.org/p")
+        start = trio.current_time()
+        with trio.fail_after(2), pytest.raises(httpcore.ConnectTimeout):
+            async with client.stream(target):
+                pass
+    assert trio.current_time() - start == pytest.approx(0.3)
+
+
+async def test_req_sec_011_a_stream_without_its_own_timeouts_sends_within_the_deadline(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # A connection that never takes the request: the client's deadline ends the write.
+    policy = EgressPolicy(allow_http=True).with_allow("127.0.0.1")
+    client = build_fetch_client(
+        policy,
+        user_agent="rypsok/0 (+test)",
+        resolver=MapResolver({"example.org": ["127.0.0.1"]}),
+        network_backend=RecordingBackend(_UnwritableNetwork()),
+        deadline_s=0.3,
+    )
+    async with client:
+        target = target_of(client, "http://example.org/p")
+        start = trio.current_time()
+        with trio.fail_after(2), pytest.raises(httpcore.WriteTimeout):
+            async with client.stream(target):
+                pass
+    assert trio.current_time() - start == pytest.approx(0.3)
+
+
+async def test_req_fetch_006_a_location_that_is_not_utf_8_is_read_as_latin_1() -> None:
+    # The byte E9 alone is no UTF-8: it is é, as a browser reads the field, and the target
+    # is requested in its UTF-8 percent-encoded form.
+    routes = {
+        "/old": Page.redirect("/caf\u00e9"),  # the site writes its headers in Latin-1
+        "/caf%C3%A9": Page.html(
+            "<html><head><title>Caf\u00e9</title></head><body><article><p>The page the "
+            "redirect leads to, with enough words to be the main block.</p></article>"
+            "</body></html>"
+        ),
+    }
+    async with serve_site(routes) as site:
+        rypsok, _, _ = fetching_rypsok(
+            fetch_config("[egress]\nallow_http = true\n[fetch]\nrobots_txt = false\n"),
+            {"latin.org": site},
+        )
+        async with rypsok:
+            response = await rypsok.fetch(FetchRequest(url="http://latin.org/old"))
+    assert site.paths() == ["/old", "/caf%C3%A9"]
+    assert response.url == "http://latin.org/caf%C3%A9"
+    assert response.title == "Caf\u00e9"

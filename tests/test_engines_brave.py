@@ -275,3 +275,30 @@ def test_req_res_002_x_ratelimit_reset_picks_the_spent_window() -> None:
 def test_req_eng_001_endpoint_is_web_or_news() -> None:
     with pytest.raises(ValueError, match="endpoint"):
         BraveEngine("brave", EngineClient(), KEY, "images")
+
+
+@pytest.mark.parametrize(
+    ("headers", "retry_after"),
+    [
+        ((("Retry-After", "Wed, 02 Dec 99999999999999999999 10:00:00 GMT"),), None),
+        ((("Retry-After", "Wed, 02 Dec 2026 10:00:00 +99999999999999999999"),), None),
+        (
+            (
+                ("Retry-After", "Wed, 02 Dec 2020 10:00:00 GMT"),
+                ("Date", "Wed, 02 Dec 99999999999999999999 10:00:00 GMT"),
+            ),
+            0,
+        ),
+    ],
+)
+async def test_req_res_002_a_retry_after_past_any_calendar_is_a_rate_limit_all_the_same(
+    headers: tuple[tuple[str, str], ...], retry_after: float | None
+) -> None:
+    # A date whose year or offset no calendar holds is a date that cannot be read: the 429
+    # is still the rate limit it is (with no wait, or the wait measured on this host's
+    # clock when only the provider's Date is unreadable), never a driver's exception.
+    async with _brave(Reply(status=429, headers=headers)) as (engine, _):
+        with pytest.raises(EngineFailure) as caught:
+            await engine.search(_query())
+    assert caught.value.failure_class is Reason.RATE_LIMITED
+    assert caught.value.retry_after_s == retry_after

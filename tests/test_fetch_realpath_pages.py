@@ -227,6 +227,81 @@ UNDECLARED = {
         "Uosto valdžia pirmadienį atidarė šiaurinę prieplauką po trejų metų darbų; žuvų "
         "turgus persikėlė, o bangolaužis buvo atstatytas prieš žiemos audras.",
     ),
+    # Windows' euro sign (0x80) beside a word: the detector ranked these ISO-8859-10, -14 and
+    # -13 first, which read the byte as a control code; windows-1252 reads it as the sign.
+    "es-euro-cp1252": (
+        "cp1252",
+        "El puerto abrió el muelle norte el lunes después de tres años de obras; el mercado de "
+        "pescado se trasladó y el rompeolas se reconstruyó antes de las tormentas del "
+        "invierno€ La señora Núñez habló con el niño pequeño.",
+    ),
+    "pt-euro-cp1252": (
+        "cp1252",
+        "O porto abriu o cais norte na segunda-feira após três anos de obras; o mercado de "
+        "peixe mudou-se e o quebra-mar foi reconstruído antes das tempestades de inverno€ As "
+        "lições são difíceis, mas não impossíveis.",
+    ),
+    "fr-euro-cp1252": (
+        "cp1252",
+        "Le port a ouvert le quai nord lundi après trois années de travaux ; le marché aux "
+        "poissons a déménagé et la digue a été reconstruite avant les tempêtes de l'hiver€ "
+        "Noël approche, et l'œuvre est déjà célèbre.",
+    ),
+    # Ranked ISO-8859-10 first by the detector: windows-1257 explains its letters.
+    "lv-cp1257": (
+        "cp1257",
+        "Ostas pārvalde pirmdien atvēra ziemeļu piestātni pēc trīs gadu darba; zivju tirgus "
+        "pārcēlās, un viļņlauzis tika atjaunots pirms ziemas vētrām. Ķēķis un ģimene ir šeit.",
+    ),
+    # Ranked windows-1250 first by the detector.
+    "tr-cp1254": ("cp1254", "Öğretmen ödevi değerlendirdi ve notları açıkladı."),
+    # Turkish ü and the dotted capital İ are Turkish letters: without them windows-1257's
+    # ž and ż read these as Baltic.
+    "tr-u-cp1254": ("cp1254", "Şirket müdürü Ömer Bey, işçilere teşekkür etti."),
+    "tr-dotted-capital-cp1254": ("cp1254", "İstanbul'da güneşli bir gün; şehir çok güzel."),
+    # Each language's own alphabet decides between the charsets that read its letters.
+    "nl-cp1252": (
+        "cp1252",
+        "De haven opende maandag de noordkade na drie jaar werk; de vismarkt is verhuisd "
+        "en de golfbreker werd herbouwd vóór de stormen van de winter. Het café ligt naast "
+        "de ruïne, en de coöperatie beëindigde de reünie.",
+    ),
+    "no-cp1252": (
+        "cp1252",
+        "Havnen åpnet den nordlige kaien mandag etter tre års arbeid; fiskemarkedet har "
+        "flyttet, og moloen ble gjenoppbygd før vinterens stormer. Øya ligger ved fjæra.",
+    ),
+    "is-cp1252": (
+        "cp1252",
+        "Höfnin opnaði norðurbryggjuna á mánudaginn eftir þriggja ára vinnu; "
+        "fiskmarkaðurinn flutti og brimbrjóturinn var endurbyggður fyrir vetrarstormana. "
+        "Þetta er ótrúlegt.",
+    ),
+    "et-cp1257": (
+        "cp1257",
+        "Sadama juhatus avas esmaspäeval põhjakai pärast kolm aastat tööd; kalaturg kolis "
+        "ja lainemurdja ehitati enne talviseid torme ümber. Šokolaad ja žürii on õues.",
+    ),
+    # Letters that only the language's own alphabet explains in the charset it was written in.
+    "fr-ligature-cp1252": (
+        "cp1252",
+        "Le cœur de l'œuvre est sûr : où qu'il aille, il reçoit l'aïeul à Noël, même à "
+        "l'hôpital où la sœur dîne.",
+    ),
+    "sv-short-cp1252": ("cp1252", "Vår båt är på väg till Västerås, där älven möter sjön."),
+    "pt-nasal-cp1252": (
+        "cp1252",
+        "As lições são difíceis; as mães e os irmãos estão à espera, pois não há pão nem feijão.",
+    ),
+    "sk-iso-8859-2": (
+        "iso8859-2",
+        "Ľudia v Žiline sú šťastní; kôň beží po lúke a vŕba rastie pri rieke.",
+    ),
+    "ro-cp1250": (
+        "cp1250",
+        "Şcoala din Braşov este frumoasă; ţara are munţi înalţi şi păduri.",
+    ),
+    "hr-cp1250": ("cp1250", "Šećer, čaj i ćevapi su na stolu; đon je poderan."),
 }
 
 
@@ -450,3 +525,17 @@ async def test_req_page_006_markup_after_the_closing_html_tag() -> None:
     )
     answers = await read({"/after": Page(headers=HTML, body=page.encode())})
     assert ENGLISH in content(answers["/after"])
+
+
+@pytest.mark.parametrize("encoding", ["iso8859-5", "cp1251", "koi8-r"])
+async def test_req_page_007_an_undeclared_cyrillic_page_is_not_weighed_as_latin(
+    encoding: str,
+) -> None:
+    # Only the Latin single-byte charsets are weighed against each other: a Cyrillic page
+    # the detector reads right keeps its charset (a Latin one would explain none of it).
+    text = (
+        "Администрация порта в понедельник открыла северный причал после трёх лет работ; "
+        "рыбный рынок переехал, а волнорез восстановили до зимних штормов."
+    )
+    answers = await read({"/p": Page(headers=HTML, body=article(text).encode(encoding))})
+    assert text in content(answers["/p"])

@@ -56,11 +56,12 @@ _ACCEPT_ENCODING: Final = "gzip, deflate"
 # itself failed or timed out before any byte of an answer.
 CONNECT_ERRORS: Final = (httpcore.ConnectError, httpcore.ConnectTimeout, EgressRefused)
 # Everything the exchange can raise for a reason on the wire (never a programming error).
+# Not httpcore's UnsupportedProtocol: it names a request URL whose scheme is neither http
+# nor https, and every request is built from an AdmittedURL, whose scheme is one of the two.
 TRANSPORT_ERRORS: Final = (
     httpcore.NetworkError,
     httpcore.TimeoutException,
     httpcore.ProtocolError,
-    httpcore.UnsupportedProtocol,
     EgressRefused,
 )
 
@@ -121,10 +122,6 @@ class ResponseHeaders:
             if field == key:
                 return value
         return default
-
-    def get_list(self, name: str) -> list[str]:
-        key = name.lower()
-        return [value for field, value in self._fields if field == key]
 
 
 class HttpResponse:

@@ -565,9 +565,11 @@ def parse_retry_after(headers: httpx.Headers, *, now_unix: float | None = None) 
         return min(float(int(value)), _MAX_WAIT_S)
     import email.utils
 
+    # A malformed date is a ValueError; a year, day or offset too large for the platform's
+    # integers (a provider can write any digits) an OverflowError.
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+    except (ValueError, OverflowError):
         return None
     if when.tzinfo is None:
         return None
@@ -578,6 +580,6 @@ def parse_retry_after(headers: httpx.Headers, *, now_unix: float | None = None) 
             served = email.utils.parsedate_to_datetime(date)
             if served.tzinfo is not None:
                 reference = served.timestamp()
-        except (TypeError, ValueError, IndexError):
+        except (ValueError, OverflowError):
             pass
     return min(max(when.timestamp() - reference, 0.0), _MAX_WAIT_S)

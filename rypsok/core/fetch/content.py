@@ -321,7 +321,7 @@ _ALPHABETS: Final = tuple(
         "ăâîşţșț",  # Romanian
         "čćđšž",  # Croatian, Serbian, Bosnian, Slovene
         "çëâ",  # Albanian
-        "âçğıîöşû",  # Turkish
+        "âçğıîöşüûİ",  # Turkish (İ, the capital of the ASCII i, is no upper case here)
         "ąčęėįšųūž",  # Lithuanian
         "āčēģīķļņšūž",  # Latvian
         "äõöüšž",  # Estonian
