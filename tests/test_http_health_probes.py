@@ -142,3 +142,22 @@ async def test_req_dep_002_at_the_cap_a_probe_in_any_form_the_app_routes_makes_r
     else:
         assert answer == b""
         assert http_counts()["too_many_connections"] == refused + 1
+
+
+@pytest.mark.parametrize(
+    "path", [b"/healthz/", b"//healthz", b"/HEALTHZ", b"/healthz%3F", b"/healthzz", b"/readyz/"]
+)
+async def test_req_dep_002_a_path_that_is_no_probe_is_asked_for_a_token(path: bytes) -> None:
+    """The match is exact and case-sensitive (book: deployment, Health): any other path is the
+    gate's, which asks a caller's token of it (401 with the Bearer challenge), never the
+    health answer."""
+    config = make_config(CORS, CALLERS_ENV)
+    async with serving(config, CALLERS_ENV) as server:
+        stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+        async with stream:
+            await stream.send_all(_head(b"GET " + path, b""))
+            answer = await closed_by_server(stream, 10)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 401 ")
+    assert b"www-authenticate: bearer" in head.lower()
+    assert b'"status"' not in body
