@@ -64,9 +64,10 @@ def test_req_page_007_each_letter_counts_as_often_as_it_stands() -> None:
     assert _latin_choice(beside_letters({0xC3: 4, 0xA5: 2, 0xE4: 2}), "cp1252") == "cp1252"
 
 
-def test_req_page_007_a_byte_read_by_every_charset_as_a_letter_at_the_tables_end() -> None:
-    # ÿ is 0xFF, the last byte of each table.
-    assert _latin_choice(b"L'Ha\xff-les-Roses", "cp1252") == "cp1252"
+def test_req_page_007_the_tables_last_byte_is_a_letter_weighed() -> None:
+    # ÿ is 0xFF, the last byte of each table: French in windows-1252, a dot above (˙) in
+    # windows-1250, which the detector answered.
+    assert _latin_choice(b"L'Ha\xff-les-Roses", "cp1250") == "cp1252"
 
 
 @pytest.mark.parametrize(
