@@ -302,6 +302,13 @@ UNDECLARED = {
         "Şcoala din Braşov este frumoasă; ţara are munţi înalţi şi păduri.",
     ),
     "hr-cp1250": ("cp1250", "Šećer, čaj i ćevapi su na stolu; đon je poderan."),
+    # Italian é beside ì: windows-1250, where the detector's windows-1258 yields, reads them
+    # é and ě, Czech letters, unless Italian's alphabet explains them in windows-1252.
+    "it-acute-cp1252": (
+        "cp1252",
+        "Perché il molo è più sicuro? Perché così ha deciso lunedì il comitato, e perché né il "
+        "sindaco né la giunta hanno obiettato.",
+    ),
     # Catalan ï beside ò: windows-1250 reads them ď and ň, Czech letters.
     "ca-cp1252": (
         "cp1252",
