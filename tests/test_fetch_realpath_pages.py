@@ -325,12 +325,6 @@ UNDECLARED = {
         "Il-Gvern ħabbar li l-ġnien ta' Ħal Qormi se jinfetaħ għall-pubbliku; iċ-ċentru ġdid "
         "ħa sentejn biex jinbena, qal il-Ministru.",
     ),
-    # Esperanto ĉ, ĝ, ĥ, ĵ, ŝ, ŭ, which only ISO-8859-3 reads: the detector answers
-    # windows-1257, which reads them as letters of no one language.
-    "eo-iso-8859-3": (
-        "iso8859-3",
-        "Ĉiuj ŝatas la ĝardenon; la ĥoro kantis, kaj ĵaŭde la ŝipo ĉeestis en la haveno.",
-    ),
     # No letter beyond ASCII: dashes between spaces, nothing to weigh.
     "en-dashes-cp1252": ("cp1252", "The quay – opened on Monday – cost 3 million."),
     # ÿ is 0xFF, the last byte of every table.

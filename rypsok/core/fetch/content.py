@@ -293,21 +293,12 @@ def _detected(body: bytes | bytearray) -> str:
 
 
 # The single-byte charsets of Latin-script languages the detector confuses, in the order a
-# tie is settled (the web's most used first; ISO-8859-3 last, as only Maltese and Esperanto
-# need it: it reads most Western letters as ISO-8859-1 does, and must never win a tie).
-_LATIN_SINGLE_BYTE: Final = (
-    "cp1252",
-    "cp1250",
-    "iso8859-2",
-    "cp1257",
-    "cp1254",
-    "cp1258",
-    "iso8859-3",
-)
+# tie is settled (the web's most used first).
+_LATIN_SINGLE_BYTE: Final = ("cp1252", "cp1250", "iso8859-2", "cp1257", "cp1254", "cp1258")
 # The charsets whose choice by the detector is weighed against those (the ISO-8859 Latin
 # parts, which read the bytes 0x80-0x9F, windows' quotes and dashes, as control codes).
 _LATIN_FAMILY: Final = frozenset(
-    {*_LATIN_SINGLE_BYTE, "mac-roman", *(f"iso8859-{n}" for n in (4, 10, 13, 14, 15, 16))}
+    {*_LATIN_SINGLE_BYTE, "mac-roman", *(f"iso8859-{n}" for n in (3, 4, 10, 13, 14, 15, 16))}
 )
 # The letters beyond ASCII of the languages written in them (lower case; upper is added).
 # Albanian's (ç, ë, â) is no entry: French's holds all three, so it never explains more.
