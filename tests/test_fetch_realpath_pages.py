@@ -302,6 +302,33 @@ UNDECLARED = {
         "Şcoala din Braşov este frumoasă; ţara are munţi înalţi şi păduri.",
     ),
     "hr-cp1250": ("cp1250", "Šećer, čaj i ćevapi su na stolu; đon je poderan."),
+    # Italian é beside ì: windows-1250, where the detector's windows-1258 yields, reads them
+    # é and ě, Czech letters, unless Italian's alphabet explains them in windows-1252.
+    "it-acute-cp1252": (
+        "cp1252",
+        "Perché il molo è più sicuro? Perché così ha deciso lunedì il comitato, e perché né il "
+        "sindaco né la giunta hanno obiettato.",
+    ),
+    # Catalan ï beside ò: windows-1250 reads them ď and ň, Czech letters.
+    "ca-cp1252": (
+        "cp1252",
+        "La veïna diu que el pròxim any tornarà a Lleida; el col·legi és nou.",
+    ),
+    # Czech ř, ě, ů: windows-1252 reads ø, ì, ù, which Italian and Danish explain in part.
+    "cs-short-cp1250": ("cp1250", "Přes řeku stojí věž domů a dům."),
+    # Hungarian ő, ű: windows-1252 reads õ, û, which Portuguese and French explain.
+    "hu-cp1250": ("cp1250", "Gyönyörű idő volt, a nő fűt vágott és őszintén örült."),
+    # Maltese ċ, ġ, ħ, which only ISO-8859-3 reads: the detector answers it, and windows-1250
+    # and ISO-8859-2 read them as letters of no one language.
+    "mt-iso-8859-3": (
+        "iso8859-3",
+        "Il-Gvern ħabbar li l-ġnien ta' Ħal Qormi se jinfetaħ għall-pubbliku; iċ-ċentru ġdid "
+        "ħa sentejn biex jinbena, qal il-Ministru.",
+    ),
+    # No letter beyond ASCII: dashes between spaces, nothing to weigh.
+    "en-dashes-cp1252": ("cp1252", "The quay – opened on Monday – cost 3 million."),
+    # ÿ is 0xFF, the last byte of every table.
+    "fr-y-diaeresis-cp1252": ("cp1252", "Rue de L'Haÿ-les-Roses, près de Paris, où l'on a dîné."),
 }
 
 

@@ -301,6 +301,7 @@ _LATIN_FAMILY: Final = frozenset(
     {*_LATIN_SINGLE_BYTE, "mac-roman", *(f"iso8859-{n}" for n in (3, 4, 10, 13, 14, 15, 16))}
 )
 # The letters beyond ASCII of the languages written in them (lower case; upper is added).
+# Albanian's (ç, ë, â) is no entry: French's holds all three, so it never explains more.
 _ALPHABETS: Final = tuple(
     frozenset(letters + letters.upper())
     for letters in (
@@ -320,11 +321,12 @@ _ALPHABETS: Final = tuple(
         "áéíóöőúüű",  # Hungarian
         "ăâîşţșț",  # Romanian
         "čćđšž",  # Croatian, Serbian, Bosnian, Slovene
-        "çëâ",  # Albanian
         "âçğıîöşüûİ",  # Turkish (İ, the capital of the ASCII i, is no upper case here)
         "ąčęėįšųūž",  # Lithuanian
         "āčēģīķļņšūž",  # Latvian
         "äõöüšž",  # Estonian
+        "àèìòùċġħż",  # Maltese (ISO-8859-3)
+        "ĉĝĥĵŝŭ",  # Esperanto (ISO-8859-3)
     )
 )
 _ASCII_BYTES: Final = bytes(range(128))
